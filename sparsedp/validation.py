@@ -1,0 +1,71 @@
+"""Checks of the scalar and index arguments shared by the public functions."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from numbers import Real
+
+import numpy as np
+
+from .errors import GraphError, ParameterError
+
+
+def rounds(T) -> int:
+    """``T`` as an int >= 1, else ParameterError."""
+    if isinstance(T, bool) or not isinstance(T, numbers.Integral):
+        raise ParameterError(f"T (number of rounds) must be an integer >= 1, got {T!r}")
+    if T < 1:
+        raise ParameterError(f"T (number of rounds) must be >= 1, got {T}")
+    return int(T)
+
+
+def node_index(node, n: int, role: str) -> int:
+    """A node index in ``0..n-1`` (``role`` names the argument in the error)."""
+    if isinstance(node, bool) or not isinstance(node, numbers.Integral):
+        raise GraphError(f"{role} must be an integer node index, got {node!r}")
+    if not 0 <= node < n:
+        raise GraphError(f"unknown node id {node} for {role}: the graph has nodes 0..{n - 1}")
+    return int(node)
+
+
+def node_set(nodes, n: int, role: str) -> np.ndarray:
+    """Distinct node indices (first occurrence order kept); a single int is a set of one."""
+    if isinstance(nodes, numbers.Integral):
+        nodes = [nodes]
+    indices = [node_index(v, n, role) for v in np.asarray(nodes, dtype=object).ravel()]
+    if not indices:
+        raise ParameterError(f"{role} must name at least one node")
+    _, first = np.unique(indices, return_index=True)
+    return np.asarray(indices, dtype=np.int64)[np.sort(first)]
+
+
+def real(name: str, value: object) -> float:
+    """``value`` as a float; booleans and non-numbers are refused."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ParameterError(f"{name} must be a real number, got {value!r}")
+    return float(value)
+
+
+def nonnegative(name: str, value: object) -> float:
+    """A finite real >= 0."""
+    x = real(name, value)
+    if not (math.isfinite(x) and x >= 0.0):
+        raise ParameterError(f"{name} must be >= 0 and finite, got {x!r}")
+    return x
+
+
+def sigma(value: object) -> float:
+    """The noise standard deviation: finite and > 0."""
+    x = real("sigma", value)
+    if not (math.isfinite(x) and x > 0.0):
+        raise ParameterError(f"sigma must be > 0 and finite, got {x!r}")
+    return x
+
+
+def probability_delta(value: object) -> float:
+    """The delta of (epsilon, delta)-DP: in the open interval (0, 1)."""
+    x = real("delta", value)
+    if not 0.0 < x < 1.0:
+        raise ParameterError(f"delta must lie in (0, 1), got {x!r}")
+    return x
