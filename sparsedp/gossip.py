@@ -1,0 +1,288 @@
+"""Gossip matrices W of a graph, and validation of the properties the accountant relies on.
+
+A gossip round maps the vector of node values ``x`` to ``W x``: node ``i`` keeps ``W_ii x_i`` and
+receives ``W_ij x_j`` from each neighbour ``j``.  All builders are vectorised (no Python loop over
+edges) and return ``scipy.sparse.csr_matrix`` (float64, sorted indices, explicit diagonal entries
+only where nonzero).
+
+Every public function accepts any scipy sparse format or a dense array and normalises it with
+:func:`as_square_sparse`.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components, shortest_path
+
+from sparsedp.errors import GossipMatrixError, GraphError, ParameterError
+from sparsedp.graphs import as_graph, require_connected
+
+__all__ = [
+    "PROPERTIES",
+    "SCHEMES",
+    "as_square_sparse",
+    "check_gossip_matrix",
+    "gossip_matrix",
+    "gossip_properties",
+    "has_property",
+    "symmetry_defect",
+]
+
+SCHEMES = ("metropolis", "max-degree", "row-normalised", "row-normalised-self-loops")
+
+PROPERTIES = (
+    "square",
+    "finite",
+    "nonnegative",
+    "row_stochastic",
+    "column_stochastic",
+    "doubly_stochastic",
+    "symmetric",
+    "irreducible",
+    "aperiodic",
+    "primitive",
+)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.12g}"
+
+
+def _entry(M: sp.csr_matrix, k: int) -> tuple[int, int]:
+    """(row, column) of the ``k``-th stored entry of a CSR matrix."""
+    return int(np.searchsorted(M.indptr, k, side="right") - 1), int(M.indices[k])
+
+
+def as_square_sparse(W: Any) -> sp.csr_matrix:
+    """``W`` as a float64 CSR matrix in canonical form (sorted indices, no duplicates, no
+    explicit zeros), after checking that it is square, non-empty and finite.
+
+    A CSR float64 input already in that form is returned as is (no copy).
+    """
+    if not sp.issparse(W):
+        try:
+            W = np.asarray(W, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise GossipMatrixError(f"W is not a numeric matrix: {exc}") from None
+    if W.ndim != 2 or W.shape[0] != W.shape[1]:
+        raise GossipMatrixError(f"W is not square: shape {W.shape}")
+    if W.shape[0] == 0:
+        raise GossipMatrixError("W is empty (0 x 0)")
+    if isinstance(W, sp.csr_matrix) and W.dtype == np.float64:
+        M = W
+    else:
+        M = sp.csr_matrix(W, dtype=np.float64)
+    if not M.has_canonical_format or not np.all(M.data != 0):
+        M = M.copy()
+        M.sum_duplicates()
+        M.eliminate_zeros()
+    bad = np.flatnonzero(~np.isfinite(M.data))
+    if bad.size:
+        i, j = _entry(M, bad[0])
+        raise GossipMatrixError(f"W[{i}, {j}] = {M.data[bad[0]]} is not finite")
+    return M
+
+
+def symmetry_defect(W: Any) -> tuple[float, tuple[int, int]]:
+    """``max |W - W^T|`` and the first (row-major) entry ``(i, j)`` where it is attained."""
+    M = as_square_sparse(W)
+    D = (M - M.T).tocsr()
+    D.sum_duplicates()
+    if D.nnz == 0:
+        return 0.0, (0, 0)
+    k = int(np.argmax(np.abs(D.data)))
+    return float(abs(D.data[k])), _entry(D, k)
+
+
+# --------------------------------------------------------------------------------------------
+# Builders
+# --------------------------------------------------------------------------------------------
+
+def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0) -> sp.csr_matrix:
+    """Gossip matrix of a connected graph (anything :func:`sparsedp.graphs.as_graph` accepts).
+
+    With ``d_i`` the degree of node ``i`` and ``j ~ i`` its neighbours:
+
+    * ``"metropolis"``: ``W_ij = 1 / (1 + max(d_i, d_j))`` for ``j ~ i``,
+      ``W_ii = 1 - sum_{j~i} W_ij`` (>= ``1 / (1 + d_i)``).  Symmetric, doubly stochastic.
+    * ``"max-degree"``: ``W_ij = 1 / max(d_i, d_j)``, ``W_ii = 1 - sum_{j~i} W_ij``, which is
+      exactly 0 when no neighbour has a larger degree than ``i``; then W can be periodic (even
+      cycles, hypercubes and other bipartite regular graphs: period 2).  Symmetric, doubly
+      stochastic.  The variant used by the older paper and its published code.
+    * ``"row-normalised"``: ``W = D^{-1} A``, i.e. ``W_ij = 1 / d_i`` (the random walk).
+    * ``"row-normalised-self-loops"``: ``W = (D + I)^{-1} (A + I)``, i.e.
+      ``W_ij = W_ii = 1 / (d_i + 1)``.
+
+    The row-normalised schemes are row-stochastic only, and symmetric only on regular graphs;
+    their stationary distribution is proportional to ``d_i`` (resp. ``d_i + 1``).
+
+    ``laziness = a`` in [0, 1) returns ``a I + (1 - a) W``.
+
+    Raises ``GraphError`` for a disconnected graph (with the component count) or a single node,
+    ``ParameterError`` for an unknown scheme or a laziness outside [0, 1).
+    """
+    if scheme not in SCHEMES:
+        raise ParameterError(f"unknown gossip scheme {scheme!r}; valid schemes: "
+                             + ", ".join(SCHEMES))
+    if not 0.0 <= laziness < 1.0:
+        raise ParameterError(f"laziness must be in [0, 1), got {laziness!r}")
+    g = as_graph(graph)
+    if g.n < 2:
+        raise GraphError("graph has a single node; gossip needs at least 2 nodes")
+    require_connected(g)
+    A = g.adjacency
+    d = g.degrees.astype(np.float64)
+    rows = np.repeat(np.arange(g.n), np.diff(A.indptr))
+    cols = A.indices
+    if scheme == "metropolis":
+        off = 1.0 / (1.0 + np.maximum(d[rows], d[cols]))
+        diag = 1.0 - np.bincount(rows, weights=off, minlength=g.n)
+    elif scheme == "max-degree":
+        off = 1.0 / np.maximum(d[rows], d[cols])
+        has_larger_neighbour = np.bincount(rows[d[cols] > d[rows]], minlength=g.n) > 0
+        diag = np.where(has_larger_neighbour,
+                        1.0 - np.bincount(rows, weights=off, minlength=g.n), 0.0)
+    elif scheme == "row-normalised":
+        off = 1.0 / d[rows]
+        diag = np.zeros(g.n)
+    else:  # row-normalised-self-loops
+        off = 1.0 / (d[rows] + 1.0)
+        diag = 1.0 / (d + 1.0)
+    off = (1.0 - laziness) * off
+    diag = laziness + (1.0 - laziness) * diag
+    W = sp.csr_matrix((off, cols.copy(), A.indptr.copy()), shape=A.shape)
+    W = (W + sp.diags(diag, format="csr")).tocsr()
+    W.eliminate_zeros()
+    W.sort_indices()
+    return W
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------------------------
+
+class _Diagnosis:
+    """Lazily computed facts about a gossip matrix; ``failure(p)`` explains why ``p`` fails."""
+
+    def __init__(self, W: Any, atol: float) -> None:
+        self.W = as_square_sparse(W)
+        self.atol = atol
+
+    @cached_property
+    def n_strong_components(self) -> int:
+        return connected_components(self.W, directed=True, connection="strong")[0]
+
+    @cached_property
+    def period(self) -> int | None:
+        """Period of the chain (``None`` when W is reducible).
+
+        1 if some ``W_ii > 0``.  Otherwise, with ``level`` the BFS distance from node 0 along
+        the arcs ``u -> v`` (``W_uv != 0``), the period is ``gcd_{u -> v} (level_u + 1 - level_v)``.
+        """
+        if self.n_strong_components != 1:
+            return None
+        if np.any(self.W.diagonal() > 0):
+            return 1
+        level = shortest_path(self.W, directed=True, unweighted=True, indices=0).astype(np.int64)
+        rows = np.repeat(np.arange(self.W.shape[0]), np.diff(self.W.indptr))
+        return int(np.gcd.reduce(np.abs(level[rows] + 1 - level[self.W.indices])))
+
+    def _sums(self, axis: int, label: str, prop: str) -> str | None:
+        sums = np.asarray(self.W.sum(axis=axis)).ravel()
+        bad = np.flatnonzero(np.abs(sums - 1.0) > self.atol)
+        if bad.size:
+            return f"{label} {bad[0]} of W sums to {_fmt(sums[bad[0]])}, not 1 (not {prop})"
+        return None
+
+    def _nonnegative(self) -> str | None:
+        bad = np.flatnonzero(self.W.data < 0)
+        if bad.size:
+            i, j = _entry(self.W, bad[0])
+            return f"W[{i}, {j}] = {_fmt(self.W.data[bad[0]])} is negative"
+        return None
+
+    def _symmetric(self) -> str | None:
+        defect, (i, j) = symmetry_defect(self.W)
+        if defect > self.atol:
+            return f"W is not symmetric: |W - W^T| max {_fmt(defect)} at ({i}, {j})"
+        return None
+
+    def _irreducible(self) -> str | None:
+        if self.n_strong_components != 1:
+            return (f"W is reducible: its pattern has {self.n_strong_components} strongly "
+                    "connected components (not irreducible)")
+        return None
+
+    def _aperiodic(self) -> str | None:
+        if self.period is None:
+            return (f"W is reducible ({self.n_strong_components} strongly connected "
+                    "components): aperiodicity is only checked for irreducible W")
+        if self.period != 1:
+            return f"W is periodic (period {self.period}): the chain is not aperiodic"
+        return None
+
+    def failure(self, prop: str) -> str | None:
+        """``None`` if W has property ``prop`` (one of :data:`PROPERTIES`), else the reason."""
+        checks = {
+            "square": lambda: None,  # enforced by as_square_sparse
+            "finite": lambda: None,
+            "nonnegative": self._nonnegative,
+            "row_stochastic": lambda: self._sums(1, "row", "row-stochastic"),
+            "column_stochastic": lambda: self._sums(0, "column", "column-stochastic"),
+            "doubly_stochastic": lambda: (self._sums(1, "row", "doubly stochastic")
+                                          or self._sums(0, "column", "doubly stochastic")),
+            "symmetric": self._symmetric,
+            "irreducible": self._irreducible,
+            "aperiodic": self._aperiodic,
+            "primitive": lambda: self._irreducible() or self._aperiodic(),
+        }
+        return checks[prop]()
+
+
+def _check_property_names(props: tuple[str, ...]) -> None:
+    unknown = [p for p in props if p not in PROPERTIES]
+    if unknown:
+        raise ParameterError(f"unknown gossip-matrix property {unknown[0]!r}; valid properties: "
+                             + ", ".join(PROPERTIES))
+
+
+def check_gossip_matrix(W: Any, require: tuple[str, ...] = ("nonnegative", "row_stochastic"),
+                        atol: float = 1e-10) -> None:
+    """Raise ``GossipMatrixError`` naming the first property in ``require`` that W lacks.
+
+    Properties (:data:`PROPERTIES`): ``square``, ``finite`` (always enforced), ``nonnegative``,
+    ``row_stochastic`` (``|sum_j W_ij - 1| <= atol``), ``column_stochastic``,
+    ``doubly_stochastic``, ``symmetric`` (``max |W - W^T| <= atol``), ``irreducible`` (the pattern
+    of nonzeros is strongly connected), ``aperiodic`` (irreducible with period 1) and
+    ``primitive`` (irreducible and aperiodic).  The message names the failing row or entry.
+    Unknown property names raise ``ParameterError``.
+    """
+    if isinstance(require, str):
+        require = (require,)
+    _check_property_names(require)
+    diagnosis = _Diagnosis(W, atol)
+    for prop in require:
+        reason = diagnosis.failure(prop)
+        if reason is not None:
+            raise GossipMatrixError(reason)
+
+
+def gossip_properties(W: Any, atol: float = 1e-10) -> dict[str, Any]:
+    """Every property of :data:`PROPERTIES` as a bool, plus ``"period"`` (int, ``None`` when W is
+    reducible).  ``square`` and ``finite`` are always True: other input raises
+    ``GossipMatrixError`` (see :func:`as_square_sparse`).  ``aperiodic`` is False for reducible W.
+    """
+    diagnosis = _Diagnosis(W, atol)
+    props: dict[str, Any] = {p: diagnosis.failure(p) is None for p in PROPERTIES}
+    props["period"] = diagnosis.period
+    return props
+
+
+def has_property(W: Any, prop: str, atol: float = 1e-10) -> bool:
+    """Whether W has the single property ``prop`` (see :func:`check_gossip_matrix`)."""
+    _check_property_names((prop,))
+    return _Diagnosis(W, atol).failure(prop) is None

@@ -1,0 +1,293 @@
+"""Spectral quantities of gossip matrices for large n.
+
+For a row-stochastic W the top eigenvalue is ``lambda_1 = 1`` (eigenvector: the constant vector).
+Mixing is governed by the other eigenvalues: with ``1 = lambda_1 >= lambda_2 >= ... >= lambda_n``
+(symmetric W), ``rho = max(|lambda_2|, |lambda_n|)`` is the rate at which ``W^t x`` approaches
+the average and ``gap = 1 - rho`` the spectral gap.
+
+:func:`spectral_info` picks a method by size and symmetry:
+
+* ``n <= DENSE_MAX_N``: dense ``numpy.linalg.eigvalsh`` (symmetric) / ``eigvals`` (otherwise);
+* symmetric, large: ARPACK ``eigsh`` for the two largest and the smallest eigenvalue; when
+  ARPACK does not converge within its iteration budget (small gap), LOBPCG on ``L = I - W`` with
+  the constant vector deflated and a pyamg smoothed-aggregation preconditioner for lambda_2, and
+  unpreconditioned LOBPCG for lambda_n;
+* non-symmetric, large: ARPACK ``eigs`` for the three eigenvalues of largest modulus.
+
+Start vectors come from a fixed seed and the AMG setup avoids numpy's global RNG, so results are
+reproducible.
+
+:func:`stationary_distribution` returns the left Perron vector ``pi`` (``pi W = pi``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyamg
+import scipy.sparse as sp
+from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigs, eigsh, lobpcg
+
+from sparsedp.errors import GossipMatrixError, ParameterError
+from sparsedp.gossip import as_square_sparse, check_gossip_matrix, has_property
+
+__all__ = ["DENSE_MAX_N", "METHODS", "SpectralInfo", "spectral_info", "stationary_distribution"]
+
+DENSE_MAX_N = 2000
+METHODS = ("auto", "dense", "eigsh", "lobpcg", "eigs")
+SYMMETRY_ATOL = 1e-10  # W counts as symmetric when max |W - W^T| <= SYMMETRY_ATOL
+_MIN_SPARSE_N = 10  # the iterative solvers need a few more dimensions than eigenvectors sought
+_ARPACK_MAXITER = 50  # implicit restarts before ARPACK gives up (auto: LOBPCG takes over)
+_ARPACK_NCV = 32  # Lanczos / Arnoldi basis size
+_LOBPCG_MAXITER = 500
+_HUB_FACTOR = 20  # max degree > _HUB_FACTOR x mean degree: use plain aggregation in the AMG
+_SEED = 0  # start vectors come from a fixed seed, so results are reproducible
+
+
+@dataclass(frozen=True)
+class SpectralInfo:
+    """Extreme eigenvalues of a gossip matrix W and how accurately they are known.
+
+    Symmetric W: ``lambda_2`` is the second largest eigenvalue, ``lambda_n`` the smallest,
+    ``rho = max(|lambda_2|, |lambda_n|)``, ``gap = 1 - rho``.  ``tolerance`` bounds the error of
+    each reported eigenvalue: for the iterative methods it is the largest residual norm
+    ``||W v - theta v||`` (unit ``v``), and a symmetric W has an eigenvalue within that distance
+    of each Ritz value ``theta`` (the residual cannot tell whether that eigenvalue is lambda_2
+    itself or one the solver skipped, which random starts make unlikely); for the dense method
+    it is the backward-error bound ``n eps max|lambda|``.
+
+    Non-symmetric W (``symmetric=False``) or method ``"eigs"``: ``moduli`` are the (up to)
+    three largest eigenvalue moduli in decreasing order, ``rho = moduli[1]`` (the second largest
+    modulus, which governs convergence), ``lambda_2`` is the real part of the eigenvalue of
+    second-largest modulus and ``lambda_n`` the smallest real part of all eigenvalues (NaN when
+    computed with ``eigs``, which only finds the largest moduli).  ``tolerance`` is then a
+    backward error (residual norm, or ``n eps ||W||_F`` for the dense method), not a bound on
+    the eigenvalue error.
+    """
+
+    lambda_2: float
+    lambda_n: float
+    rho: float
+    gap: float
+    method: str
+    tolerance: float
+    symmetric: bool = True
+    moduli: tuple[float, ...] | None = None
+
+
+def _residual(W: sp.csr_matrix, theta: float, v: np.ndarray) -> float:
+    """``||W v - theta v|| / ||v||``."""
+    return float(np.linalg.norm(W @ v - theta * v) / np.linalg.norm(v))
+
+
+def _start(n: int, k: int) -> np.ndarray:
+    """``n x k`` standard normal start block from the fixed seed."""
+    return np.random.default_rng(_SEED).standard_normal((n, k))
+
+
+# --------------------------------------------------------------------------------------------
+# Symmetric iterative solvers; each returns (eigenvalue, residual norm)
+# --------------------------------------------------------------------------------------------
+
+def _eigsh_extreme(W: sp.csr_matrix, tol: float, which: str) -> tuple[float, float]:
+    """ARPACK: ``which="LA"`` -> lambda_2 (smaller of the two largest), ``"SA"`` -> lambda_n."""
+    k = 2 if which == "LA" else 1
+    vals, vecs = eigsh(W, k=k, which=which, tol=tol, v0=_start(W.shape[0], 1)[:, 0],
+                       ncv=min(W.shape[0] - 1, _ARPACK_NCV), maxiter=_ARPACK_MAXITER)
+    i = int(np.argmin(vals))
+    return float(vals[i]), _residual(W, vals[i], vecs[:, i])
+
+
+def _amg_preconditioner(L: sp.csr_matrix) -> LinearOperator:
+    """pyamg smoothed-aggregation V-cycle for the Laplacian-like ``L = I - W``, acting on
+    ``1^perp``: ``x -> P V(P x)`` with ``P = I - 1 1^T / n``.
+
+    The projection matters: the coarsest level holds the (numerically ~0) constant mode, whose
+    pseudo-inverse would otherwise blow up to ~1e16 and break LOBPCG.  Jacobi prolongation
+    smoothing uses the deterministic local spectral-radius bound (``weighting="local"``; the
+    default draws from numpy's global RNG).  On graphs with hubs (max degree > ``_HUB_FACTOR`` x
+    mean degree) the smoothed prolongator fills the coarse levels (operator complexity ~30 on
+    Barabasi-Albert graphs), so plain aggregation (``smooth=None``) is used there.
+    """
+    counts = np.diff(L.indptr)
+    hubs = counts.max() > _HUB_FACTOR * counts.mean()
+    smooth = None if hubs else ("jacobi", {"omega": 4.0 / 3.0, "weighting": "local"})
+    cycle = pyamg.smoothed_aggregation_solver(L, smooth=smooth).aspreconditioner()
+
+    def apply(x: np.ndarray) -> np.ndarray:
+        y = cycle @ (x - x.mean(axis=0))
+        return y - y.mean(axis=0)
+
+    return LinearOperator(L.shape, matvec=apply, matmat=apply, dtype=np.float64)
+
+
+def _lobpcg_smallest(A: sp.csr_matrix, tol: float, M: LinearOperator | None = None,
+                     Y: np.ndarray | None = None) -> tuple[float, float]:
+    """Smallest eigenvalue of symmetric A (in ``Y^perp``) by LOBPCG with preconditioner M, and
+    the residual norm of its Ritz vector.  Stopping at ``_LOBPCG_MAXITER`` is not an error: the
+    residual reports the accuracy reached."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Exited", category=UserWarning)
+        vals, vecs = lobpcg(A, _start(A.shape[0], 1), M=M, Y=Y, tol=tol,
+                            maxiter=_LOBPCG_MAXITER, largest=False)
+    return float(vals[0]), _residual(A, vals[0], vecs[:, 0])
+
+
+def _lobpcg_lambda_2(W: sp.csr_matrix, tol: float) -> tuple[float, float]:
+    """``lambda_2 = 1 - mu``, ``mu`` the smallest eigenvalue of ``L = I - W`` on ``1^perp``.
+
+    For symmetric stochastic W, ``L 1 = 0`` and L is positive semidefinite; ``L v - mu v =
+    -(W v - lambda_2 v)``, so the residual carries over.
+    """
+    L = (sp.identity(W.shape[0], format="csr") - W).tocsr()
+    mu, residual = _lobpcg_smallest(L, tol, M=_amg_preconditioner(L),
+                                    Y=np.ones((W.shape[0], 1)))
+    return 1.0 - mu, residual
+
+
+def _lobpcg_lambda_n(W: sp.csr_matrix, tol: float) -> tuple[float, float]:
+    """Smallest eigenvalue of W by unpreconditioned LOBPCG."""
+    return _lobpcg_smallest(W, tol)
+
+
+def _arpack_or(W: sp.csr_matrix, tol: float, which: str, strict: bool,
+               fallback: Callable[[sp.csr_matrix, float], tuple[float, float]],
+               fallback_name: str) -> tuple[float, float, str]:
+    """(eigenvalue, residual, how) by ARPACK; when it does not converge, re-raise if ``strict``
+    else use ``fallback``."""
+    try:
+        return (*_eigsh_extreme(W, tol, which), "ARPACK eigsh")
+    except ArpackNoConvergence:
+        if strict:
+            raise
+    return (*fallback(W, tol), f"{fallback_name} (ARPACK did not converge)")
+
+
+def _sparse_symmetric(W: sp.csr_matrix, tol: float, method: str) -> SpectralInfo:
+    """``method``: "eigsh" (ARPACK only), "lobpcg" (LOBPCG + AMG for lambda_2) or "auto"."""
+    strict = method == "eigsh"
+    if method == "lobpcg":
+        lam2, res2, how2 = (*_lobpcg_lambda_2(W, tol), "LOBPCG + pyamg")
+    else:
+        lam2, res2, how2 = _arpack_or(W, tol, "LA", strict, _lobpcg_lambda_2, "LOBPCG + pyamg")
+    lamn, resn, hown = _arpack_or(W, tol, "SA", strict, _lobpcg_lambda_n, "LOBPCG")
+    how = how2 if how2 == hown else f"{how2} for lambda_2, {hown} for lambda_n"
+    rho = max(abs(lam2), abs(lamn))
+    return SpectralInfo(lam2, lamn, rho, 1.0 - rho, how, max(res2, resn))
+
+
+def _sparse_nonsymmetric(W: sp.csr_matrix, tol: float, symmetric: bool) -> SpectralInfo:
+    vals, vecs = eigs(W, k=3, which="LM", tol=tol, v0=_start(W.shape[0], 1)[:, 0],
+                      ncv=min(W.shape[0] - 1, _ARPACK_NCV), maxiter=_ARPACK_MAXITER)
+    order = np.argsort(-np.abs(vals), kind="stable")
+    vals, vecs = vals[order], vecs[:, order]
+    residual = max(_residual(W, vals[i], vecs[:, i]) for i in range(len(vals)))
+    moduli = tuple(float(m) for m in np.abs(vals))
+    return SpectralInfo(float(vals[1].real), float("nan"), moduli[1], 1.0 - moduli[1],
+                        "ARPACK eigs", residual, symmetric, moduli)
+
+
+def _dense(W: sp.csr_matrix, symmetric: bool) -> SpectralInfo:
+    A = W.toarray()
+    n = A.shape[0]
+    eps = np.finfo(np.float64).eps
+    if symmetric:
+        ev = np.linalg.eigvalsh(A)  # ascending
+        rho = max(abs(ev[-2]), abs(ev[0]))
+        return SpectralInfo(float(ev[-2]), float(ev[0]), float(rho), float(1.0 - rho),
+                            "dense eigvalsh", float(n * eps * np.abs(ev).max()))
+    ev = np.linalg.eigvals(A)
+    top = ev[np.argsort(-np.abs(ev), kind="stable")[:3]]
+    moduli = tuple(float(m) for m in np.abs(top))
+    return SpectralInfo(float(top[1].real), float(ev.real.min()), moduli[1], 1.0 - moduli[1],
+                        "dense eigvals", float(n * eps * np.linalg.norm(A)), False, moduli)
+
+
+def spectral_info(W: Any, method: str = "auto", tol: float = 1e-8) -> SpectralInfo:
+    """Second largest / smallest eigenvalue, ``rho`` and spectral gap of a row-stochastic W.
+
+    ``method`` is one of :data:`METHODS`: ``"auto"`` (dense for ``n <= DENSE_MAX_N``, else
+    ``eigsh`` with LOBPCG fallback for symmetric W and ``eigs`` otherwise), ``"dense"``,
+    ``"eigsh"`` (ARPACK only; raises ``ArpackNoConvergence`` when it does not converge),
+    ``"lobpcg"`` (LOBPCG + AMG for lambda_2, symmetric W) or ``"eigs"``.  lambda_n always comes
+    from ARPACK, with LOBPCG as fallback except under ``"eigsh"``.
+
+    ``tol`` is the requested residual tolerance of the iterative solvers;
+    :attr:`SpectralInfo.tolerance` reports what was achieved, and a ``RuntimeWarning`` is issued
+    when it exceeds ``10 tol`` (a solver stopped at its iteration limit).  W must be
+    row-stochastic (``GossipMatrixError`` otherwise).
+    """
+    if method not in METHODS:
+        raise ParameterError(f"unknown spectral method {method!r}; valid methods: "
+                             + ", ".join(METHODS))
+    M = as_square_sparse(W)
+    check_gossip_matrix(M, require=("row_stochastic",))
+    n = M.shape[0]
+    if n < 2:
+        raise GossipMatrixError("W is 1 x 1: lambda_2 is undefined")
+    symmetric = has_property(M, "symmetric", atol=SYMMETRY_ATOL)
+    if method == "auto" and n <= DENSE_MAX_N:
+        method = "dense"
+    elif method == "auto" and not symmetric:
+        method = "eigs"
+    if method in ("eigsh", "lobpcg") and not symmetric:
+        raise ParameterError(f"method {method!r} needs a symmetric W; use 'eigs' or 'auto'")
+    if method != "dense" and n < _MIN_SPARSE_N:
+        raise ParameterError(f"method {method!r} needs n >= {_MIN_SPARSE_N}; use 'dense'")
+    if method == "dense":
+        return _dense(M, symmetric)
+    if method == "eigs":
+        info = _sparse_nonsymmetric(M, tol, symmetric)
+    else:
+        info = _sparse_symmetric(M, tol, method)  # "eigsh", "lobpcg" or "auto"
+    if info.tolerance > 10 * tol:
+        warnings.warn(f"spectral_info: achieved tolerance {info.tolerance:.3g} is above the "
+                      f"requested {tol:g} ({info.method})", RuntimeWarning, stacklevel=2)
+    return info
+
+
+def stationary_distribution(W: Any, tol: float = 1e-12, maxiter: int = 100_000) -> np.ndarray:
+    """Left Perron vector ``pi`` of an irreducible row-stochastic W: ``pi W = pi``, ``sum pi = 1``.
+
+    * doubly stochastic W: exactly ``pi = 1/n``;
+    * random-walk form (every row has equal off-diagonal entries, as for the row-normalised
+      schemes, lazy or not): the candidate ``pi_i = c / W_ij`` (any ``j != i`` with
+      ``W_ij > 0``, c normalising) is tried first;
+    * otherwise power iteration on the lazy chain ``x <- (x + W^T x) / 2``.
+
+    A candidate or iterate is accepted when ``||pi W - pi||_1 <= tol``; after ``maxiter``
+    iterations a ``RuntimeWarning`` reports the residual reached.
+    """
+    M = as_square_sparse(W)
+    check_gossip_matrix(M, require=("nonnegative", "row_stochastic", "irreducible"))
+    n = M.shape[0]
+    if has_property(M, "column_stochastic"):
+        return np.full(n, 1.0 / n)
+    MT = M.T.tocsr()
+
+    def step(x: np.ndarray) -> tuple[np.ndarray, float]:
+        """``x W`` and the residual ``||x W - x||_1``."""
+        y = MT @ x
+        return y, float(np.abs(y - x).sum())
+
+    off = M - sp.diags(M.diagonal())
+    off.eliminate_zeros()
+    row_max = np.maximum.reduceat(off.data, off.indptr[:-1])  # irreducible: no empty row
+    x = (1.0 / row_max) / np.sum(1.0 / row_max)
+    _, residual = step(x)
+    if residual <= tol:
+        return x
+    x = np.full(n, 1.0 / n)
+    for _ in range(maxiter):
+        y, residual = step(x)
+        if residual <= tol:
+            return x / x.sum()
+        x = 0.5 * (x + y)
+    warnings.warn(f"stationary_distribution: power iteration stopped after {maxiter} "
+                  f"iterations with ||pi W - pi||_1 = {residual:.3g} > tol = {tol:g}",
+                  RuntimeWarning, stacklevel=2)
+    return x / x.sum()
