@@ -1,0 +1,202 @@
+"""numba implementations of the kernels in :mod:`sparsedp.kernels` (same algorithms).
+
+Imported only on first use, so ``import sparsedp`` does not pay for numba; compiled
+functions are cached on disk (``cache=True``).  Docstrings of the algorithms are on the
+dispatchers in :mod:`sparsedp.kernels`; the numpy twins there are the reference.
+"""
+
+import numba
+import numpy as np
+
+REFRESH_STEPS = 4096  # recompute the running products of the Gray-code walk this often
+STAGNATION = 1e-15  # Lanczos stops when a restart improves the Ritz value by less (relative)
+
+
+@numba.njit(cache=True)
+def refresh(M, c, y):
+    T = c.shape[0]
+    q = 0.0
+    for i in range(T):
+        s = 0.0
+        for j in range(T):
+            s += M[i, j] * c[j]
+        y[i] = s
+        q += c[i] * s
+    return q
+
+
+@numba.njit(cache=True, parallel=True)
+def max_sign_quadratic(M, prefix_bits):
+    T = M.shape[0]
+    low_bits = T - 1 - prefix_bits
+    n_chunks = 1 << prefix_bits
+    best_q = np.empty(n_chunks)
+    best_c = np.empty((n_chunks, T))
+    for h in numba.prange(n_chunks):
+        c = np.ones(T)
+        for b in range(prefix_bits):
+            if (h >> b) & 1:
+                c[1 + low_bits + b] = -1.0
+        y = np.empty(T)
+        q = refresh(M, c, y)
+        bq = q
+        bc = c.copy()
+        for step in range(1, 1 << low_bits):
+            k = 1
+            s = step
+            while (s & 1) == 0:
+                s >>= 1
+                k += 1
+            ck = c[k]
+            q = q - 4.0 * ck * y[k] + 4.0 * M[k, k]
+            for i in range(T):
+                y[i] -= 2.0 * ck * M[i, k]
+            c[k] = -ck
+            if step % REFRESH_STEPS == 0:
+                q = refresh(M, c, y)
+            if q > bq:
+                bq = q
+                bc[:] = c
+        best_q[h] = bq
+        best_c[h, :] = bc
+    return best_q, best_c
+
+
+@numba.njit(cache=True)
+def local_sign_search(M, c0):
+    T = M.shape[0]
+    c = c0.copy()
+    y = np.empty(T)
+    refresh(M, c, y)
+    for _ in range(4 * T * T + 4):
+        q = 0.0
+        for i in range(T):
+            q += c[i] * y[i]
+        best_k = 0
+        best_gain = -np.inf
+        for i in range(T):
+            g = 4.0 * (M[i, i] - c[i] * y[i])
+            if g > best_gain:
+                best_gain = g
+                best_k = i
+        if best_gain <= 1e-14 * (1.0 + abs(q)):
+            break
+        ck = c[best_k]
+        for i in range(T):
+            y[i] -= 2.0 * ck * M[i, best_k]
+        c[best_k] = -ck
+    return c
+
+
+@numba.njit(cache=True)
+def top_eigenpair(M, v0, krylov_dim, tol, max_restarts):
+    T = M.shape[0]
+    k = min(krylov_dim, T)
+    v = v0.copy()
+    w = np.empty(T)
+    theta_prev = -np.inf
+    for _ in range(max_restarts):
+        Q = np.zeros((k, T))
+        alpha = np.zeros(k)
+        beta = np.zeros(k)
+        Q[0] = v
+        size = k
+        for j in range(k):
+            w[:] = np.dot(M, Q[j])
+            alpha[j] = np.dot(w, Q[j])
+            for _rep in range(2):
+                for i in range(j + 1):
+                    w -= np.dot(Q[i], w) * Q[i]
+            if j + 1 < k:
+                b = np.sqrt(np.dot(w, w))
+                if b <= 1e-14 * (abs(alpha[j]) + 1e-300):
+                    size = j + 1
+                    break
+                beta[j] = b
+                Q[j + 1] = w / b
+        tri = np.zeros((size, size))
+        for i in range(size):
+            tri[i, i] = alpha[i]
+            if i + 1 < size:
+                tri[i, i + 1] = beta[i]
+                tri[i + 1, i] = beta[i]
+        y = np.linalg.eigh(tri)[1][:, size - 1]
+        v = np.zeros(T)
+        for i in range(size):
+            v += y[i] * Q[i]
+        v /= np.sqrt(np.dot(v, v))
+        w[:] = np.dot(M, v)
+        theta = np.dot(v, w)
+        if size < k or np.sqrt(np.sum((w - theta * v) ** 2)) <= tol * abs(theta):
+            break
+        if theta - theta_prev <= STAGNATION * abs(theta):
+            break
+        theta_prev = theta
+    return v
+
+
+@numba.njit(cache=True, parallel=True)
+def csr_spmm(indptr, indices, data, X, Y, n_chunks):
+    """``Y = W X`` for CSR ``W`` and a dense block ``X`` (n x b), rows split into chunks."""
+    n, b = X.shape
+    chunk = (n + n_chunks - 1) // n_chunks
+    for c in numba.prange(n_chunks):
+        acc = np.empty(b)
+        for r in range(c * chunk, min(n, (c + 1) * chunk)):
+            for q in range(b):
+                acc[q] = 0.0
+            for k in range(indptr[r], indptr[r + 1]):
+                col = indices[k]
+                w = data[k]
+                for q in range(b):
+                    acc[q] += w * X[col, q]
+            for q in range(b):
+                Y[r, q] = acc[q]
+
+
+@numba.njit(cache=True, parallel=True)
+def csr_spmm_fused(indptr, indices, data, X, Y, shift, n_chunks):
+    """``Y = W X`` with the products needed by the moment recurrence fused in one pass.
+
+    Returns ``(X^T Y, Y^T Y, sum_r (Y[r] - shift)^2)`` from per-chunk partial sums.
+    """
+    n, b = X.shape
+    chunk = (n + n_chunks - 1) // n_chunks
+    cross = np.zeros((n_chunks, b, b))
+    gram = np.zeros((n_chunks, b, b))
+    centred = np.zeros((n_chunks, b))
+    for c in numba.prange(n_chunks):
+        acc = np.empty(b)
+        for r in range(c * chunk, min(n, (c + 1) * chunk)):
+            for q in range(b):
+                acc[q] = 0.0
+            for k in range(indptr[r], indptr[r + 1]):
+                col = indices[k]
+                w = data[k]
+                for q in range(b):
+                    acc[q] += w * X[col, q]
+            for p in range(b):
+                Y[r, p] = acc[p]
+                xp = X[r, p]
+                yp = acc[p]
+                d = yp - shift
+                centred[c, p] += d * d
+                for q in range(b):
+                    cross[c, p, q] += xp * acc[q]
+                    gram[c, p, q] += yp * acc[q]
+    return cross.sum(axis=0), gram.sum(axis=0), centred.sum(axis=0)
+
+
+@numba.njit(cache=True, parallel=True)
+def csr_spmm_rows(indptr, indices, data, X, Y, rows):
+    """``Y[r] = (W X)[r]`` for the listed rows only (frontier-limited propagation)."""
+    b = X.shape[1]
+    for t in numba.prange(rows.shape[0]):
+        r = rows[t]
+        for q in range(b):
+            Y[r, q] = 0.0
+        for k in range(indptr[r], indptr[r + 1]):
+            col = indices[k]
+            w = data[k]
+            for q in range(b):
+                Y[r, q] += w * X[col, q]

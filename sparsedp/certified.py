@@ -1,0 +1,173 @@
+"""Turning inexact computations into certified bounds.
+
+The sandwich from an approximate solve
+--------------------------------------
+For SPD ``K``, any ``X`` (approximately ``K^{-1} G``) and the true residual ``R = G - K X``,
+for every vector ``c`` (write ``b = G c``, ``x = X c``, ``r = R c``):
+
+    b^T K^{-1} b - (2 b^T x - x^T K x) = r^T K^{-1} r  in  [0, ||r||^2 / lambda_min(K)].
+
+Hence, in the Loewner order,
+
+    M_low := 2 G^T X - X^T (K X)  <=  M := G^T K^{-1} G  <=  M_low + R^T R / lambda_min(K),
+
+and every bound computed from ``M_low`` (lower) or ``M_up = M_low + R^T R / lambda_lb``
+(upper) holds for ``M``.  Only a lower bound ``lambda_lb <= lambda_min(K)`` is needed:
+for the gossip system ``K = S~ (A^T A)^{-1} S~^T`` with ``A = I - (shift kron W)`` and ``S~``
+with orthonormal rows, ``lambda_min(K) >= 1 / (1 + ||W||_2)^2`` and
+``||W||_2 <= sqrt(||W||_1 ||W||_inf)``.
+
+Floating-point rounding
+-----------------------
+The sandwich is rigorous for the solver error.  Rounding in forming ``M_low`` is covered by
+an explicit allowance ``eta`` with ``||fl(M_low) - M_low||_2 <= eta`` (a standard
+``gamma_k``-style bound on the matrix products, see :func:`product_rounding_bound`), which is
+subtracted from lower bounds and added to upper bounds.  The allowance assumes that the
+operator applications themselves (sparse products with ``W``) are accurate to working
+precision, the usual assumption of residual-based error bounds.
+
+Certified lambda_max
+--------------------
+``lambda_max(M) <= s`` is certified when a floating-point Cholesky factorisation of
+``s I - M`` succeeds, up to the backward error of Cholesky (Higham, *Accuracy and Stability
+of Numerical Algorithms*, Thm 10.3): success implies ``s I - M + Delta`` is positive definite
+with ``||Delta||_2 <= gamma_{T+1} T ||s I - M||_2``; that amount is added to ``s``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+
+from . import kernels
+
+UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
+
+
+def gamma(k: int) -> float:
+    """Higham's ``gamma_k = k u / (1 - k u)``: the relative error bound of a length-k sum."""
+    ku = k * UNIT_ROUNDOFF
+    if ku >= 0.5:
+        raise ValueError(f"problem too large for the rounding model (k = {k})")
+    return ku / (1.0 - ku)
+
+
+def product_rounding_bound(A: np.ndarray, B: np.ndarray) -> float:
+    """Bound on ``||fl(A^T B) - A^T B||_2``: ``gamma_k ||A||_F ||B||_F`` with k rows."""
+    return gamma(A.shape[0] + 1) * float(np.linalg.norm(A) * np.linalg.norm(B))
+
+
+def gossip_lambda_min_lower_bound(W: sp.spmatrix) -> float:
+    """Certified lower bound on lambda_min(K_T) for any T and any set of distinct observers.
+
+    ``lambda_min(K_T) >= 1 / (1 + ||W||_2)^2`` with ``||W||_2 <= sqrt(||W||_1 ||W||_inf)``
+    (1/4 for a doubly stochastic non-negative W).  The norms are inflated by a relative
+    ``gamma_n`` to cover rounding in the row and column sums.
+    """
+    absW = abs(sp.csr_matrix(W))
+    n = W.shape[0]
+    inflate = 1.0 + gamma(n + 1)
+    norm_1 = float(absW.sum(axis=0).max()) * inflate
+    norm_inf = float(absW.sum(axis=1).max()) * inflate
+    norm_2 = np.sqrt(norm_1 * norm_inf) * inflate
+    return (1.0 / (1.0 + norm_2) ** 2) / inflate
+
+
+@dataclass(frozen=True)
+class MatrixSandwich:
+    """``M = low + D + F`` with ``||D||_F <= eta_low`` and ``0 <= F <= excess + eta_excess I``.
+
+    ``low`` is ``2 G^T X - X^T K X`` as computed and ``D`` its rounding error;
+    ``excess = R^T R / lambda_lb`` (PSD) bounds the solver error ``F`` in the Loewner order, and
+    ``eta_excess`` the rounding in forming ``R`` and ``excess``.  Hence
+    ``low - eta I <= M <= up + eta I`` with ``eta = eta_low + eta_excess``.
+    """
+
+    low: np.ndarray
+    excess: np.ndarray
+    eta_low: float
+    eta_excess: float
+
+    @property
+    def eta(self) -> float:
+        return self.eta_low + self.eta_excess
+
+    @property
+    def up(self) -> np.ndarray:
+        return self.low + self.excess
+
+    @property
+    def T(self) -> int:
+        return self.low.shape[0]
+
+    def quadratic_slack(self) -> float:
+        """Allowance to subtract from ``fl(c^T low c)`` (add to ``fl(c^T up c)``), ``c`` signs.
+
+        ``T eta`` for the perturbation ``eta I`` plus ``gamma_{T+1} T ||up||_F`` for rounding in
+        evaluating the quadratic form itself.
+        """
+        T = self.T
+        return T * (self.eta + gamma(T + 1) * float(np.linalg.norm(self.up)))
+
+
+def sandwich_from_solve(
+    G: np.ndarray, X: np.ndarray, KX: np.ndarray, lambda_lb: float
+) -> MatrixSandwich:
+    """Build the certified sandwich of ``M = G^T K^{-1} G`` from ``X ~ K^{-1} G`` and ``K X``.
+
+    ``M_low = 2 G^T X - X^T (K X)`` (symmetrised), ``R = G - K X``,
+    ``excess = R^T R / lambda_lb``.
+    """
+    GX = G.T @ X
+    XKX = X.T @ KX
+    low = GX + GX.T - 0.5 * (XKX + XKX.T)
+    R = G - KX
+    excess = (R.T @ R) / lambda_lb
+    excess = 0.5 * (excess + excess.T)
+    # rounding of ``low``: the products and the additions (Frobenius-norm bounds)
+    eta_low = 2 * product_rounding_bound(G, X) + product_rounding_bound(X, KX)
+    eta_low += gamma(4) * (2 * float(np.linalg.norm(GX)) + float(np.linalg.norm(XKX)))
+    # rounding of ``excess``: the product R^T R and the subtraction forming R
+    # (fl(a - b) = (a - b)(1 + d), |d| <= u, so ||R_true c||^2 exceeds ||R c||^2 by at most
+    # 5 u ||c||^2 ||R||_F^2)
+    r_norm = float(np.linalg.norm(R))
+    eta_excess = (product_rounding_bound(R, R) + 8 * UNIT_ROUNDOFF * r_norm**2) / lambda_lb
+    return MatrixSandwich(low=low, excess=excess, eta_low=eta_low, eta_excess=eta_excess)
+
+
+def cholesky_succeeds(A: np.ndarray) -> bool:
+    """Whether LAPACK's Cholesky factorisation of the symmetric ``A`` runs to completion."""
+    try:
+        scipy.linalg.cholesky(A, lower=True, check_finite=False, overwrite_a=False)
+    except np.linalg.LinAlgError:
+        return False
+    return True
+
+
+def certified_lambda_max(M: np.ndarray, backend: str = "auto") -> tuple[float, float]:
+    """Certified interval ``(lower, upper)`` for lambda_max of a symmetric PSD ``M``.
+
+    ``lower``: the Rayleigh quotient of the Lanczos Ritz vector (numba kernel), less a
+    rounding allowance.  ``upper``: the first shift ``s = theta + tau_0 8^k`` for which
+    Cholesky of ``s I - M`` succeeds, plus the Cholesky backward-error allowance
+    ``gamma_{T+1} T (|s| + ||M||_F)``.  ``tau_0`` is at rounding level (the Rayleigh quotient
+    of a converged power iteration is accurate to the square of its residual), so one
+    factorisation usually suffices.
+    """
+    M = np.asarray(M, dtype=np.float64)
+    T = M.shape[0]
+    scale = float(np.linalg.norm(M))
+    if scale == 0.0:
+        return 0.0, 0.0
+    theta, v = kernels.top_eigenpair(M, backend=backend)
+    tau = 64 * UNIT_ROUNDOFF * T * scale
+    identity = np.eye(T)
+    while not cholesky_succeeds((theta + tau) * identity - M):
+        tau *= 8.0
+    s = theta + tau
+    upper = s + gamma(T + 1) * T * (abs(s) + scale)
+    lower = theta - gamma(T + 1) * T * scale
+    return lower, upper

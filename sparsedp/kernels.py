@@ -1,0 +1,269 @@
+"""Numerical kernels on the small T x T matrix M_T, in numba with a plain-numpy twin.
+
+Every kernel has two implementations with the same algorithm and the same tie-breaking:
+
+* ``backend="numba"``: compiled on first use (numba is imported lazily, so ``import sparsedp``
+  stays fast) and cached on disk;
+* ``backend="numpy"``: the reference the tests compare against, and the fallback used when
+  numba is unavailable or ``SPARSEDP_DISABLE_NUMBA=1`` is set.
+
+``backend="auto"`` picks numba when it can be imported.
+
+Kernels
+-------
+``max_sign_quadratic(M)``
+    max over c in {-1, +1}^T of c^T M c by exhaustive Gray-code enumeration of the 2^(T-1)
+    classes {c, -c}.  Flipping coordinate k changes the value by
+    ``q' = q - 4 c_k (M c)_k + 4 M_kk`` and the product by ``Mc' = Mc - 2 c_k M[:, k]``, so each
+    step costs O(T); the running products are recomputed from scratch every
+    ``REFRESH_STEPS`` steps (numba) so that rounding cannot drift.
+``local_sign_search(M, c0)``
+    best-improvement single-flip ascent of c^T M c from ``c0`` (a lower bound on the maximum).
+``spmm(W, X)`` / ``spmm_fused(W, X, shift)`` / ``spmm_rows(W, X, Y, rows)``
+    CSR sparse times dense block (n x b), parallel over row chunks; the fused variant also
+    returns ``X^T Y``, ``Y^T Y`` and the centred norms ``sum_r (Y[r] - shift)^2`` from the same
+    pass over ``Y``; the row variant updates only the listed rows (a frontier).
+``top_eigenpair(M)``
+    restarted Lanczos with full reorthogonalisation for the largest eigenvalue of a symmetric
+    M: ``(v^T M v, v)`` for the final Ritz vector; the value never exceeds lambda_max (certified
+    upper bounds live in :mod:`sparsedp.certified`).  Each cycle builds a Krylov basis of at
+    most ``krylov_dim`` vectors, takes the top Ritz pair of the tridiagonal ``Q^T M Q`` and
+    restarts from its Ritz vector until ``||M v - theta v|| <= tol |theta|`` or a restart
+    improves the Ritz value by less than ``1e-15`` relative (a cluster at the top: the value is
+    then accurate although the vector is not).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+
+_PARALLEL_PREFIX_BITS = 8
+BACKENDS = ("auto", "numba", "numpy")
+_STAGNATION = 1e-15
+
+
+def numba_enabled() -> bool:
+    """True when numba can be imported and ``SPARSEDP_DISABLE_NUMBA`` is not set."""
+    if os.environ.get("SPARSEDP_DISABLE_NUMBA", "") not in ("", "0"):
+        return False
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _resolve(backend: str) -> str:
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown kernel backend {backend!r}; choose one of {BACKENDS}")
+    if backend == "auto":
+        return "numba" if numba_enabled() else "numpy"
+    return backend
+
+
+# --------------------------------------------------------------------------------------------
+# numpy implementations (the reference)
+# --------------------------------------------------------------------------------------------
+
+
+def _max_sign_quadratic_numpy(M: np.ndarray) -> tuple[float, np.ndarray]:
+    T = M.shape[0]
+    best_value, best_signs = -np.inf, None
+    free = T - 1
+    chunk_bits = min(free, 14)
+    low = ((np.arange(2**chunk_bits)[:, None] >> np.arange(chunk_bits)) & 1) if free else None
+    for high in range(2 ** (free - chunk_bits)):
+        C = np.ones((2**chunk_bits, T))
+        if free:
+            C[:, 1 : 1 + chunk_bits] = 1 - 2 * low
+            high_bits = (high >> np.arange(free - chunk_bits)) & 1
+            C[:, 1 + chunk_bits :] = 1 - 2 * high_bits
+        values = np.einsum("ij,jk,ik->i", C, M, C)
+        i = int(np.argmax(values))
+        if values[i] > best_value:
+            best_value, best_signs = float(values[i]), C[i].copy()
+    return best_value, best_signs
+
+
+def _local_sign_search_numpy(M: np.ndarray, c0: np.ndarray) -> tuple[float, np.ndarray]:
+    c = c0.astype(np.float64).copy()
+    y = M @ c
+    diag = np.diag(M).copy()
+    for _ in range(4 * M.shape[0] * M.shape[0] + 4):
+        gains = 4.0 * (diag - c * y)
+        k = int(np.argmax(gains))
+        if gains[k] <= 1e-14 * (1.0 + abs(c @ y)):
+            break
+        y -= 2.0 * c[k] * M[:, k]
+        c[k] = -c[k]
+    return float(c @ (M @ c)), c
+
+
+def _top_eigenpair_numpy(
+    M: np.ndarray, krylov_dim: int, tol: float, max_restarts: int
+) -> np.ndarray:
+    T = M.shape[0]
+    k = min(krylov_dim, T)
+    v = _start_vector(T)
+    theta_prev = -np.inf
+    for _ in range(max_restarts):
+        Q = np.zeros((k, T))
+        alpha = np.zeros(k)
+        beta = np.zeros(k)
+        Q[0] = v
+        size = k
+        for j in range(k):
+            w = M @ Q[j]
+            alpha[j] = w @ Q[j]
+            for _rep in range(2):
+                w -= (Q[: j + 1] @ w) @ Q[: j + 1]
+            if j + 1 < k:
+                b = np.linalg.norm(w)
+                if b <= 1e-14 * (abs(alpha[j]) + 1e-300):
+                    size = j + 1
+                    break
+                beta[j] = b
+                Q[j + 1] = w / b
+        tri = np.diag(alpha[:size]) + np.diag(beta[: size - 1], 1) + np.diag(beta[: size - 1], -1)
+        y = np.linalg.eigh(tri)[1][:, -1]
+        v = y @ Q[:size]
+        v /= np.linalg.norm(v)
+        Mv = M @ v
+        theta = v @ Mv
+        if size < k or np.linalg.norm(Mv - theta * v) <= tol * abs(theta):
+            break
+        if theta - theta_prev <= _STAGNATION * abs(theta):
+            break
+        theta_prev = theta
+    return v
+
+
+def _start_vector(T: int) -> np.ndarray:
+    v = 1.0 + 0.01 * np.sin(np.arange(1, T + 1))
+    return v / np.linalg.norm(v)
+
+
+# --------------------------------------------------------------------------------------------
+# numba implementations (same algorithms), compiled on first use
+# --------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _numba_module():
+    """Import (and so compile lazily, with an on-disk cache) the numba implementations."""
+    from . import _numba_kernels
+
+    return _numba_kernels
+
+
+# --------------------------------------------------------------------------------------------
+# public dispatchers
+# --------------------------------------------------------------------------------------------
+
+
+def _as_square(M: np.ndarray) -> np.ndarray:
+    M = np.ascontiguousarray(M, dtype=np.float64)
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] == 0:
+        raise ValueError(f"expected a non-empty square matrix, got shape {M.shape}")
+    return M
+
+
+def max_sign_quadratic(M: np.ndarray, backend: str = "auto") -> tuple[float, np.ndarray]:
+    """Exhaustive ``max_{c in {-1,1}^T} c^T M c`` and a maximising ``c`` (with ``c_1 = +1``).
+
+    Cost O(2^(T-1) T).  The returned value is recomputed as ``c^T M c`` for the returned
+    vector, so it is exactly the value of a feasible point.
+    """
+    M = _as_square(M)
+    if _resolve(backend) == "numpy":
+        _, c = _max_sign_quadratic_numpy(M)
+    else:
+        kernel = _numba_module().max_sign_quadratic
+        prefix = min(M.shape[0] - 1, _PARALLEL_PREFIX_BITS)
+        best_q, best_c = kernel(M, prefix)
+        c = best_c[int(np.argmax(best_q))]
+    return float(c @ (M @ c)), c
+
+
+def local_sign_search(
+    M: np.ndarray, c0: np.ndarray | None = None, backend: str = "auto"
+) -> tuple[float, np.ndarray]:
+    """Best-improvement single-flip ascent of ``c^T M c`` over sign vectors, from ``c0``.
+
+    Flip gains are ``4 (M_kk - c_k (Mc)_k)``; the largest positive gain is taken until none is
+    left.  The value returned is ``c^T M c`` of the final (feasible) ``c``: a lower bound on
+    the maximum.  ``c0`` defaults to the all-ones vector.
+    """
+    M = _as_square(M)
+    c0 = np.ones(M.shape[0]) if c0 is None else np.sign(np.asarray(c0, dtype=np.float64))
+    c0[c0 == 0] = 1.0
+    if _resolve(backend) == "numpy":
+        _, c = _local_sign_search_numpy(M, c0)
+    else:
+        c = _numba_module().local_sign_search(M, c0)
+    return float(c @ (M @ c)), c
+
+
+def top_eigenpair(
+    M: np.ndarray,
+    tol: float = 1e-12,
+    krylov_dim: int = 64,
+    max_restarts: int = 200,
+    backend: str = "auto",
+) -> tuple[float, np.ndarray]:
+    """Largest eigenpair of a symmetric ``M`` by restarted Lanczos: ``(v^T M v, v)``, ``||v|| = 1``.
+
+    The Rayleigh quotient never exceeds lambda_max(M) (up to rounding).
+    """
+    M = _as_square(M)
+    if _resolve(backend) == "numpy":
+        v = _top_eigenpair_numpy(M, krylov_dim, tol, max_restarts)
+    else:
+        v = _numba_module().top_eigenpair(
+            M, _start_vector(M.shape[0]), krylov_dim, tol, max_restarts
+        )
+    return float(v @ (M @ v)), v
+
+
+def _csr_parts(W):
+    return W.indptr, W.indices, W.data
+
+
+def _chunks(n: int) -> int:
+    import numba
+
+    return max(1, min(n, 8 * numba.get_num_threads()))
+
+
+def spmm(W, X: np.ndarray, backend: str = "auto") -> np.ndarray:
+    """``Y = W X`` for a CSR matrix ``W`` and a C-contiguous float64 block ``X`` (n x b)."""
+    if _resolve(backend) == "numpy":
+        return np.asarray(W @ X)
+    Y = np.empty_like(X)
+    _numba_module().csr_spmm(*_csr_parts(W), X, Y, _chunks(X.shape[0]))
+    return Y
+
+
+def spmm_fused(
+    W, X: np.ndarray, shift: float, backend: str = "auto"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``Y = W X`` and, from the same pass, ``X^T Y``, ``Y^T Y``, ``sum_r (Y[r] - shift)^2``."""
+    if _resolve(backend) == "numpy":
+        Y = np.asarray(W @ X)
+        return Y, X.T @ Y, Y.T @ Y, ((Y - shift) ** 2).sum(axis=0)
+    Y = np.empty_like(X)
+    cross, gram, centred = _numba_module().csr_spmm_fused(
+        *_csr_parts(W), X, Y, float(shift), _chunks(X.shape[0])
+    )
+    return Y, cross, gram, centred
+
+
+def spmm_rows(W, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, backend: str = "auto") -> None:
+    """In place: ``Y[rows] = (W X)[rows]`` (rows sorted, int64)."""
+    if _resolve(backend) == "numpy":
+        Y[rows] = W[rows] @ X
+        return
+    _numba_module().csr_spmm_rows(*_csr_parts(W), X, Y, rows)

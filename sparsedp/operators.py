@@ -1,0 +1,198 @@
+"""The linear system of T rounds of noisy gossip, applied matrix-free.
+
+Model (Koskela & Kulkarni, v2 Lemma 10): ``theta_{t+1} = W (theta_t + x_t + u_t)``.  The
+observers ``A = {i_1..i_m}`` (row selector ``S``, m x n) see ``y_t = S s_t`` with
+``s_1 = z_1`` and ``s_t = W s_{t-1} + z_t``, so ``y = H_T z`` with the block lower-triangular
+block-Toeplitz
+
+    H_T[t, k] = S W^(t-k)   (k <= t),     shape (mT, nT).
+
+Layouts: a vector in R^(nT) is stored as an array ``(T, n)`` (block t = round t), one in
+R^(mT) as ``(T, m)``; several vectors are stacked in a trailing axis ``(T, n, r)``.  Flat
+index ``t * n + i`` matches the Kronecker product ``c kron e_j``.
+
+* ``H z``: forward recursion ``s_t = W s_{t-1} + z_t``, ``y_t = S s_t`` — T sparse products.
+* ``H^T w``: backward recursion ``g_T = S^T w_T``, ``g_k = W^T g_{k+1} + S^T w_k``.
+* ``K = H H^T`` (mT x mT, SPD): both recursions; the n x T x r intermediate is processed in
+  column chunks under a memory budget.
+* ``G`` (mT x T): ``G c = H (c kron e_j)``, block Toeplitz with blocks ``a_l = S W^l e_j``.
+
+For symmetric W the structured form needs only the moments ``mu_l = S W^l S^T``
+(l = 0..2T-2):  ``K[t, s] = sum_{k=1}^{min(t,s)} mu_(t+s-2k)``, i.e.
+``K[t, t+d] = sum_{i=0}^{t-1} mu_(d+2i)`` (1-based t), from ``V_l = W^l S^T``:
+``mu_(2l) = V_l^T V_l``, ``mu_(2l+1) = V_l^T V_(l+1)`` — T-1 sparse products in all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
+
+DEFAULT_MEMORY_BUDGET = 1 << 30  # bytes for the (T, n, r) intermediate of K
+
+
+class GossipSystem:
+    """Matrix-free ``H_T``, ``H_T^T``, ``K_T`` and ``G_T`` for a gossip matrix and observer set.
+
+    Parameters
+    ----------
+    W : square sparse matrix (converted to CSR, float64).
+    observers : distinct node indices (the rows of S, in this order).
+    T : number of rounds, >= 1.
+    memory_budget : bytes allowed for the intermediate of one ``K`` application.
+    """
+
+    def __init__(
+        self, W: sp.spmatrix, observers, T: int, memory_budget: int = DEFAULT_MEMORY_BUDGET
+    ):
+        self.W = sp.csr_matrix(W, dtype=np.float64)
+        self.WT = self.W.T.tocsr()
+        self.observers = np.asarray(observers, dtype=np.int64)
+        self.T = int(T)
+        self.n = self.W.shape[0]
+        self.m = self.observers.size
+        self.memory_budget = memory_budget
+        self.products = 0  # sparse (block) products with W or W^T done so far
+
+    # -- the recursions --------------------------------------------------------------------
+
+    def _W(self, x: np.ndarray) -> np.ndarray:
+        self.products += 1
+        return self.W @ x
+
+    def _WT(self, x: np.ndarray) -> np.ndarray:
+        self.products += 1
+        return self.WT @ x
+
+    def apply_H(self, Z: np.ndarray) -> np.ndarray:
+        """``(T, n, r) -> (T, m, r)``: ``y_t = S s_t``, ``s_t = W s_{t-1} + z_t``."""
+        Y = np.empty((self.T, self.m) + Z.shape[2:])
+        s = Z[0].copy()
+        Y[0] = s[self.observers]
+        for t in range(1, self.T):
+            s = self._W(s) + Z[t]
+            Y[t] = s[self.observers]
+        return Y
+
+    def apply_HT(self, Y: np.ndarray) -> np.ndarray:
+        """``(T, m, r) -> (T, n, r)``: ``g_T = S^T w_T``, ``g_k = W^T g_{k+1} + S^T w_k``."""
+        out = np.empty((self.T, self.n) + Y.shape[2:])
+        g = np.zeros((self.n,) + Y.shape[2:])
+        for k in range(self.T - 1, -1, -1):
+            if k < self.T - 1:
+                g = self._WT(g)
+            g[self.observers] += Y[k]
+            out[k] = g
+        return out
+
+    def apply_K(self, Y: np.ndarray) -> np.ndarray:
+        """``(T, m, r) -> (T, m, r)``: ``K y = H (H^T y)``, in column chunks within the budget."""
+        if Y.ndim == 2:
+            return self.apply_K(Y[:, :, None])[:, :, 0]
+        r = Y.shape[2]
+        chunk = max(1, min(r, self.memory_budget // (8 * self.T * self.n)))
+        out = np.empty_like(Y)
+        for start in range(0, r, chunk):
+            block = Y[:, :, start : start + chunk]
+            out[:, :, start : start + chunk] = self.apply_H(self.apply_HT(block))
+        return out
+
+    # -- the target's impulse response -----------------------------------------------------
+
+    def impulse_response(self, target: int) -> np.ndarray:
+        """``a_l = S W^l e_j`` for l = 0..T-1, shape ``(T, m)`` (T-1 sparse products)."""
+        a = np.empty((self.T, self.m))
+        v = np.zeros(self.n)
+        v[target] = 1.0
+        a[0] = v[self.observers]
+        for lag in range(1, self.T):
+            v = self._W(v)
+            a[lag] = v[self.observers]
+        return a
+
+    def G_matrix(self, target: int) -> np.ndarray:
+        """Dense ``G_T`` (mT x T): block (t, k) = ``a_(t-k)`` for k <= t, else 0."""
+        return toeplitz_blocks(self.impulse_response(target))
+
+    # -- LinearOperator views --------------------------------------------------------------
+
+    @property
+    def H(self) -> LinearOperator:
+        """``H_T`` as a LinearOperator of shape (mT, nT); its adjoint is ``H_T^T``."""
+        T, n, m = self.T, self.n, self.m
+
+        def matmat(X):
+            Z = np.asarray(X, dtype=np.float64).reshape(T, n, -1)
+            return self.apply_H(Z).reshape(T * m, -1)
+
+        def rmatmat(X):
+            Y = np.asarray(X, dtype=np.float64).reshape(T, m, -1)
+            return self.apply_HT(Y).reshape(T * n, -1)
+
+        return LinearOperator(
+            (T * m, T * n),
+            matvec=lambda x: matmat(x)[:, 0],
+            rmatvec=lambda x: rmatmat(x)[:, 0],
+            matmat=matmat,
+            rmatmat=rmatmat,
+            dtype=np.float64,
+        )
+
+    @property
+    def K(self) -> LinearOperator:
+        """``K_T = H_T H_T^T`` as a symmetric LinearOperator of shape (mT, mT)."""
+        T, m = self.T, self.m
+
+        def matmat(X):
+            Y = np.asarray(X, dtype=np.float64).reshape(T, m, -1)
+            return self.apply_K(Y).reshape(T * m, -1)
+
+        return LinearOperator(
+            (T * m, T * m),
+            matvec=lambda x: matmat(x)[:, 0],
+            rmatvec=lambda x: matmat(x)[:, 0],
+            matmat=matmat,
+            dtype=np.float64,
+        )
+
+    # -- structure for symmetric W ---------------------------------------------------------
+
+    def moments(self) -> np.ndarray:
+        """``mu_l = S W^l S^T`` for l = 0..2T-2, shape ``(2T-1, m, m)`` (W symmetric only)."""
+        T, m = self.T, self.m
+        mu = np.empty((2 * T - 1, m, m))
+        V = np.zeros((self.n, m))
+        V[self.observers, np.arange(m)] = 1.0
+        mu[0] = V.T @ V
+        for lag in range(T - 1):
+            V_next = self._W(V)
+            mu[2 * lag + 1] = V.T @ V_next
+            mu[2 * lag + 2] = V_next.T @ V_next
+            V = V_next
+        return 0.5 * (mu + mu.transpose(0, 2, 1))
+
+    def dense_K_from_moments(self) -> np.ndarray:
+        """Dense ``K_T`` (mT x mT) from the moments; valid only for symmetric W."""
+        return k_from_moments(self.moments(), self.T)
+
+
+def toeplitz_blocks(a: np.ndarray) -> np.ndarray:
+    """Block lower-triangular Toeplitz ``(T*m, T)`` with block (t, k) = ``a[t-k]`` (m-vector)."""
+    T, m = a.shape
+    G = np.zeros((T, m, T))
+    for k in range(T):
+        G[k:, :, k] = a[: T - k]
+    return G.reshape(T * m, T)
+
+
+def k_from_moments(mu: np.ndarray, T: int) -> np.ndarray:
+    """``K[t, t+d] = sum_{i=0}^{t} mu_(d+2i)`` (0-based t), ``K[t+d, t] = K[t, t+d]^T``."""
+    m = mu.shape[1]
+    K = np.empty((T, m, T, m))
+    idx = np.arange(T)
+    for d in range(T):
+        blocks = np.cumsum(mu[d : d + 2 * (T - d) : 2], axis=0)  # (T-d, m, m)
+        K[idx[: T - d], :, idx[d:], :] = blocks
+        K[idx[d:], :, idx[: T - d], :] = blocks.transpose(0, 2, 1)
+    return K.reshape(T * m, T * m)

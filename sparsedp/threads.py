@@ -1,0 +1,30 @@
+"""Thread count of the BLAS/LAPACK library during the package's dense linear algebra.
+
+On the 2-core reference machine multi-threaded OpenBLAS factorisations were erratic: an
+800 x 800 Cholesky took 0.01 s on one thread and up to 1.1 s on two (thread wake-up and
+contention with numba's worker threads).  The engine therefore runs its dense work with
+``SPARSEDP_BLAS_THREADS`` BLAS threads (default 1); parallelism comes from numba kernels.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from threadpoolctl import threadpool_limits
+
+
+def blas_threads() -> int:
+    """The BLAS thread count the engine uses (``SPARSEDP_BLAS_THREADS``, default 1)."""
+    return max(1, int(os.environ.get("SPARSEDP_BLAS_THREADS", "1")))
+
+
+def limit_blas_threads(function):
+    """Decorator: run ``function`` with the BLAS thread pool limited to :func:`blas_threads`."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        with threadpool_limits(blas_threads(), user_api="blas"):
+            return function(*args, **kwargs)
+
+    return wrapper

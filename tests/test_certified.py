@@ -1,0 +1,54 @@
+"""The certified sandwich and the certified lambda_max."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sparsedp import certified
+from sparsedp.gossip import gossip_matrix
+from sparsedp.operators import GossipSystem
+from sparsedp.testing import dense_H, dense_M
+
+from .conftest import connected_instance
+
+
+@settings(max_examples=40, deadline=None)
+@given(T=st.integers(1, 80), seed=st.integers(0, 10_000), rank=st.integers(1, 80))
+def test_certified_lambda_max_brackets_eigvalsh(T, seed, rank):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((T, min(rank, T)))
+    M = A @ A.T
+    lam = np.linalg.eigvalsh(M)[-1]
+    lower, upper = certified.certified_lambda_max(M)
+    assert lower <= lam <= upper
+    assert upper - lower <= 1e-9 * max(lam, 1.0)
+
+
+def test_lambda_min_bound_holds():
+    for scheme in ("metropolis", "row-normalised", "max-degree"):
+        W = gossip_matrix(connected_instance("ba", 20, 4), scheme=scheme)
+        H = dense_H(W, [0, 3, 7], 6)
+        lam = np.linalg.eigvalsh(H @ H.T)[0]
+        assert certified.gossip_lambda_min_lower_bound(W) <= lam
+
+
+def test_symmetric_doubly_stochastic_bound_is_a_quarter():
+    W = gossip_matrix(connected_instance("er", 30, 1))
+    assert certified.gossip_lambda_min_lower_bound(W) == pytest.approx(0.25, rel=1e-10)
+
+
+def test_sandwich_brackets_M_for_a_poor_solution():
+    """A deliberately inaccurate X still gives low <= M <= up."""
+    W = gossip_matrix(connected_instance("er", 25, 2))
+    T, obs, j = 7, [1, 2], 9
+    system = GossipSystem(W, obs, T)
+    G = system.G_matrix(j)
+    K = system.dense_K_from_moments()
+    rng = np.random.default_rng(0)
+    X = np.linalg.solve(K, G) + 1e-2 * rng.standard_normal(G.shape)
+    sw = certified.sandwich_from_solve(G, X, K @ X, certified.gossip_lambda_min_lower_bound(W))
+    M = dense_M(W, j, obs, T)
+    assert np.linalg.eigvalsh(M - sw.low).min() >= -1e-12
+    assert np.linalg.eigvalsh(sw.up - M).min() >= -1e-12
+    assert np.trace(sw.excess) > 1e-6  # the poor solve is visible in the certificate

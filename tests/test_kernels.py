@@ -1,0 +1,91 @@
+"""numba kernels against their numpy twins and against brute force."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sparsedp import kernels
+
+
+def random_psd(T, seed, rank=None):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((T, rank or T))
+    M = A @ A.T
+    return M / np.linalg.eigvalsh(M)[-1]
+
+
+def brute(M):
+    T = M.shape[0]
+    C = np.array(list(itertools.product((1.0, -1.0), repeat=T)))
+    return np.max(np.einsum("ij,jk,ik->i", C, M, C))
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+@pytest.mark.parametrize("T", [1, 2, 3, 7, 11, 13])
+def test_exhaustive_equals_brute_force(backend, T):
+    M = random_psd(T, T)
+    value, c = kernels.max_sign_quadratic(M, backend=backend)
+    assert value == pytest.approx(brute(M), rel=1e-12)
+    assert c[0] == 1.0 and set(np.unique(c)) <= {-1.0, 1.0}
+    assert value == pytest.approx(c @ M @ c, rel=1e-14)
+
+
+def test_exhaustive_refresh_path_on_larger_T():
+    # T = 18 runs more than _REFRESH_STEPS steps per chunk; compare the two backends
+    M = random_psd(18, 5, rank=4)
+    v_numba, _ = kernels.max_sign_quadratic(M, backend="numba")
+    v_numpy, _ = kernels.max_sign_quadratic(M, backend="numpy")
+    assert v_numba == pytest.approx(v_numpy, rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(T=st.integers(1, 30), seed=st.integers(0, 10_000))
+def test_local_search_backends_agree_and_are_local_optima(T, seed):
+    M = random_psd(T, seed, rank=max(1, T // 3))
+    v1, c1 = kernels.local_sign_search(M, backend="numba")
+    v2, c2 = kernels.local_sign_search(M, backend="numpy")
+    assert v1 == pytest.approx(v2, rel=1e-12, abs=1e-14)
+    ones = np.ones(T)
+    assert v1 >= ones @ M @ ones - 1e-12
+    # no single flip improves
+    y = M @ c1
+    gains = 4 * (np.diag(M) - c1 * y)
+    assert gains.max() <= 1e-10
+
+
+@settings(max_examples=30, deadline=None)
+@given(T=st.integers(1, 60), seed=st.integers(0, 10_000))
+def test_top_eigenpair_matches_eigvalsh(T, seed):
+    M = random_psd(T, seed, rank=max(1, T // 2))
+    lam = np.linalg.eigvalsh(M)[-1]
+    for backend in ("numba", "numpy"):
+        theta, v = kernels.top_eigenpair(M, backend=backend)
+        assert theta <= lam * (1 + 1e-13)
+        assert theta == pytest.approx(lam, rel=1e-10)
+        assert np.linalg.norm(v) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_top_eigenpair_with_a_tight_cluster_and_restarts(backend):
+    """Eigenvalues 1, 1 - 1e-9, ... (a cluster) with T > krylov_dim forces restarts."""
+    T = 300
+    rng = np.random.default_rng(3)
+    Q, _ = np.linalg.qr(rng.standard_normal((T, T)))
+    eigenvalues = np.concatenate([[1.0, 1.0 - 1e-9], np.linspace(0.99, 0.0, T - 2)])
+    M = (Q * eigenvalues) @ Q.T
+    theta, _ = kernels.top_eigenpair(M, krylov_dim=20, backend=backend)
+    assert 1.0 - 1e-9 <= theta <= 1.0 + 1e-12
+
+
+def test_disable_numba_environment(monkeypatch):
+    monkeypatch.setenv("SPARSEDP_DISABLE_NUMBA", "1")
+    assert not kernels.numba_enabled()
+    assert kernels._resolve("auto") == "numpy"
+
+
+def test_unknown_backend_rejected():
+    with pytest.raises(ValueError, match="backend"):
+        kernels.top_eigenpair(np.eye(2), backend="cuda")

@@ -1,0 +1,69 @@
+"""Matrix-free operators against the explicit dense H_T."""
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from sparsedp.gossip import gossip_matrix
+from sparsedp.operators import GossipSystem, k_from_moments
+from sparsedp.testing import dense_H
+
+from .conftest import connected_instance
+
+
+@pytest.mark.parametrize("scheme", ["metropolis", "row-normalised-self-loops"])
+@pytest.mark.parametrize("observers", [[0], [2, 5, 11], list(range(25))])
+def test_operators_match_dense(scheme, observers):
+    G = connected_instance("ba", 25, 1)
+    W = gossip_matrix(G, scheme=scheme)
+    T, n, m = 6, 25, len(observers)
+    system = GossipSystem(W, observers, T)
+    H = dense_H(W, observers, T)
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((T * n, 3))
+    Y = rng.standard_normal((T * m, 3))
+    np.testing.assert_allclose(system.H @ Z, H @ Z, atol=1e-13)
+    np.testing.assert_allclose(system.H.T @ Y, H.T @ Y, atol=1e-13)
+    np.testing.assert_allclose(system.K @ Y, H @ H.T @ Y, atol=1e-12)
+    e = np.zeros(n)
+    e[7] = 1.0
+    np.testing.assert_allclose(
+        system.G_matrix(7), H @ np.kron(np.eye(T), e[:, None]), atol=1e-14
+    )
+
+
+def test_k_apply_chunks_agree_with_single_block():
+    W = gossip_matrix(connected_instance("er", 30, 2))
+    system = GossipSystem(W, [1, 4], 5, memory_budget=8 * 5 * 30 * 2)  # two columns a chunk
+    Y = np.random.default_rng(1).standard_normal((5, 2, 7))
+    whole = GossipSystem(W, [1, 4], 5).apply_K(Y)
+    np.testing.assert_allclose(system.apply_K(Y), whole, atol=1e-13)
+
+
+@pytest.mark.parametrize("observers", [[3], [0, 1, 2, 9]])
+def test_moment_assembly_matches_dense_K(observers):
+    W = gossip_matrix(connected_instance("er", 35, 3))
+    T = 9
+    H = dense_H(W, observers, T)
+    K = GossipSystem(W, observers, T).dense_K_from_moments()
+    np.testing.assert_allclose(K, H @ H.T, atol=1e-13)
+
+
+def test_k_from_moments_recurrence_by_hand():
+    # scalar moments mu_l = l + 1: K[t,s] = sum_{k=1}^{min(t,s)} mu_{t+s-2k}
+    T = 4
+    mu = (np.arange(2 * T - 1) + 1.0).reshape(-1, 1, 1)
+    K = k_from_moments(mu, T)
+    expected = np.array(
+        [[sum(t + s - 2 * k + 1 for k in range(1, min(t, s) + 1)) for s in range(1, T + 1)]
+         for t in range(1, T + 1)],
+        dtype=float,
+    )
+    np.testing.assert_array_equal(K, expected)
+
+
+def test_products_are_counted():
+    W = gossip_matrix(nx.cycle_graph(9))
+    system = GossipSystem(W, [0], 7)
+    system.impulse_response(4)
+    assert system.products == 6

@@ -1,0 +1,163 @@
+"""squared_sensitivity against the independent dense reference (H^+ H by SVD)."""
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import sparsedp
+from sparsedp.errors import GraphError, ParameterError
+from sparsedp.gossip import gossip_matrix
+from sparsedp.testing import dense_reference
+
+from .conftest import connected_instance
+
+FAMILIES = ("er", "ba", "ring", "grid")
+
+
+def random_instances(count=52):
+    """Instances over the four families, n <= 60, T <= 12, with the view cases mixed in."""
+    rng = np.random.default_rng(2026)
+    cases = []
+    for i in range(count):
+        kind = FAMILIES[i % 4]
+        n = int(rng.integers(6, 61))
+        G = connected_instance(kind, n, i)
+        n = G.number_of_nodes()
+        T = int(rng.integers(1, 13))
+        observer = int(rng.integers(n))
+        relation = ("equal", "adjacent", "random", "random")[i % 4]
+        if relation == "equal":
+            target = observer
+        elif relation == "adjacent":
+            target = int(rng.choice(list(G.neighbors(observer))))
+        else:
+            target = int(rng.integers(n))
+        observers = [observer]
+        if i % 5 == 0:  # a coalition: the observer's closed neighbourhood
+            observers = [observer, *sorted(G.neighbors(observer))]
+        cases.append(pytest.param(G, target, observers, T, id=f"{kind}{n}-T{T}-{relation}-{i}"))
+    return cases
+
+
+def assert_close(a, b, rel=1e-8):
+    assert a == pytest.approx(b, rel=rel, abs=1e-12)
+
+
+@pytest.mark.parametrize("method", ["structured", "matrix-free"])
+@pytest.mark.parametrize("G,target,observers,T", random_instances())
+def test_agrees_with_dense_reference(G, target, observers, T, method):
+    W = gossip_matrix(G, scheme="metropolis")
+    r = sparsedp.squared_sensitivity(W, target, observers, T, method=method)
+    ref = dense_reference(W, target, observers, T)
+    assert r.exact is not None
+    assert r.lower <= r.exact <= r.upper
+    assert ref.ones <= ref.exact + 1e-12 <= ref.upper + 2e-12
+    assert_close(r.exact, ref.exact)
+    assert_close(r.lower, ref.lower)
+    assert_close(r.upper, ref.upper)
+    named = {b.name: b.value for b in r.bounds}
+    assert_close(named["ones"], ref.ones)
+    assert_close(named["spectral"], ref.spectral)
+    assert_close(named["entrywise"], ref.entrywise)
+
+
+@pytest.mark.parametrize("scheme", ["row-normalised", "row-normalised-self-loops"])
+def test_non_symmetric_W_goes_matrix_free_and_agrees(scheme):
+    G = connected_instance("ba", 30, 11)
+    W = gossip_matrix(G, scheme=scheme)
+    r = sparsedp.squared_sensitivity(W, 3, [0, 5], 8)
+    ref = dense_reference(W, 3, [0, 5], 8)
+    assert r.method == "matrix-free"
+    assert any("not symmetric" in note for note in r.notes)
+    assert_close(r.exact, ref.exact)
+    assert_close(r.upper, ref.upper)
+    with pytest.raises(ParameterError, match="symmetric"):
+        sparsedp.squared_sensitivity(W, 3, [0, 5], 8, method="structured")
+
+
+@pytest.mark.parametrize("method", ["structured", "matrix-free"])
+@pytest.mark.parametrize("T", [1, 5, 12, 40])
+def test_local_dp_oracle(method, T):
+    """Observers = all nodes: H_T is square and invertible, M_T = I, Delta^2 = T exactly."""
+    G = connected_instance("er", 25, 3)
+    W = gossip_matrix(G)
+    r = sparsedp.squared_sensitivity(W, 4, list(range(25)), T, method=method)
+    assert r.lower == pytest.approx(T, rel=1e-9)
+    assert r.upper == pytest.approx(T, rel=1e-12)
+    assert r.lower <= T <= r.upper
+
+
+def test_c_equals_ones_is_not_always_optimal():
+    """Target inside the observer set: sign flips beat c = 1 (v1 App. B is wrong)."""
+    G = connected_instance("er", 30, 7)
+    W = gossip_matrix(G)
+    i = 0
+    observers = [i, *G.neighbors(i)]
+    j = observers[1]
+    r = sparsedp.squared_sensitivity(W, j, observers, 10)
+    named = {b.name: b.value for b in r.bounds}
+    assert r.exact > named["ones"] * (1 + 1e-6)
+    assert r.exact == pytest.approx(dense_reference(W, j, observers, 10).exact, rel=1e-8)
+
+
+def test_theorem_13_limit_on_er_100():
+    """ER(100, 0.15), Metropolis, non-adjacent pair: Delta^2 / T -> 1/n (from below here)."""
+    G = nx.erdos_renyi_graph(100, 0.15, seed=1)
+    W = gossip_matrix(G)
+    i = 0
+    j = next(v for v in range(1, 100) if not G.has_edge(i, v))
+    ratios = []
+    for T in (50, 200, 800):
+        r = sparsedp.squared_sensitivity(W, j, [i], T)
+        assert r.relative_gap < 1e-3
+        ratios.append(r.upper / T)
+    distance = [abs(ratio - 1 / 100) for ratio in ratios]
+    assert distance[0] > distance[1] > distance[2]
+    assert distance[2] < 0.03 / 100  # within 3 % of 1/n at T = 800
+
+
+def test_result_is_plain_data():
+    import json
+
+    W = gossip_matrix(connected_instance("er", 20, 0))
+    r = sparsedp.squared_sensitivity(W, 1, 2, 5)
+    data = json.loads(json.dumps(r.to_dict()))
+    assert data["lower"] == r.lower and data["upper"] == r.upper
+    assert {b["kind"] for b in data["bounds"]} >= {"lower", "exact", "certified upper"}
+
+
+def test_accepts_any_sparse_format_and_dense():
+    import scipy.sparse as sp
+
+    W = gossip_matrix(connected_instance("ring", 12, 0))
+    ref = sparsedp.squared_sensitivity(W, 3, [0], 6)
+    for form in (sp.coo_matrix(W), sp.csc_matrix(W), sp.lil_matrix(W), W.toarray()):
+        assert sparsedp.squared_sensitivity(form, 3, [0], 6).exact == pytest.approx(ref.exact)
+
+
+def test_exact_policy():
+    W = gossip_matrix(connected_instance("er", 20, 0))
+    assert sparsedp.squared_sensitivity(W, 1, [2], 17).exact is None
+    assert sparsedp.squared_sensitivity(W, 1, [2], 17, exact=True).exact is not None
+    assert sparsedp.squared_sensitivity(W, 1, [2], 5, exact=False).exact is None
+    with pytest.raises(ParameterError, match="T <= 28"):
+        sparsedp.squared_sensitivity(W, 1, [2], 40, exact=True)
+
+
+@pytest.mark.parametrize(
+    "kwargs,error,match",
+    [
+        ({"T": 0}, ParameterError, "T"),
+        ({"T": 2.5}, ParameterError, "T"),
+        ({"target": 20}, GraphError, "unknown node id 20"),
+        ({"target": -1}, GraphError, "unknown node id -1"),
+        ({"observers": [3, 99]}, GraphError, "unknown node id 99"),
+        ({"observers": []}, ParameterError, "at least one"),
+        ({"method": "magic"}, ParameterError, "method"),
+    ],
+)
+def test_bad_arguments(kwargs, error, match):
+    W = gossip_matrix(connected_instance("er", 20, 0))
+    args = {"W": W, "target": 1, "observers": [2], "T": 4, **kwargs}
+    with pytest.raises(error, match=match):
+        sparsedp.squared_sensitivity(**args)
