@@ -1,0 +1,57 @@
+"""sparsedp: differential-privacy accounting for decentralized learning on large sparse graphs.
+
+Typical use::
+
+    import networkx as nx, sparsedp
+    G = nx.erdos_renyi_graph(1000, 0.01, seed=1)
+    W = sparsedp.gossip_matrix(G, scheme="metropolis")
+    r = sparsedp.squared_sensitivity(W, target=7, observers=[3], T=200)
+    sparsedp.gaussian_epsilon(r.upper, sigma=5.0, delta=1e-5)
+
+numba kernels are compiled on first use, so importing the package stays fast.
+"""
+
+from .errors import GossipMatrixError, GraphError, ParameterError, SparseDPError
+from .gossip import check_gossip_matrix, gossip_matrix, gossip_properties
+from .graphs import Graph, as_graph, read_edge_list, synthetic_social_graph
+from .privacy import (
+    calibrate_sigma,
+    calibrate_sigma_classical,
+    gaussian_delta,
+    gaussian_epsilon,
+    gaussian_mu,
+    gaussian_rdp_epsilon,
+    rdp_epsilon,
+    rdp_to_dp,
+)
+from .sensitivity import Bound, SensitivityResult, squared_sensitivity
+from .spectral import SpectralInfo, spectral_info
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Bound",
+    "GossipMatrixError",
+    "Graph",
+    "GraphError",
+    "ParameterError",
+    "SensitivityResult",
+    "SparseDPError",
+    "SpectralInfo",
+    "as_graph",
+    "calibrate_sigma",
+    "calibrate_sigma_classical",
+    "check_gossip_matrix",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "gaussian_mu",
+    "gaussian_rdp_epsilon",
+    "gossip_matrix",
+    "gossip_properties",
+    "rdp_epsilon",
+    "rdp_to_dp",
+    "read_edge_list",
+    "spectral_info",
+    "squared_sensitivity",
+    "synthetic_social_graph",
+]

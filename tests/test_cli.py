@@ -1,0 +1,101 @@
+"""The ``sparsedp account`` command."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sparsedp.cli import main
+
+
+def run(capsys, *argv):
+    code = main(["account", "--no-progress", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_default_json_parses_and_is_consistent(capsys):
+    code, out, _ = run(capsys, "--json", "--rounds", "30")
+    assert code == 0
+    record = json.loads(out)
+    for key in ("squared_sensitivity_lower", "squared_sensitivity_upper", "epsilon"):
+        assert isinstance(record[key], float)
+    assert 0 < record["squared_sensitivity_lower"] <= record["squared_sensitivity_upper"]
+    assert record["epsilon_lower"] <= record["epsilon"]
+    assert record["graph"]["nodes"] == 2000
+
+
+def test_human_report(capsys):
+    code, out, _ = run(capsys, "--rounds", "8")
+    assert code == 0
+    assert "certified upper" in out and "epsilon <=" in out and "exact" in out
+
+
+@pytest.fixture
+def edge_file(tmp_path):
+    path = tmp_path / "edges.txt"
+    # a 6-cycle with a chord, arbitrary ids; one duplicate and one self-loop to be dropped
+    path.write_text(
+        "# toy graph\n100 205\n205 310\n310 415\n415 520\n520 625\n625 100\n100 415\n"
+        "100 205\n310 310\n"
+    )
+    return path
+
+
+def test_edge_list_ids_are_the_files_ids(capsys, edge_file):
+    code, out, _ = run(capsys, "--graph", str(edge_file), "--target", "310", "--observer",
+                       "100", "--observer", "625", "--rounds", "6", "--json")
+    assert code == 0
+    record = json.loads(out)
+    assert record["target"] == 310 and record["observers"] == [100, 625]
+    assert record["graph"]["nodes"] == 6 and record["graph"]["edges"] == 7
+    assert record["squared_sensitivity_exact"] is not None
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--target", "999"], "unknown node id 999"),
+        (["--observer", "7"], "unknown node id 7"),
+        (["--rounds", "0"], "T"),
+        (["--sigma", "0"], "sigma"),
+        (["--sigma", "-2"], "sigma"),
+        (["--delta", "1.5"], "delta"),
+        (["--delta", "0"], "delta"),
+    ],
+)
+def test_user_mistakes_are_one_line(capsys, edge_file, argv, message):
+    code, out, err = run(capsys, "--graph", str(edge_file), *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("sparsedp: error:") and message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_disconnected_graph_file(capsys, tmp_path):
+    path = tmp_path / "two.txt"
+    path.write_text("1 2\n2 3\n7 8\n")
+    code, _, err = run(capsys, "--graph", str(path))
+    assert code == 2 and "2 connected components" in err
+
+
+def test_directed_file_warns_in_one_line(capsys, tmp_path):
+    path = tmp_path / "directed.txt"
+    path.write_text("# Directed graph\n1 2\n2 3\n3 1\n3 4\n")
+    code, _, err = run(capsys, "--graph", str(path), "--rounds", "3")
+    assert code == 0
+    assert err.startswith("sparsedp: warning: directed input symmetrised")
+
+
+def test_missing_file(capsys, tmp_path):
+    code, _, err = run(capsys, "--graph", str(tmp_path / "nope.txt"))
+    assert code == 2 and "nope.txt" in err
+
+
+def test_console_script_entry_point():
+    proc = subprocess.run(
+        [sys.executable, "-m", "sparsedp.cli", "account", "--rounds", "5", "--json"],
+        capture_output=True, text=True, check=False, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["rounds"] == 5
