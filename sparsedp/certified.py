@@ -78,22 +78,25 @@ def gossip_lambda_min_lower_bound(W: sp.spmatrix) -> float:
 
 @dataclass(frozen=True)
 class MatrixSandwich:
-    """``M = low + D + F`` with ``||D||_F <= eta_low`` and ``0 <= F <= excess + eta_excess I``.
+    """``M = low + D + F + E`` with ``||D||_F <= eta_low``, ``0 <= F <= excess + eta_excess I``
+    and ``||E||_2 <= eta_model``.
 
     ``low`` is ``2 G^T X - X^T K X`` as computed and ``D`` its rounding error;
     ``excess = R^T R / lambda_lb`` (PSD) bounds the solver error ``F`` in the Loewner order, and
-    ``eta_excess`` the rounding in forming ``R`` and ``excess``.  Hence
-    ``low - eta I <= M <= up + eta I`` with ``eta = eta_low + eta_excess``.
+    ``eta_excess`` the rounding in forming ``R`` and ``excess``; ``E`` is the effect of using an
+    approximate ``(K, G)`` (truncated lags, :func:`model_perturbation`).  Hence
+    ``low - eta I <= M <= up + eta I`` with ``eta = eta_low + eta_excess + eta_model``.
     """
 
     low: np.ndarray
     excess: np.ndarray
     eta_low: float
     eta_excess: float
+    eta_model: float = 0.0
 
     @property
     def eta(self) -> float:
-        return self.eta_low + self.eta_excess
+        return self.eta_low + self.eta_excess + self.eta_model
 
     @property
     def up(self) -> np.ndarray:
@@ -136,6 +139,28 @@ def sandwich_from_solve(
     r_norm = float(np.linalg.norm(R))
     eta_excess = (product_rounding_bound(R, R) + 8 * UNIT_ROUNDOFF * r_norm**2) / lambda_lb
     return MatrixSandwich(low=low, excess=excess, eta_low=eta_low, eta_excess=eta_excess)
+
+
+def model_perturbation(
+    G: np.ndarray, dG_norm: float, dK_norm: float, lambda_lb: float
+) -> float:
+    """``tau`` with ``|c^T (M - M_hat) c| <= tau ||c||^2`` for ``(K_hat, G_hat)`` in place of
+    ``(K, G)``.
+
+    With ``||G - G_hat||_2 <= dG``, ``||K - K_hat||_2 <= dK`` and ``lambda_min(K) >= lambda``:
+    ``b^T K^-1 b - b_hat^T K^-1 b_hat <= dG (2 ||G_hat|| + dG) / lambda`` and
+    ``|b_hat^T (K^-1 - K_hat^-1) b_hat| <= ||G_hat||^2 dK / (lambda (lambda - dK))``
+    (``K^-1 - K_hat^-1 = -K^-1 (K - K_hat) K_hat^-1``), per unit ``||c||^2``;
+    ``||G_hat||_2 <= ||G_hat||_F``.
+    """
+    if dG_norm == 0.0 and dK_norm == 0.0:
+        return 0.0
+    if dK_norm >= lambda_lb:
+        raise ValueError("model perturbation too large for the lambda_min(K) bound")
+    g = float(np.linalg.norm(G))
+    return dG_norm * (2 * g + dG_norm) / lambda_lb + g * g * dK_norm / (
+        lambda_lb * (lambda_lb - dK_norm)
+    )
 
 
 def cholesky_succeeds(A: np.ndarray) -> bool:

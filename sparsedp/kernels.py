@@ -43,6 +43,7 @@ import numpy as np
 _PARALLEL_PREFIX_BITS = 8
 BACKENDS = ("auto", "numba", "numpy")
 _STAGNATION = 1e-15
+PARALLEL_MIN_WORK = 200_000  # nnz(W) * columns below which "auto" sparse products use scipy
 
 
 def numba_enabled() -> bool:
@@ -238,9 +239,16 @@ def _chunks(n: int) -> int:
     return max(1, min(n, 8 * numba.get_num_threads()))
 
 
+def _sparse_backend(W, X: np.ndarray, backend: str) -> str:
+    """``auto`` keeps small products in scipy: a parallel region costs more than it saves."""
+    if backend == "auto" and W.nnz * X.shape[1] < PARALLEL_MIN_WORK:
+        return "numpy"
+    return _resolve(backend)
+
+
 def spmm(W, X: np.ndarray, backend: str = "auto") -> np.ndarray:
     """``Y = W X`` for a CSR matrix ``W`` and a C-contiguous float64 block ``X`` (n x b)."""
-    if _resolve(backend) == "numpy":
+    if _sparse_backend(W, X, backend) == "numpy":
         return np.asarray(W @ X)
     Y = np.empty_like(X)
     _numba_module().csr_spmm(*_csr_parts(W), X, Y, _chunks(X.shape[0]))
@@ -251,7 +259,7 @@ def spmm_fused(
     W, X: np.ndarray, shift: float, backend: str = "auto"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``Y = W X`` and, from the same pass, ``X^T Y``, ``Y^T Y``, ``sum_r (Y[r] - shift)^2``."""
-    if _resolve(backend) == "numpy":
+    if _sparse_backend(W, X, backend) == "numpy":
         Y = np.asarray(W @ X)
         return Y, X.T @ Y, Y.T @ Y, ((Y - shift) ** 2).sum(axis=0)
     Y = np.empty_like(X)
@@ -263,7 +271,7 @@ def spmm_fused(
 
 def spmm_rows(W, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, backend: str = "auto") -> None:
     """In place: ``Y[rows] = (W X)[rows]`` (rows sorted, int64)."""
-    if _resolve(backend) == "numpy":
+    if _sparse_backend(W, X, backend) == "numpy":
         Y[rows] = W[rows] @ X
         return
     _numba_module().csr_spmm_rows(*_csr_parts(W), X, Y, rows)

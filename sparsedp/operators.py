@@ -18,9 +18,8 @@ index ``t * n + i`` matches the Kronecker product ``c kron e_j``.
 * ``G`` (mT x T): ``G c = H (c kron e_j)``, block Toeplitz with blocks ``a_l = S W^l e_j``.
 
 For symmetric W the structured form needs only the moments ``mu_l = S W^l S^T``
-(l = 0..2T-2):  ``K[t, s] = sum_{k=1}^{min(t,s)} mu_(t+s-2k)``, i.e.
-``K[t, t+d] = sum_{i=0}^{t-1} mu_(d+2i)`` (1-based t), from ``V_l = W^l S^T``:
-``mu_(2l) = V_l^T V_l``, ``mu_(2l+1) = V_l^T V_(l+1)`` — T-1 sparse products in all.
+(l = 0..2T-2, :mod:`sparsedp.moments`): ``K[t, s] = sum_{k=1}^{min(t,s)} mu_(t+s-2k)``, i.e.
+``K[t, t+d] = sum_{i=0}^{t-1} mu_(d+2i)`` (1-based t), assembled by :func:`k_from_moments`.
 """
 
 from __future__ import annotations
@@ -155,26 +154,6 @@ class GossipSystem:
             matmat=matmat,
             dtype=np.float64,
         )
-
-    # -- structure for symmetric W ---------------------------------------------------------
-
-    def moments(self) -> np.ndarray:
-        """``mu_l = S W^l S^T`` for l = 0..2T-2, shape ``(2T-1, m, m)`` (W symmetric only)."""
-        T, m = self.T, self.m
-        mu = np.empty((2 * T - 1, m, m))
-        V = np.zeros((self.n, m))
-        V[self.observers, np.arange(m)] = 1.0
-        mu[0] = V.T @ V
-        for lag in range(T - 1):
-            V_next = self._W(V)
-            mu[2 * lag + 1] = V.T @ V_next
-            mu[2 * lag + 2] = V_next.T @ V_next
-            V = V_next
-        return 0.5 * (mu + mu.transpose(0, 2, 1))
-
-    def dense_K_from_moments(self) -> np.ndarray:
-        """Dense ``K_T`` (mT x mT) from the moments; valid only for symmetric W."""
-        return k_from_moments(self.moments(), self.T)
 
 
 def toeplitz_blocks(a: np.ndarray) -> np.ndarray:

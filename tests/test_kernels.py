@@ -89,3 +89,31 @@ def test_disable_numba_environment(monkeypatch):
 def test_unknown_backend_rejected():
     with pytest.raises(ValueError, match="backend"):
         kernels.top_eigenpair(np.eye(2), backend="cuda")
+
+
+def _random_csr(n, per_row, seed):
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    rows = np.repeat(np.arange(n), per_row)
+    cols = rng.integers(0, n, n * per_row)
+    return sp.csr_matrix((rng.random(n * per_row), (rows, cols)), shape=(n, n))
+
+
+@pytest.mark.parametrize("b", [1, 2, 5])
+def test_sparse_kernels_numba_equal_numpy(b):
+    W = _random_csr(3000, 7, b)
+    X = np.ascontiguousarray(np.random.default_rng(b).standard_normal((3000, b)))
+    np.testing.assert_allclose(
+        kernels.spmm(W, X, backend="numba"), kernels.spmm(W, X, backend="numpy"), rtol=1e-13
+    )
+    fused_numba = kernels.spmm_fused(W, X, 0.25, backend="numba")
+    fused_numpy = kernels.spmm_fused(W, X, 0.25, backend="numpy")
+    for got, want in zip(fused_numba, fused_numpy, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-11)
+    rows = np.arange(100, 2000, 7, dtype=np.int64)
+    Y1, Y2 = np.zeros_like(X), np.zeros_like(X)
+    kernels.spmm_rows(W, X, Y1, rows, backend="numba")
+    kernels.spmm_rows(W, X, Y2, rows, backend="numpy")
+    np.testing.assert_allclose(Y1, Y2, rtol=1e-13)
+    assert np.all(Y1[np.setdiff1d(np.arange(3000), rows)] == 0)

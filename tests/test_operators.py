@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from sparsedp.gossip import gossip_matrix
-from sparsedp.operators import GossipSystem, k_from_moments
+from sparsedp.moments import gossip_lags
+from sparsedp.operators import GossipSystem, k_from_moments, toeplitz_blocks
 from sparsedp.testing import dense_H
 
 from .conftest import connected_instance
@@ -40,13 +41,18 @@ def test_k_apply_chunks_agree_with_single_block():
     np.testing.assert_allclose(system.apply_K(Y), whole, atol=1e-13)
 
 
-@pytest.mark.parametrize("observers", [[3], [0, 1, 2, 9]])
-def test_moment_assembly_matches_dense_K(observers):
+@pytest.mark.parametrize("observers", [[3], [0, 1, 2, 9], [4, 12]])
+def test_lag_assembly_matches_dense_K_and_G(observers):
     W = gossip_matrix(connected_instance("er", 35, 3))
-    T = 9
+    T, target = 9, 12
     H = dense_H(W, observers, T)
-    K = GossipSystem(W, observers, T).dense_K_from_moments()
-    np.testing.assert_allclose(K, H @ H.T, atol=1e-13)
+    lags = gossip_lags(W, np.array(observers), target, T, truncate=False)
+    np.testing.assert_allclose(k_from_moments(lags.mu, T), H @ H.T, atol=1e-13)
+    e = np.zeros(35)
+    e[target] = 1.0
+    np.testing.assert_allclose(
+        toeplitz_blocks(lags.a), H @ np.kron(np.eye(T), e[:, None]), atol=1e-14
+    )
 
 
 def test_k_from_moments_recurrence_by_hand():

@@ -1,0 +1,150 @@
+"""Moments of a symmetric gossip chain, with frontier-limited propagation and a certified
+mixing truncation (the structured path's only contact with the graph).
+
+For symmetric W, observers A (selector S) and target j, everything the structured path needs
+is the lag sequence
+
+    mu_l = S W^l S^T   (l = 0..2T-2, m x m)       a_l = S W^l e_j   (l = 0..T-1, m),
+
+both entries of ``C_l = V_0^T W^l V_0`` for the block ``V_0 = [S^T, e_j]`` (b = m or m+1
+columns).  Propagating ``V_{l+1} = W V_l`` gives two lags per product:
+``C_{2l+1} = V_l^T V_{l+1}`` and ``C_{2l+2} = V_{l+1}^T V_{l+1}`` (fused into the sparse
+product, :func:`sparsedp.kernels.spmm_fused`), so T-1 products give every lag.
+
+Frontier: ``W^l e_i`` is supported on the l-ball around i; while the support of the block is
+small, only the rows of its closed neighbourhood are computed.
+
+Mixing truncation (W symmetric and doubly stochastic, ``W = P + R`` with ``P = 11^T/n``,
+``||R||_2 <= 1``): with ``eps_a(L) = ||W^L e_a - 1/n||_2 = ||R^L e_a||_2`` (non-increasing in
+L), every lag ``l >= 2L`` satisfies
+
+    |C_l[a, b] - 1/n| = |(R^{l1} e_a)^T (R^{l2} e_b)| <= eps_a(L) eps_b(L)   (l1, l2 >= L).
+
+So once ``max_a eps_a(L)^2 <= tol / n`` the propagation stops, the remaining lags are set to
+``1/n`` and the entrywise error bound ``eps_a eps_b`` is returned with them; the caller
+carries it into the reported bounds.  ``eps`` is the computed centred norm plus the rounding
+accumulated by the products (each adds at most ``gamma_{d+1} ||v_l||`` in 2-norm since
+``|| |W| ||_2 = 1``; ``d`` the largest row length), so the truncation stays certified when
+the chain has mixed down to rounding level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import kernels
+from .certified import gamma
+
+FRONTIER_FRACTION = 0.125  # use row-restricted products while the frontier is below this
+
+
+@dataclass(frozen=True)
+class LagSequence:
+    """``mu`` (2T-1, m, m), ``a`` (T, m) and entrywise error bounds for the truncated lags.
+
+    Lags ``0 .. exact_lags-1`` are computed (error 0 up to rounding); for larger lags
+    ``|mu_l - mu[l]| <= mu_error`` and ``|a_l - a[l]| <= a_error`` entrywise.
+    """
+
+    mu: np.ndarray
+    a: np.ndarray
+    mu_error: np.ndarray
+    a_error: np.ndarray
+    exact_lags: int
+    products: int
+    frontier_products: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.exact_lags < self.mu.shape[0]
+
+
+def gossip_lags(
+    W: sp.csr_matrix,
+    observers: np.ndarray,
+    target: int,
+    T: int,
+    *,
+    truncate: bool = True,
+    tol: float = 1e-20,
+    backend: str = "auto",
+) -> LagSequence:
+    """The lag sequence for symmetric ``W`` (see the module docstring).
+
+    ``truncate`` needs W doubly stochastic (checked by the caller); ``tol`` is the relative
+    size ``n eps^2`` below which the chain counts as mixed.
+    """
+    n = W.shape[0]
+    observers = np.asarray(observers, dtype=np.int64)
+    m = observers.size
+    hits = np.flatnonzero(observers == target)
+    tcol = int(hits[0]) if hits.size else m
+    b = m if hits.size else m + 1
+    n_lags = 2 * T - 1
+    C = np.empty((n_lags, b, b))
+    V = np.zeros((n, b))
+    V[observers, np.arange(m)] = 1.0
+    if b > m:
+        V[target, m] = 1.0
+    C[0] = V.T @ V
+    centred = np.full(b, 1.0 - 1.0 / n)  # ||e_a - 1/n||^2
+    support = np.unique(np.concatenate([observers, [target]]))
+    products = frontier_products = 0
+    exact = 1
+    shift = 1.0 / n
+    step_rounding = gamma(int(np.diff(W.indptr).max()) + 1)
+    drift = 0.0  # accumulated rounding in the propagated columns (2-norm)
+    for lag in range(T - 1):
+        if support is not None:
+            rows = _closed_neighbourhood(W, support)
+            if rows.size > FRONTIER_FRACTION * n:
+                support = None
+        if support is None:
+            V_next, cross, gram, centred = kernels.spmm_fused(W, V, shift, backend=backend)
+        else:
+            V_next = np.zeros_like(V)
+            kernels.spmm_rows(W, V, V_next, rows, backend=backend)
+            Vr, Yr = V[rows], V_next[rows]
+            cross, gram = Vr.T @ Yr, Yr.T @ Yr
+            centred = ((Yr - shift) ** 2).sum(axis=0) + (n - rows.size) * shift**2
+            support = rows
+            frontier_products += 1
+        products += 1
+        C[2 * lag + 1] = 0.5 * (cross + cross.T)
+        C[2 * lag + 2] = gram
+        exact = 2 * lag + 3
+        V = V_next
+        drift += step_rounding * float(np.sqrt(np.diag(gram).max()))
+        eps = np.sqrt(np.maximum(centred, 0.0)) + drift
+        if truncate and n * float(eps.max()) ** 2 <= tol:
+            break
+    else:
+        eps = np.zeros(b)
+    error = np.outer(eps, eps) if exact < n_lags else np.zeros((b, b))
+    C[exact:] = 1.0 / n
+    obs = np.arange(m)
+    return LagSequence(
+        mu=C[:, obs[:, None], obs[None, :]],
+        a=C[:T, obs, tcol],
+        mu_error=error[np.ix_(obs, obs)],
+        a_error=error[obs, tcol],
+        exact_lags=exact,
+        products=products,
+        frontier_products=frontier_products,
+    )
+
+
+def _closed_neighbourhood(W: sp.csr_matrix, nodes: np.ndarray) -> np.ndarray:
+    """Sorted indices of ``nodes`` and all their neighbours in the pattern of W."""
+    starts = W.indptr[nodes]
+    lengths = W.indptr[nodes + 1] - starts
+    total = int(lengths.sum())
+    if total > FRONTIER_FRACTION * W.shape[0] * 4:
+        return np.arange(W.shape[0], dtype=np.int64)
+    # positions starts[k] .. starts[k] + lengths[k] - 1 for every k, without a Python loop
+    offsets = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    neighbours = W.indices[np.repeat(starts, lengths) + offsets]
+    return np.unique(np.concatenate([neighbours, nodes])).astype(np.int64)

@@ -1,0 +1,88 @@
+"""Lag sequences of symmetric gossip: frontier propagation and the certified truncation."""
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import sparsedp
+from sparsedp.gossip import gossip_matrix
+from sparsedp.moments import gossip_lags
+from sparsedp.testing import dense_H
+
+from .conftest import connected_instance
+
+
+def dense_lags(W, observers, target, T):
+    """mu_l = S W^l S^T and a_l = S W^l e_j from the columns W^l e_k, l = 0..2T-2."""
+    columns = np.eye(W.shape[0])[:, list(observers) + [target]]
+    mu, a = [], []
+    for lag in range(2 * T - 1):
+        mu.append(columns[observers][:, : len(observers)])
+        if lag < T:
+            a.append(columns[observers, -1])
+        columns = W @ columns
+    return np.array(mu), np.array(a)
+
+
+@pytest.mark.parametrize("kind,observers,target", [
+    ("ring", [0], 5), ("grid", [3, 4], 4), ("ba", [1, 2, 3], 30), ("er", [7], 7),
+])
+def test_untruncated_lags_equal_dense_powers(kind, observers, target):
+    W = gossip_matrix(connected_instance(kind, 49, 0))
+    T = 14
+    lags = gossip_lags(W, np.array(observers), target, T, truncate=False)
+    mu, a = dense_lags(W, observers, target, T)
+    np.testing.assert_allclose(lags.mu, mu, atol=1e-15)
+    np.testing.assert_allclose(lags.a, a, atol=1e-15)
+    assert not lags.truncated and lags.products == T - 1
+
+
+def test_frontier_products_on_a_large_diameter_graph():
+    W = gossip_matrix(nx.cycle_graph(2000))
+    lags = gossip_lags(W, np.array([0]), 10, 30, truncate=False)
+    assert lags.frontier_products == 29  # two balls of radius 30 stay below 1/8 of the ring
+    mu, a = dense_lags(W, [0], 10, 30)
+    np.testing.assert_allclose(lags.mu, mu, atol=1e-15)
+    np.testing.assert_allclose(lags.a, a, atol=1e-15)
+
+
+@pytest.mark.parametrize("tol", [1e-6, 1e-10])
+def test_truncation_error_bounds_hold(tol):
+    """With a loose tolerance the bound is far above rounding: check every truncated lag."""
+    G = connected_instance("er", 60, 4)
+    W = gossip_matrix(G)
+    T = 120
+    observers = np.array([0, 5])
+    lags = gossip_lags(W, observers, 9, T, truncate=True, tol=tol)
+    assert lags.truncated and lags.products < T - 1
+    mu, a = dense_lags(W, list(observers), 9, T)
+    assert np.all(np.abs(lags.mu - mu) <= lags.mu_error + 1e-16)
+    assert np.all(np.abs(lags.a - a) <= lags.a_error + 1e-16)
+    assert lags.mu_error.max() <= tol / 60 * 1.01
+
+
+def test_truncated_structured_path_matches_matrix_free():
+    G = nx.erdos_renyi_graph(150, 0.08, seed=5)
+    W = gossip_matrix(G)
+    r_s = sparsedp.squared_sensitivity(W, 3, [0, 1], 120, method="structured")
+    r_m = sparsedp.squared_sensitivity(W, 3, [0, 1], 120, method="matrix-free")
+    assert r_s.solver["truncated"] and r_s.solver["sparse_products"] < 119
+    assert r_s.lower <= r_m.upper and r_m.lower <= r_s.upper
+    assert r_s.upper == pytest.approx(r_m.upper, rel=1e-8)
+    assert r_s.relative_gap < 1e-8
+
+
+def test_truncated_interval_contains_dense_value():
+    G = connected_instance("er", 40, 8)
+    W = gossip_matrix(G)
+    T = 60
+    r = sparsedp.squared_sensitivity(W, 2, [0], T, exact=False)
+    assert r.solver["truncated"]
+    H = dense_H(W, [0], T)
+    e = np.zeros(40)
+    e[2] = 1.0
+    b = H @ np.kron(np.ones(T), e)
+    ones_value = b @ np.linalg.solve(H @ H.T, b)
+    named = {bound.name: bound.value for bound in r.bounds}
+    assert named["ones"] <= ones_value * (1 + 1e-12)
+    assert ones_value <= r.upper
