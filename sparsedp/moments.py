@@ -23,9 +23,10 @@ L), every lag ``l >= 2L`` satisfies
 So once ``max_a eps_a(L)^2 <= tol / n`` the propagation stops, the remaining lags are set to
 ``1/n`` and the entrywise error bound ``eps_a eps_b`` is returned with them; the caller
 carries it into the reported bounds.  ``eps`` is the computed centred norm plus the rounding
-accumulated by the products (each adds at most ``gamma_{d+1} ||v_l||`` in 2-norm since
-``|| |W| ||_2 = 1``; ``d`` the largest row length), so the truncation stays certified when
-the chain has mixed down to rounding level.
+accumulated by the products, modelled as ``8 sqrt(d + 1) u ||v_{l+1}||`` per product
+(``d`` the longest row; the probabilistic rounding model of Higham & Mary, 2019, with a wide
+margin; the columns ``v_l = W^l e_a`` are non-negative so ``|W| |v_l| = v_{l+1}``): the
+truncation stays meaningful when the chain has mixed down to rounding level.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import kernels
-from .certified import gamma
+from .certified import UNIT_ROUNDOFF
 
 FRONTIER_FRACTION = 0.125  # use row-restricted products while the frontier is below this
 
@@ -95,7 +96,7 @@ def gossip_lags(
     products = frontier_products = 0
     exact = 1
     shift = 1.0 / n
-    step_rounding = gamma(int(np.diff(W.indptr).max()) + 1)
+    step_rounding = 8.0 * np.sqrt(np.diff(W.indptr).max() + 1.0) * UNIT_ROUNDOFF
     drift = 0.0  # accumulated rounding in the propagated columns (2-norm)
     for lag in range(T - 1):
         if support is not None:

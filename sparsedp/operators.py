@@ -110,6 +110,32 @@ class GossipSystem:
             a[lag] = v[self.observers]
         return a
 
+    def G(self, target: int) -> LinearOperator:
+        """``G_T`` (mT x T) as a LinearOperator.
+
+        ``G c = H (c kron e_j)`` and ``G^T y = (H^T y)[:, j]`` (the target's rows of ``H^T y``).
+        """
+        T, n, m = self.T, self.n, self.m
+
+        def matmat(C):
+            C = np.asarray(C, dtype=np.float64).reshape(T, -1)
+            Z = np.zeros((T, n, C.shape[1]))
+            Z[:, target, :] = C
+            return self.apply_H(Z).reshape(T * m, -1)
+
+        def rmatmat(Y):
+            Y = np.asarray(Y, dtype=np.float64).reshape(T, m, -1)
+            return self.apply_HT(Y)[:, target, :]
+
+        return LinearOperator(
+            (T * m, T),
+            matvec=lambda c: matmat(c)[:, 0],
+            rmatvec=lambda y: rmatmat(y)[:, 0],
+            matmat=matmat,
+            rmatmat=rmatmat,
+            dtype=np.float64,
+        )
+
     def G_matrix(self, target: int) -> np.ndarray:
         """Dense ``G_T`` (mT x T): block (t, k) = ``a_(t-k)`` for k <= t, else 0."""
         return toeplitz_blocks(self.impulse_response(target))

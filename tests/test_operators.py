@@ -28,9 +28,11 @@ def test_operators_match_dense(scheme, observers):
     np.testing.assert_allclose(system.K @ Y, H @ H.T @ Y, atol=1e-12)
     e = np.zeros(n)
     e[7] = 1.0
-    np.testing.assert_allclose(
-        system.G_matrix(7), H @ np.kron(np.eye(T), e[:, None]), atol=1e-14
-    )
+    G_dense = H @ np.kron(np.eye(T), e[:, None])
+    np.testing.assert_allclose(system.G_matrix(7), G_dense, atol=1e-14)
+    C = rng.standard_normal((T, 2))
+    np.testing.assert_allclose(system.G(7) @ C, G_dense @ C, atol=1e-13)
+    np.testing.assert_allclose(system.G(7).T @ Y, G_dense.T @ Y, atol=1e-13)
 
 
 def test_k_apply_chunks_agree_with_single_block():

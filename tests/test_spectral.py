@@ -1,5 +1,6 @@
 """Tests for sparsedp.spectral: eigenvalue summaries and stationary distributions."""
 
+import contextlib
 import dataclasses
 
 import networkx as nx
@@ -13,7 +14,11 @@ from sparsedp.gossip import gossip_matrix
 from sparsedp.graphs import barabasi_albert, grid, ring
 from sparsedp.spectral import SpectralInfo, spectral_info, stationary_distribution
 
-EPS = np.finfo(float).eps
+try:  # dense references run single-threaded: BLAS threads thrash on a loaded machine
+    from threadpoolctl import threadpool_limits
+except ImportError:  # pragma: no cover
+    def threadpool_limits(limits=None):
+        return contextlib.nullcontext()
 
 
 def ring_metropolis_eigenvalues(n: int) -> np.ndarray:
@@ -22,7 +27,8 @@ def ring_metropolis_eigenvalues(n: int) -> np.ndarray:
 
 
 def dense_summary(W) -> tuple[float, float]:
-    ev = np.linalg.eigvalsh(W.toarray())
+    with threadpool_limits(1):
+        ev = np.linalg.eigvalsh(W.toarray())
     return ev[-2], ev[0]
 
 
@@ -142,7 +148,8 @@ def test_lobpcg_on_torus_closed_form():
 def test_eigs_nonsymmetric():
     W = gossip_matrix(nx.barabasi_albert_graph(400, 3, seed=1), "row-normalised-self-loops")
     info = spectral_info(W, method="eigs", tol=1e-10)
-    moduli = np.sort(np.abs(np.linalg.eigvals(W.toarray())))[::-1][:3]
+    with threadpool_limits(1):
+        moduli = np.sort(np.abs(np.linalg.eigvals(W.toarray())))[::-1][:3]
     assert info.method == "ARPACK eigs" and not info.symmetric and np.isnan(info.lambda_n)
     np.testing.assert_allclose(info.moduli, moduli, atol=1e-8)
     assert info.rho == info.moduli[1] and info.tolerance <= 1e-8
