@@ -135,6 +135,18 @@ def top_eigenpair(M, v0, krylov_dim, tol, max_restarts):
     return v
 
 
+@numba.njit(cache=True, inline="always")
+def _csr_row(indptr, indices, data, X, r, acc):
+    """``acc = (W X)[r]``."""
+    for q in range(acc.shape[0]):
+        acc[q] = 0.0
+    for k in range(indptr[r], indptr[r + 1]):
+        col = indices[k]
+        w = data[k]
+        for q in range(acc.shape[0]):
+            acc[q] += w * X[col, q]
+
+
 @numba.njit(cache=True, parallel=True)
 def csr_spmm(indptr, indices, data, X, Y, n_chunks):
     """``Y = W X`` for CSR ``W`` and a dense block ``X`` (n x b), rows split into chunks."""
@@ -143,13 +155,7 @@ def csr_spmm(indptr, indices, data, X, Y, n_chunks):
     for c in numba.prange(n_chunks):
         acc = np.empty(b)
         for r in range(c * chunk, min(n, (c + 1) * chunk)):
-            for q in range(b):
-                acc[q] = 0.0
-            for k in range(indptr[r], indptr[r + 1]):
-                col = indices[k]
-                w = data[k]
-                for q in range(b):
-                    acc[q] += w * X[col, q]
+            _csr_row(indptr, indices, data, X, r, acc)
             for q in range(b):
                 Y[r, q] = acc[q]
 
@@ -168,13 +174,7 @@ def csr_spmm_fused(indptr, indices, data, X, Y, shift, n_chunks):
     for c in numba.prange(n_chunks):
         acc = np.empty(b)
         for r in range(c * chunk, min(n, (c + 1) * chunk)):
-            for q in range(b):
-                acc[q] = 0.0
-            for k in range(indptr[r], indptr[r + 1]):
-                col = indices[k]
-                w = data[k]
-                for q in range(b):
-                    acc[q] += w * X[col, q]
+            _csr_row(indptr, indices, data, X, r, acc)
             for p in range(b):
                 Y[r, p] = acc[p]
                 xp = X[r, p]
@@ -192,11 +192,7 @@ def csr_spmm_rows(indptr, indices, data, X, Y, rows):
     """``Y[r] = (W X)[r]`` for the listed rows only (frontier-limited propagation)."""
     b = X.shape[1]
     for t in numba.prange(rows.shape[0]):
-        r = rows[t]
+        acc = np.empty(b)
+        _csr_row(indptr, indices, data, X, rows[t], acc)
         for q in range(b):
-            Y[r, q] = 0.0
-        for k in range(indptr[r], indptr[r + 1]):
-            col = indices[k]
-            w = data[k]
-            for q in range(b):
-                Y[r, q] += w * X[col, q]
+            Y[rows[t], q] = acc[q]

@@ -118,22 +118,12 @@ class GossipSystem:
         T, n, m = self.T, self.n, self.m
 
         def matmat(C):
-            C = np.asarray(C, dtype=np.float64).reshape(T, -1)
             Z = np.zeros((T, n, C.shape[1]))
             Z[:, target, :] = C
-            return self.apply_H(Z).reshape(T * m, -1)
+            return self.apply_H(Z)
 
-        def rmatmat(Y):
-            Y = np.asarray(Y, dtype=np.float64).reshape(T, m, -1)
-            return self.apply_HT(Y)[:, target, :]
-
-        return LinearOperator(
-            (T * m, T),
-            matvec=lambda c: matmat(c)[:, 0],
-            rmatvec=lambda y: rmatmat(y)[:, 0],
-            matmat=matmat,
-            rmatmat=rmatmat,
-            dtype=np.float64,
+        return _operator(
+            (T * m, T), matmat, lambda Y: self.apply_HT(Y.reshape(T, m, -1))[:, target, :]
         )
 
     def G_matrix(self, target: int) -> np.ndarray:
@@ -146,22 +136,10 @@ class GossipSystem:
     def H(self) -> LinearOperator:
         """``H_T`` as a LinearOperator of shape (mT, nT); its adjoint is ``H_T^T``."""
         T, n, m = self.T, self.n, self.m
-
-        def matmat(X):
-            Z = np.asarray(X, dtype=np.float64).reshape(T, n, -1)
-            return self.apply_H(Z).reshape(T * m, -1)
-
-        def rmatmat(X):
-            Y = np.asarray(X, dtype=np.float64).reshape(T, m, -1)
-            return self.apply_HT(Y).reshape(T * n, -1)
-
-        return LinearOperator(
+        return _operator(
             (T * m, T * n),
-            matvec=lambda x: matmat(x)[:, 0],
-            rmatvec=lambda x: rmatmat(x)[:, 0],
-            matmat=matmat,
-            rmatmat=rmatmat,
-            dtype=np.float64,
+            lambda Z: self.apply_H(Z.reshape(T, n, -1)),
+            lambda Y: self.apply_HT(Y.reshape(T, m, -1)),
         )
 
     @property
@@ -169,17 +147,31 @@ class GossipSystem:
         """``K_T = H_T H_T^T`` as a symmetric LinearOperator of shape (mT, mT)."""
         T, m = self.T, self.m
 
-        def matmat(X):
-            Y = np.asarray(X, dtype=np.float64).reshape(T, m, -1)
-            return self.apply_K(Y).reshape(T * m, -1)
+        def apply(Y):
+            return self.apply_K(Y.reshape(T, m, -1))
 
-        return LinearOperator(
-            (T * m, T * m),
-            matvec=lambda x: matmat(x)[:, 0],
-            rmatvec=lambda x: matmat(x)[:, 0],
-            matmat=matmat,
-            dtype=np.float64,
-        )
+        return _operator((T * m, T * m), apply, apply)
+
+
+def _operator(shape, matmat, rmatmat) -> LinearOperator:
+    """LinearOperator from block functions on ``(rows, r)`` arrays (reshaped as needed)."""
+
+    def forward(X):
+        X = np.asarray(X, dtype=np.float64)
+        return matmat(X.reshape(shape[1], -1)).reshape(shape[0], -1)
+
+    def adjoint(Y):
+        Y = np.asarray(Y, dtype=np.float64)
+        return rmatmat(Y.reshape(shape[0], -1)).reshape(shape[1], -1)
+
+    return LinearOperator(
+        shape,
+        matvec=lambda x: forward(x)[:, 0],
+        rmatvec=lambda y: adjoint(y)[:, 0],
+        matmat=forward,
+        rmatmat=adjoint,
+        dtype=np.float64,
+    )
 
 
 def toeplitz_blocks(a: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ def connected_instance(kind: str, n: int, seed: int):
         elif kind == "ring":
             G = nx.cycle_graph(n)
         elif kind == "grid":
-            side = max(2, int(round(np.sqrt(n))))
+            side = max(2, int(np.sqrt(n)))
             G = nx.convert_node_labels_to_integers(nx.grid_2d_graph(side, side))
         else:
             raise ValueError(kind)
