@@ -63,9 +63,93 @@ class LagSequence:
         return self.exact_lags < self.mu.shape[0]
 
 
+class LagPropagator:
+    """Resumable propagation of ``V_l = W^l [S^T, e_j]`` producing the lag sequence.
+
+    :meth:`advance` propagates until the chain has mixed to ``n eps^2 <= tol`` (or to the
+    last lag); calling it again with a smaller ``tol`` continues where it stopped, so a
+    caller can tighten the truncation only when the bounds need it.  :meth:`result` returns
+    the current :class:`LagSequence`.
+    """
+
+    def __init__(self, W: sp.csr_matrix, observers, target: int, T: int, backend: str = "auto"):
+        self.W, self.T, self.backend = W, T, backend
+        self.n = n = W.shape[0]
+        observers = np.asarray(observers, dtype=np.int64)
+        self.m = m = observers.size
+        hits = np.flatnonzero(observers == target)
+        self.tcol = int(hits[0]) if hits.size else m
+        b = m if hits.size else m + 1
+        self.C = np.empty((2 * T - 1, b, b))
+        self.V = np.zeros((n, b))
+        self.V[observers, np.arange(m)] = 1.0
+        if b > m:
+            self.V[target, m] = 1.0
+        self.C[0] = self.V.T @ self.V
+        self.eps = np.full(b, np.sqrt(1.0 - 1.0 / n))  # ||e_a - 1/n||
+        self.support = np.unique(np.concatenate([observers, [target]]))
+        self.products = self.frontier_products = 0
+        self.exact = 1  # lags 0 .. exact-1 are computed
+        self.step_rounding = 8.0 * np.sqrt(np.diff(W.indptr).max() + 1.0) * UNIT_ROUNDOFF
+        self.drift = 0.0  # accumulated rounding in the propagated columns (2-norm)
+
+    @property
+    def finished(self) -> bool:
+        return self.exact == self.C.shape[0]
+
+    def advance(self, tol: float | None = None) -> LagPropagator:
+        """Propagate until ``n max_a eps_a^2 <= tol`` (``None``: through every lag)."""
+        n, shift = self.n, 1.0 / self.n
+        while not self.finished:
+            if tol is not None and n * float(self.eps.max()) ** 2 <= tol:
+                break
+            lag = self.products
+            if self.support is not None:
+                rows = _closed_neighbourhood(self.W, self.support)
+                if rows.size > FRONTIER_FRACTION * n:
+                    self.support = None
+            if self.support is None:
+                V_next, cross, gram, centred = kernels.spmm_fused(
+                    self.W, self.V, shift, backend=self.backend
+                )
+            else:
+                V_next = np.zeros_like(self.V)
+                kernels.spmm_rows(self.W, self.V, V_next, rows, backend=self.backend)
+                Vr, Yr = self.V[rows], V_next[rows]
+                cross, gram = Vr.T @ Yr, Yr.T @ Yr
+                centred = ((Yr - shift) ** 2).sum(axis=0) + (n - rows.size) * shift**2
+                self.support = rows
+                self.frontier_products += 1
+            self.products += 1
+            self.C[2 * lag + 1] = 0.5 * (cross + cross.T)
+            self.C[2 * lag + 2] = gram
+            self.exact = 2 * lag + 3
+            self.V = V_next
+            self.drift += self.step_rounding * float(np.sqrt(np.diag(gram).max()))
+            self.eps = np.sqrt(np.maximum(centred, 0.0)) + self.drift
+        return self
+
+    def result(self) -> LagSequence:
+        """The lags so far; truncated lags are ``1/n`` with error ``eps_a eps_b``."""
+        C = self.C.copy()
+        C[self.exact :] = 1.0 / self.n
+        b = C.shape[1]
+        error = np.zeros((b, b)) if self.finished else np.outer(self.eps, self.eps)
+        obs = np.arange(self.m)
+        return LagSequence(
+            mu=C[:, obs[:, None], obs[None, :]],
+            a=C[: self.T, obs, self.tcol],
+            mu_error=error[np.ix_(obs, obs)],
+            a_error=error[obs, self.tcol],
+            exact_lags=self.exact,
+            products=self.products,
+            frontier_products=self.frontier_products,
+        )
+
+
 def gossip_lags(
     W: sp.csr_matrix,
-    observers: np.ndarray,
+    observers,
     target: int,
     T: int,
     *,
@@ -73,69 +157,13 @@ def gossip_lags(
     tol: float = 1e-20,
     backend: str = "auto",
 ) -> LagSequence:
-    """The lag sequence for symmetric ``W`` (see the module docstring).
+    """The lag sequence for symmetric ``W`` (see the module docstring), in one call.
 
     ``truncate`` needs W doubly stochastic (checked by the caller); ``tol`` is the relative
     size ``n eps^2`` below which the chain counts as mixed.
     """
-    n = W.shape[0]
-    observers = np.asarray(observers, dtype=np.int64)
-    m = observers.size
-    hits = np.flatnonzero(observers == target)
-    tcol = int(hits[0]) if hits.size else m
-    b = m if hits.size else m + 1
-    n_lags = 2 * T - 1
-    C = np.empty((n_lags, b, b))
-    V = np.zeros((n, b))
-    V[observers, np.arange(m)] = 1.0
-    if b > m:
-        V[target, m] = 1.0
-    C[0] = V.T @ V
-    centred = np.full(b, 1.0 - 1.0 / n)  # ||e_a - 1/n||^2
-    support = np.unique(np.concatenate([observers, [target]]))
-    products = frontier_products = 0
-    exact = 1
-    shift = 1.0 / n
-    step_rounding = 8.0 * np.sqrt(np.diff(W.indptr).max() + 1.0) * UNIT_ROUNDOFF
-    drift = 0.0  # accumulated rounding in the propagated columns (2-norm)
-    for lag in range(T - 1):
-        if support is not None:
-            rows = _closed_neighbourhood(W, support)
-            if rows.size > FRONTIER_FRACTION * n:
-                support = None
-        if support is None:
-            V_next, cross, gram, centred = kernels.spmm_fused(W, V, shift, backend=backend)
-        else:
-            V_next = np.zeros_like(V)
-            kernels.spmm_rows(W, V, V_next, rows, backend=backend)
-            Vr, Yr = V[rows], V_next[rows]
-            cross, gram = Vr.T @ Yr, Yr.T @ Yr
-            centred = ((Yr - shift) ** 2).sum(axis=0) + (n - rows.size) * shift**2
-            support = rows
-            frontier_products += 1
-        products += 1
-        C[2 * lag + 1] = 0.5 * (cross + cross.T)
-        C[2 * lag + 2] = gram
-        exact = 2 * lag + 3
-        V = V_next
-        drift += step_rounding * float(np.sqrt(np.diag(gram).max()))
-        eps = np.sqrt(np.maximum(centred, 0.0)) + drift
-        if truncate and n * float(eps.max()) ** 2 <= tol:
-            break
-    else:
-        eps = np.zeros(b)
-    error = np.outer(eps, eps) if exact < n_lags else np.zeros((b, b))
-    C[exact:] = 1.0 / n
-    obs = np.arange(m)
-    return LagSequence(
-        mu=C[:, obs[:, None], obs[None, :]],
-        a=C[:T, obs, tcol],
-        mu_error=error[np.ix_(obs, obs)],
-        a_error=error[obs, tcol],
-        exact_lags=exact,
-        products=products,
-        frontier_products=frontier_products,
-    )
+    propagator = LagPropagator(W, observers, target, T, backend=backend)
+    return propagator.advance(tol if truncate else None).result()
 
 
 def _closed_neighbourhood(W: sp.csr_matrix, nodes: np.ndarray) -> np.ndarray:

@@ -24,6 +24,8 @@ For symmetric W the structured form needs only the moments ``mu_l = S W^l S^T``
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
@@ -46,7 +48,6 @@ class GossipSystem:
         self, W: sp.spmatrix, observers, T: int, memory_budget: int = DEFAULT_MEMORY_BUDGET
     ):
         self.W = sp.csr_matrix(W, dtype=np.float64)
-        self.WT = self.W.T.tocsr()
         self.observers = np.asarray(observers, dtype=np.int64)
         self.T = int(T)
         self.n = self.W.shape[0]
@@ -59,6 +60,11 @@ class GossipSystem:
     def _W(self, x: np.ndarray) -> np.ndarray:
         self.products += 1
         return self.W @ x
+
+    @functools.cached_property
+    def WT(self) -> sp.csr_matrix:
+        """``W^T`` in CSR (formed on first use: the backward recursion needs it)."""
+        return self.W.T.tocsr()
 
     def _WT(self, x: np.ndarray) -> np.ndarray:
         self.products += 1

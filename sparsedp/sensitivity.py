@@ -33,7 +33,7 @@ from . import certified, kernels, validation
 from .certified import MatrixSandwich, gamma
 from .errors import ParameterError
 from .gossip import as_square_sparse
-from .moments import gossip_lags
+from .moments import LagPropagator, LagSequence
 from .operators import GossipSystem, k_from_moments, toeplitz_blocks
 from .solvers import StationaryPreconditioner, block_pcg, cholesky_solve
 from .spectral import stationary_distribution
@@ -43,6 +43,7 @@ METHODS = ("auto", "structured", "matrix-free")
 EXHAUSTIVE_AUTO_MAX_T = 16
 EXHAUSTIVE_MAX_T = 28
 STRUCTURED_MAX_DIM = 8000  # largest mT for which the structured path factorises K_T densely
+TRUNCATION_TOLERANCES = (1e-10, 1e-13, 1e-16, 1e-19, 1e-22)  # n eps^2 at which to try stopping
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,17 @@ class SensitivityResult:
 
 
 def is_exactly_symmetric(W: sp.csr_matrix) -> bool:
-    """Whether ``W == W^T`` entry for entry (the structured path needs exact symmetry)."""
-    return (W != W.T).nnz == 0
+    """Whether ``W == W^T`` entry for entry (the structured path needs exact symmetry).
+
+    Compares W with its transpose in canonical CSR form: equal index arrays and data.
+    """
+    WT = W.T.tocsr()
+    WT.sort_indices()
+    return bool(
+        np.array_equal(W.indptr, WT.indptr)
+        and np.array_equal(W.indices, WT.indices)
+        and np.array_equal(W.data, WT.data)
+    )
 
 
 @limit_blas_threads
@@ -109,6 +119,7 @@ def squared_sensitivity(
     maxiter: int = 5000,
     progress: bool | None = None,
     backend: str = "auto",
+    truncation_rtol: float = 1e-9,
 ) -> SensitivityResult:
     """Certified bounds on the squared sensitivity ``Delta_T(target -> observers)^2``.
 
@@ -127,6 +138,9 @@ def squared_sensitivity(
         either way).
     progress : show a progress bar for the iterative solve.
     backend : kernel backend, ``"auto" | "numba" | "numpy"``.
+    truncation_rtol : structured path, W doubly stochastic: stop propagating once the chain
+        has mixed enough that the certified truncation error widens the bounds by at most
+        this fraction of the lower bound (the widening is included in the bounds either way).
     """
     W = as_square_sparse(W)
     n = W.shape[0]
@@ -149,7 +163,7 @@ def squared_sensitivity(
         method = "structured" if symmetric and system.m * T <= STRUCTURED_MAX_DIM else "matrix-free"
         if not symmetric:
             notes.append("W is not symmetric: using the matrix-free PCG path")
-    sandwich, solver_info = _solve(system, target, method, rtol, maxiter, progress)
+    sandwich, solver_info = _solve(system, target, method, rtol, maxiter, progress, truncation_rtol)
     bounds, signs = evaluate_bounds(sandwich, do_exact, backend)
     return _assemble(target, observers, T, method, sandwich, bounds, signs, solver_info, notes)
 
@@ -171,28 +185,27 @@ def _resolve_exact(exact, T: int) -> bool:
 
 
 def _solve(
-    system: GossipSystem, target: int, method: str, rtol: float, maxiter: int, progress
+    system: GossipSystem,
+    target: int,
+    method: str,
+    rtol: float,
+    maxiter: int,
+    progress,
+    truncation_rtol: float,
 ) -> tuple[MatrixSandwich, dict]:
     """Approximate ``X = K^{-1} G`` by the chosen method and certify it."""
     T, m = system.T, system.m
     lambda_lb = certified.gossip_lambda_min_lower_bound(system.W)
     info: dict = {"lambda_min_lower_bound": lambda_lb}
     if method == "structured":
-        truncate = _doubly_stochastic(system.W)
-        lags = gossip_lags(system.W, system.observers, target, T, truncate=truncate)
-        K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
-        dK, dG = truncation_norms(lags, T)
-        X = cholesky_solve(K, G)
-        sandwich = certified.sandwich_from_solve(G, X, K @ X, lambda_lb - dK)
-        sandwich = dataclasses.replace(
-            sandwich, eta_model=certified.model_perturbation(G, dG, dK, lambda_lb)
-        )
+        sandwich, lags, tol = _structured_sandwich(system, target, lambda_lb, truncation_rtol)
         info.update(
             solver="dense Cholesky of K_T assembled from the lags S W^l S^T",
             sparse_products=lags.products,
             frontier_products=lags.frontier_products,
             exact_lags=lags.exact_lags,
             truncated=lags.truncated,
+            truncation_tolerance=tol,
             truncation_error=sandwich.eta_model,
         )
     else:
@@ -218,6 +231,36 @@ def _solve(
         sandwich = certified.sandwich_from_solve(G, X, KX, lambda_lb)
     info["residual_correction"] = float(np.trace(sandwich.excess))
     return sandwich, info
+
+
+def _structured_sandwich(
+    system: GossipSystem, target: int, lambda_lb: float, truncation_rtol: float
+) -> tuple[MatrixSandwich, LagSequence, float | None]:
+    """Certified sandwich from the lags, truncating the propagation as early as the bounds allow.
+
+    The propagation stops at ``n eps^2 <= tol`` for the tolerances in
+    ``TRUNCATION_TOLERANCES`` in turn (resuming, never restarting) until the truncation's
+    certified widening ``T^1.5 eta_model`` is at most ``truncation_rtol`` times the c = 1 lower
+    bound, or every lag is computed.
+    """
+    T = system.T
+    propagator = LagPropagator(system.W, system.observers, target, T)
+    tolerances = TRUNCATION_TOLERANCES if _doubly_stochastic(system.W) else ()
+    for tol in (*tolerances, None):
+        lags = propagator.advance(tol).result()
+        K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
+        dK, dG = truncation_norms(lags, T)
+        X = cholesky_solve(K, G)
+        sandwich = certified.sandwich_from_solve(G, X, K @ X, lambda_lb - dK)
+        sandwich = dataclasses.replace(
+            sandwich, eta_model=certified.model_perturbation(G, dG, dK, lambda_lb)
+        )
+        if not lags.truncated:
+            return sandwich, lags, None
+        ones_lower = float(sandwich.low.sum()) - sandwich.quadratic_slack()
+        if T**1.5 * sandwich.eta_model <= truncation_rtol * ones_lower:
+            return sandwich, lags, tol
+    raise AssertionError("unreachable: the last pass computes every lag")
 
 
 def _doubly_stochastic(W: sp.csr_matrix, atol: float = 1e-12) -> bool:
