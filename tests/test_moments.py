@@ -86,3 +86,17 @@ def test_truncated_interval_contains_dense_value():
     named = {bound.name: bound.value for bound in r.bounds}
     assert named["ones"] <= ones_value * (1 + 1e-12)
     assert ones_value <= r.upper
+
+
+def test_truncation_rtol_trades_products_for_width_and_stays_sound():
+    G = nx.erdos_renyi_graph(200, 0.06, seed=9)
+    W = gossip_matrix(G)
+    T = 300
+    loose = sparsedp.squared_sensitivity(W, 4, [0], T, truncation_rtol=1e-3)
+    tight = sparsedp.squared_sensitivity(W, 4, [0], T, truncation_rtol=1e-12)
+    reference = sparsedp.squared_sensitivity(W, 4, [0], T, method="matrix-free")
+    assert loose.solver["sparse_products"] < tight.solver["sparse_products"]
+    assert loose.upper - loose.lower >= tight.upper - tight.lower
+    for r in (loose, tight):
+        assert r.lower <= reference.upper and reference.lower <= r.upper
+    assert loose.relative_gap <= 1e-3
