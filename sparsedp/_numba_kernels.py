@@ -8,7 +8,8 @@ dispatchers in :mod:`sparsedp.kernels`; the numpy twins there are the reference.
 import numba
 import numpy as np
 
-REFRESH_STEPS = 4096  # recompute the running products of the Gray-code walk this often
+from .kernels import REFRESH_STEPS
+
 STAGNATION = 1e-15  # Lanczos stops when a restart improves the Ritz value by less (relative)
 
 

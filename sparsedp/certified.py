@@ -117,12 +117,19 @@ class MatrixSandwich:
 
 
 def sandwich_from_solve(
-    G: np.ndarray, X: np.ndarray, KX: np.ndarray, lambda_lb: float
+    G: np.ndarray,
+    X: np.ndarray,
+    KX: np.ndarray,
+    lambda_lb: float,
+    K_dense: np.ndarray | None = None,
 ) -> MatrixSandwich:
     """Build the certified sandwich of ``M = G^T K^{-1} G`` from ``X ~ K^{-1} G`` and ``K X``.
 
     ``M_low = 2 G^T X - X^T (K X)`` (symmetrised), ``R = G - K X``,
-    ``excess = R^T R / lambda_lb``.
+    ``excess = R^T R / lambda_lb``.  When ``K X`` was formed as a dense product with
+    ``K_dense``, its rounding ``E`` (``||E||_F <= gamma_k ||K||_F ||X||_F``) is charged too:
+    ``||X^T E||_F`` to ``eta_low`` and ``(2 ||R||_F ||E||_F + ||E||_F^2) / lambda_lb`` to
+    ``eta_excess``.
     """
     GX = G.T @ X
     XKX = X.T @ KX
@@ -138,6 +145,13 @@ def sandwich_from_solve(
     # 5 u ||c||^2 ||R||_F^2)
     r_norm = float(np.linalg.norm(R))
     eta_excess = (product_rounding_bound(R, R) + 8 * UNIT_ROUNDOFF * r_norm**2) / lambda_lb
+    # rounding of ``up = low + excess`` itself
+    eta_excess += UNIT_ROUNDOFF * (float(np.linalg.norm(low)) + float(np.linalg.norm(excess)))
+    if K_dense is not None:
+        x_norm = float(np.linalg.norm(X))
+        e_norm = gamma(K_dense.shape[0] + 1) * float(np.linalg.norm(K_dense)) * x_norm
+        eta_low += x_norm * e_norm
+        eta_excess += (2 * r_norm * e_norm + e_norm**2) / lambda_lb
     return MatrixSandwich(low=low, excess=excess, eta_low=eta_low, eta_excess=eta_excess)
 
 

@@ -43,6 +43,7 @@ import numpy as np
 _PARALLEL_PREFIX_BITS = 8
 BACKENDS = ("auto", "numba", "numpy")
 _STAGNATION = 1e-15
+REFRESH_STEPS = 4096  # the Gray-code walk recomputes its running products this often
 PARALLEL_MIN_WORK = 200_000  # nnz(W) * columns below which "auto" sparse products use scipy
 
 
@@ -187,6 +188,18 @@ def max_sign_quadratic(M: np.ndarray, backend: str = "auto") -> tuple[float, np.
         best_q, best_c = kernel(M, prefix)
         c = best_c[int(np.argmax(best_q))]
     return float(c @ (M @ c)), c
+
+
+def max_sign_quadratic_drift(M: np.ndarray) -> float:
+    """Bound on how far rounding drift can hide the maximiser in :func:`max_sign_quadratic`.
+
+    Between refreshes (at most ``REFRESH_STEPS`` steps) each update of the running value adds
+    at most ``8 u (T max|M_ij| + |q|) <= 16 u T^2 max|M_ij|``; a near-tied vector may be
+    preferred by that much.  Add it to an upper bound derived from the returned value.
+    """
+    T = M.shape[0]
+    steps = min(2 ** max(T - 1 - _PARALLEL_PREFIX_BITS, 0), REFRESH_STEPS)
+    return steps * 16 * (np.finfo(np.float64).eps / 2) * T * T * float(np.abs(M).max())
 
 
 def local_sign_search(

@@ -30,9 +30,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import certified, kernels, validation
-from .certified import MatrixSandwich, gamma
+from .certified import UNIT_ROUNDOFF, MatrixSandwich, gamma
 from .errors import ParameterError
-from .gossip import as_square_sparse
+from .gossip import as_square_sparse, check_gossip_matrix
 from .moments import LagPropagator, LagSequence
 from .operators import GossipSystem, k_from_moments, toeplitz_blocks
 from .solvers import StationaryPreconditioner, block_pcg, cholesky_solve
@@ -125,7 +125,9 @@ def squared_sensitivity(
 
     Parameters
     ----------
-    W : square scipy sparse matrix (any format) or dense array; the gossip matrix.
+    W : square scipy sparse matrix (any format) or dense array; the gossip matrix, which must
+        be non-negative and row-stochastic (GossipMatrixError names the failing row): the
+        rounding model behind the certified bounds relies on ``||W||_inf = 1``.
     target : node index j whose data is protected.
     observers : node index or iterable of indices (the attacker's view ``S``).
     T : number of gossip rounds (>= 1).
@@ -143,6 +145,7 @@ def squared_sensitivity(
         this fraction of the lower bound (the widening is included in the bounds either way).
     """
     W = as_square_sparse(W)
+    check_gossip_matrix(W, require=("nonnegative", "row_stochastic"))
     n = W.shape[0]
     T = validation.rounds(T)
     target = validation.node_index(target, n, "target")
@@ -245,31 +248,47 @@ def _structured_sandwich(
     """
     T = system.T
     propagator = LagPropagator(system.W, system.observers, target, T)
-    tolerances = TRUNCATION_TOLERANCES if _doubly_stochastic(system.W) else ()
+    tolerances = TRUNCATION_TOLERANCES if _doubly_stochastic_to_rounding(system.W) else ()
     for tol in (*tolerances, None):
         lags = propagator.advance(tol).result()
         K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
-        dK, dG = truncation_norms(lags, T)
+        # K sums at most T non-negative lags: |fl(K) - K| <= gamma_{T+1} K entrywise, and
+        # ||K||_2 <= ||K||_inf for a symmetric non-negative K
+        dK_rounding = gamma(T + 1) * float(K.sum(axis=1).max())
+        dK_truncation, dG = truncation_norms(lags, T)
+        dK = dK_rounding + dK_truncation
         X = cholesky_solve(K, G)
-        sandwich = certified.sandwich_from_solve(G, X, K @ X, lambda_lb - dK)
-        sandwich = dataclasses.replace(
-            sandwich, eta_model=certified.model_perturbation(G, dG, dK, lambda_lb)
-        )
+        sandwich = certified.sandwich_from_solve(G, X, K @ X, lambda_lb - dK, K_dense=K)
+        tau = certified.model_perturbation(G, dG, dK, lambda_lb)
+        sandwich = dataclasses.replace(sandwich, eta_model=tau)
         if not lags.truncated:
             return sandwich, lags, None
+        widening = tau - certified.model_perturbation(G, 0.0, dK_rounding, lambda_lb)
         ones_lower = float(sandwich.low.sum()) - sandwich.quadratic_slack()
-        if T**1.5 * sandwich.eta_model <= truncation_rtol * ones_lower:
+        if T**1.5 * widening <= truncation_rtol * ones_lower:
             return sandwich, lags, tol
     raise AssertionError("unreachable: the last pass computes every lag")
 
 
-def _doubly_stochastic(W: sp.csr_matrix, atol: float = 1e-12) -> bool:
-    """Non-negative with unit row and column sums (the mixing truncation needs it)."""
+def _doubly_stochastic(W: sp.csr_matrix, atol: float) -> bool:
+    """Non-negative with row and column sums within ``atol`` of 1."""
     if W.data.size and W.data.min() < 0:
         return False
     rows = np.asarray(W.sum(axis=1)).ravel()
     cols = np.asarray(W.sum(axis=0)).ravel()
     return bool(np.abs(rows - 1).max() <= atol and np.abs(cols - 1).max() <= atol)
+
+
+def _doubly_stochastic_to_rounding(W: sp.csr_matrix) -> bool:
+    """Doubly stochastic up to the rounding of its own construction, ``8 u (d_max + 1)``.
+
+    The mixing truncation compares lags with ``1/n``, which needs ``W 1 = 1``; a larger
+    deviation makes the lags drift by about ``l |W 1 - 1|`` and the chain is then propagated
+    through every lag instead.  Deviations at this rounding level are of the size of the
+    rounding in the products themselves, covered by the engine's working-precision model.
+    """
+    d_max = int(np.diff(W.indptr).max())
+    return _doubly_stochastic(W, atol=8 * UNIT_ROUNDOFF * (d_max + 1))
 
 
 def truncation_norms(lags, T: int) -> tuple[float, float]:
@@ -288,7 +307,7 @@ def truncation_norms(lags, T: int) -> tuple[float, float]:
 
 def _stationary_weight(W: sp.csr_matrix) -> float:
     """``p = ||pi||^2`` for the preconditioner (``1/n`` when W is doubly stochastic)."""
-    if _doubly_stochastic(W, atol=1e-10):
+    if _doubly_stochastic(W, atol=1e-10):  # only a preconditioner: any p is sound
         return 1.0 / W.shape[0]
     pi = stationary_distribution(W)
     return float(pi @ pi)
@@ -322,6 +341,7 @@ def evaluate_bounds(
     if do_exact:
         value_low, signs = kernels.max_sign_quadratic(low, backend=backend)
         value_up, _ = kernels.max_sign_quadratic(up, backend=backend)
+        value_up += kernels.max_sign_quadratic_drift(up)
         bounds.append(
             Bound("exhaustive", value_low - slack, "exact", "lower end of the exhaustive search")
         )

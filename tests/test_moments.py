@@ -68,8 +68,8 @@ def test_truncated_structured_path_matches_matrix_free():
     r_m = sparsedp.squared_sensitivity(W, 3, [0, 1], 120, method="matrix-free")
     assert r_s.solver["truncated"] and r_s.solver["sparse_products"] < 119
     assert r_s.lower <= r_m.upper and r_m.lower <= r_s.upper
-    assert r_s.upper == pytest.approx(r_m.upper, rel=1e-8)
-    assert r_s.relative_gap < 1e-8
+    assert r_s.upper == pytest.approx(r_m.upper, rel=1e-7)
+    assert r_s.relative_gap < 1e-7
 
 
 def test_truncated_interval_contains_dense_value():
