@@ -156,25 +156,35 @@ def sandwich_from_solve(
 
 
 def model_perturbation(
-    G: np.ndarray, dG_norm: float, dK_norm: float, lambda_lb: float
+    G: np.ndarray,
+    X: np.ndarray,
+    R: np.ndarray,
+    dG_norm: float,
+    dK_norm: float,
+    lambda_lb: float,
 ) -> float:
     """``tau`` with ``|c^T (M - M_hat) c| <= tau ||c||^2`` for ``(K_hat, G_hat)`` in place of
-    ``(K, G)``.
+    ``(K, G)``, where ``M_hat = G_hat^T K_hat^{-1} G_hat`` and ``X ~ K_hat^{-1} G_hat`` with
+    residual ``R = G_hat - K_hat X``.
 
-    With ``||G - G_hat||_2 <= dG``, ``||K - K_hat||_2 <= dK`` and ``lambda_min(K) >= lambda``:
-    ``b^T K^-1 b - b_hat^T K^-1 b_hat <= dG (2 ||G_hat|| + dG) / lambda`` and
-    ``|b_hat^T (K^-1 - K_hat^-1) b_hat| <= ||G_hat||^2 dK / (lambda (lambda - dK))``
-    (``K^-1 - K_hat^-1 = -K^-1 (K - K_hat) K_hat^-1``), per unit ``||c||^2``;
-    ``||G_hat||_2 <= ||G_hat||_F``.
+    With ``||G - G_hat||_2 <= dG``, ``||K - K_hat||_2 <= dK`` and ``lambda_min(K) >= lambda``
+    (so ``lambda_min(K_hat) >= lambda - dK``), for ``b_hat = G_hat c``:
+
+    * ``||K_hat^{-1} b_hat|| <= x ||c||`` with ``x = ||X||_F + ||R||_F / (lambda - dK)``;
+    * ``||K^{-1} b_hat|| <= x' ||c||`` with ``x' = x + dK ||G_hat||_F / (lambda (lambda - dK))``
+      (``K^{-1} - K_hat^{-1} = -K^{-1} (K - K_hat) K_hat^{-1}``);
+    * ``|b_hat^T (K^{-1} - K_hat^{-1}) b_hat| <= dK x x' ||c||^2``;
+    * ``|b^T K^{-1} b - b_hat^T K^{-1} b_hat| = |db^T K^{-1} (2 b_hat + db)|
+      <= dG (2 x' + dG / lambda) ||c||^2``.
     """
     if dG_norm == 0.0 and dK_norm == 0.0:
         return 0.0
     if dK_norm >= lambda_lb:
         raise ValueError("model perturbation too large for the lambda_min(K) bound")
-    g = float(np.linalg.norm(G))
-    return dG_norm * (2 * g + dG_norm) / lambda_lb + g * g * dK_norm / (
-        lambda_lb * (lambda_lb - dK_norm)
-    )
+    slack = lambda_lb - dK_norm
+    x = float(np.linalg.norm(X)) + float(np.linalg.norm(R)) / slack
+    x_true = x + dK_norm * float(np.linalg.norm(G)) / (lambda_lb * slack)
+    return dK_norm * x * x_true + dG_norm * (2 * x_true + dG_norm / lambda_lb)
 
 
 def cholesky_succeeds(A: np.ndarray) -> bool:

@@ -258,12 +258,14 @@ def _structured_sandwich(
         dK_truncation, dG = truncation_norms(lags, T)
         dK = dK_rounding + dK_truncation
         X = cholesky_solve(K, G)
-        sandwich = certified.sandwich_from_solve(G, X, K @ X, lambda_lb - dK, K_dense=K)
-        tau = certified.model_perturbation(G, dG, dK, lambda_lb)
+        KX = K @ X
+        sandwich = certified.sandwich_from_solve(G, X, KX, lambda_lb - dK, K_dense=K)
+        R = G - KX
+        tau = certified.model_perturbation(G, X, R, dG, dK, lambda_lb)
         sandwich = dataclasses.replace(sandwich, eta_model=tau)
         if not lags.truncated:
             return sandwich, lags, None
-        widening = tau - certified.model_perturbation(G, 0.0, dK_rounding, lambda_lb)
+        widening = tau - certified.model_perturbation(G, X, R, 0.0, dK_rounding, lambda_lb)
         ones_lower = float(sandwich.low.sum()) - sandwich.quadratic_slack()
         if T**1.5 * widening <= truncation_rtol * ones_lower:
             return sandwich, lags, tol
