@@ -30,6 +30,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
+from . import kernels
+
 DEFAULT_MEMORY_BUDGET = 1 << 30  # bytes for the (T, n, r) intermediate of K
 
 
@@ -58,8 +60,7 @@ class GossipSystem:
     # -- the recursions --------------------------------------------------------------------
 
     def _W(self, x: np.ndarray) -> np.ndarray:
-        self.products += 1
-        return self.W @ x
+        return self._product(self.W, x)
 
     @functools.cached_property
     def WT(self) -> sp.csr_matrix:
@@ -67,8 +68,13 @@ class GossipSystem:
         return self.W.T.tocsr()
 
     def _WT(self, x: np.ndarray) -> np.ndarray:
+        return self._product(self.WT, x)
+
+    def _product(self, A: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
+        """``A x`` for a vector or a block, by the parallel CSR kernel when it pays off."""
         self.products += 1
-        return self.WT @ x
+        block = np.ascontiguousarray(x.reshape(x.shape[0], -1))
+        return kernels.spmm(A, block).reshape(x.shape)
 
     def apply_H(self, Z: np.ndarray) -> np.ndarray:
         """``(T, n, r) -> (T, m, r)``: ``y_t = S s_t``, ``s_t = W s_{t-1} + z_t``."""
