@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from tqdm.auto import tqdm
 
 from . import kernels
 from .certified import UNIT_ROUNDOFF
@@ -72,8 +73,21 @@ class LagPropagator:
     the current :class:`LagSequence`.
     """
 
-    def __init__(self, W: sp.csr_matrix, observers, target: int, T: int, backend: str = "auto"):
+    def __init__(
+        self,
+        W: sp.csr_matrix,
+        observers,
+        target: int,
+        T: int,
+        backend: str = "auto",
+        progress: bool | None = None,
+    ):
         self.W, self.T, self.backend = W, T, backend
+        self.bar = (
+            tqdm(total=T - 1, desc="sparse products", unit="product", leave=False)
+            if progress
+            else None
+        )
         self.n = n = W.shape[0]
         observers = np.asarray(observers, dtype=np.int64)
         self.m = m = observers.size
@@ -121,6 +135,8 @@ class LagPropagator:
                 self.support = rows
                 self.frontier_products += 1
             self.products += 1
+            if self.bar is not None:
+                self.bar.update(1)
             self.C[2 * lag + 1] = 0.5 * (cross + cross.T)
             self.C[2 * lag + 2] = gram
             self.exact = 2 * lag + 3
@@ -128,6 +144,11 @@ class LagPropagator:
             self.drift += self.step_rounding * float(np.sqrt(np.diag(gram).max()))
             self.eps = np.sqrt(np.maximum(centred, 0.0)) + self.drift
         return self
+
+    def close(self) -> None:
+        """Close the progress bar (the propagation may stop before the last lag)."""
+        if self.bar is not None:
+            self.bar.close()
 
     def result(self) -> LagSequence:
         """The lags so far; truncated lags are ``1/n`` with error ``eps_a eps_b``."""

@@ -138,7 +138,7 @@ def squared_sensitivity(
         ``T > 28``) or ``False``.
     rtol : relative residual tolerance of the CG solve (its error is carried into the bounds
         either way).
-    progress : show a progress bar for the iterative solve.
+    progress : show progress bars (sparse products of the structured path, CG iterations).
     backend : kernel backend, ``"auto" | "numba" | "numpy"``.
     truncation_rtol : structured path, W doubly stochastic: stop propagating once the chain
         has mixed enough that the certified truncation error widens the bounds by at most
@@ -166,6 +166,10 @@ def squared_sensitivity(
         method = "structured" if symmetric and system.m * T <= STRUCTURED_MAX_DIM else "matrix-free"
         if not symmetric:
             notes.append("W is not symmetric: using the matrix-free PCG path")
+        elif method == "matrix-free":
+            notes.append(
+                f"m T = {system.m * T} exceeds {STRUCTURED_MAX_DIM}: using the matrix-free PCG path"
+            )
     sandwich, solver_info = _solve(system, target, method, rtol, maxiter, progress, truncation_rtol)
     bounds, signs = evaluate_bounds(sandwich, do_exact, backend)
     return _assemble(target, observers, T, method, sandwich, bounds, signs, solver_info, notes)
@@ -201,7 +205,9 @@ def _solve(
     lambda_lb = certified.gossip_lambda_min_lower_bound(system.W)
     info: dict = {"lambda_min_lower_bound": lambda_lb}
     if method == "structured":
-        sandwich, lags, tol = _structured_sandwich(system, target, lambda_lb, truncation_rtol)
+        sandwich, lags, tol = _structured_sandwich(
+            system, target, lambda_lb, truncation_rtol, progress
+        )
         info.update(
             solver="dense Cholesky of K_T assembled from the lags S W^l S^T",
             sparse_products=lags.products,
@@ -237,7 +243,7 @@ def _solve(
 
 
 def _structured_sandwich(
-    system: GossipSystem, target: int, lambda_lb: float, truncation_rtol: float
+    system: GossipSystem, target: int, lambda_lb: float, truncation_rtol: float, progress
 ) -> tuple[MatrixSandwich, LagSequence, float | None]:
     """Certified sandwich from the lags, truncating the propagation as early as the bounds allow.
 
@@ -247,28 +253,31 @@ def _structured_sandwich(
     bound, or every lag is computed.
     """
     T = system.T
-    propagator = LagPropagator(system.W, system.observers, target, T)
+    propagator = LagPropagator(system.W, system.observers, target, T, progress=progress)
     tolerances = TRUNCATION_TOLERANCES if _doubly_stochastic_to_rounding(system.W) else ()
-    for tol in (*tolerances, None):
-        lags = propagator.advance(tol).result()
-        K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
-        # K sums at most T non-negative lags: |fl(K) - K| <= gamma_{T+1} K entrywise, and
-        # ||K||_2 <= ||K||_inf for a symmetric non-negative K
-        dK_rounding = gamma(T + 1) * float(K.sum(axis=1).max())
-        dK_truncation, dG = truncation_norms(lags, T)
-        dK = dK_rounding + dK_truncation
-        X = cholesky_solve(K, G)
-        KX = K @ X
-        sandwich = certified.sandwich_from_solve(G, X, KX, lambda_lb - dK, K_dense=K)
-        R = G - KX
-        tau = certified.model_perturbation(G, X, R, dG, dK, lambda_lb)
-        sandwich = dataclasses.replace(sandwich, eta_model=tau)
-        if not lags.truncated:
-            return sandwich, lags, None
-        widening = tau - certified.model_perturbation(G, X, R, 0.0, dK_rounding, lambda_lb)
-        ones_lower = float(sandwich.low.sum()) - sandwich.quadratic_slack()
-        if T**1.5 * widening <= truncation_rtol * ones_lower:
-            return sandwich, lags, tol
+    try:
+        for tol in (*tolerances, None):
+            lags = propagator.advance(tol).result()
+            K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
+            # K sums at most T non-negative lags: |fl(K) - K| <= gamma_{T+1} K entrywise, and
+            # ||K||_2 <= ||K||_inf for a symmetric non-negative K
+            dK_rounding = gamma(T + 1) * float(K.sum(axis=1).max())
+            dK_truncation, dG = truncation_norms(lags, T)
+            dK = dK_rounding + dK_truncation
+            X = cholesky_solve(K, G)
+            KX = K @ X
+            sandwich = certified.sandwich_from_solve(G, X, KX, lambda_lb - dK, K_dense=K)
+            R = G - KX
+            tau = certified.model_perturbation(G, X, R, dG, dK, lambda_lb)
+            sandwich = dataclasses.replace(sandwich, eta_model=tau)
+            if not lags.truncated:
+                return sandwich, lags, None
+            widening = tau - certified.model_perturbation(G, X, R, 0.0, dK_rounding, lambda_lb)
+            ones_lower = float(sandwich.low.sum()) - sandwich.quadratic_slack()
+            if T**1.5 * widening <= truncation_rtol * ones_lower:
+                return sandwich, lags, tol
+    finally:
+        propagator.close()
     raise AssertionError("unreachable: the last pass computes every lag")
 
 
