@@ -44,6 +44,7 @@ _PARALLEL_PREFIX_BITS = 8
 BACKENDS = ("auto", "numba", "numpy")
 _STAGNATION = 1e-15
 REFRESH_STEPS = 4096  # the Gray-code walk recomputes its running products this often
+FUSED_MAX_WIDTH = 8  # wider blocks: plain product, then BLAS Gram products
 PARALLEL_MIN_WORK = 200_000  # nnz(W) * columns below which "auto" sparse products use scipy
 
 
@@ -271,9 +272,13 @@ def spmm(W, X: np.ndarray, backend: str = "auto") -> np.ndarray:
 def spmm_fused(
     W, X: np.ndarray, shift: float, backend: str = "auto"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``Y = W X`` and, from the same pass, ``X^T Y``, ``Y^T Y``, ``sum_r (Y[r] - shift)^2``."""
-    if _sparse_backend(W, X, backend) == "numpy":
-        Y = np.asarray(W @ X)
+    """``Y = W X`` and ``X^T Y``, ``Y^T Y``, ``sum_r (Y[r] - shift)^2``.
+
+    Fused into the pass over W for narrow blocks; for blocks wider than ``FUSED_MAX_WIDTH``
+    the b^2 per-row work is better done by BLAS after a plain product.
+    """
+    if X.shape[1] > FUSED_MAX_WIDTH or _sparse_backend(W, X, backend) == "numpy":
+        Y = spmm(W, X, backend=backend)
         return Y, X.T @ Y, Y.T @ Y, ((Y - shift) ** 2).sum(axis=0)
     Y = np.empty_like(X)
     cross, gram, centred = _numba_module().csr_spmm_fused(
