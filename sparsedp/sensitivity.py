@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from . import certified, kernels, validation
 from .certified import UNIT_ROUNDOFF, MatrixSandwich, gamma
 from .errors import ParameterError
-from .gossip import as_square_sparse, check_gossip_matrix
+from .gossip import as_square_sparse, check_gossip_matrix, has_property, symmetry_defect
 from .moments import LagPropagator, LagSequence
 from .operators import GossipSystem, k_from_moments, toeplitz_blocks
 from .solvers import StationaryPreconditioner, block_pcg, cholesky_solve
@@ -93,17 +93,8 @@ class SensitivityResult:
 
 
 def is_exactly_symmetric(W: sp.csr_matrix) -> bool:
-    """Whether ``W == W^T`` entry for entry (the structured path needs exact symmetry).
-
-    Compares W with its transpose in canonical CSR form: equal index arrays and data.
-    """
-    WT = W.T.tocsr()
-    WT.sort_indices()
-    return bool(
-        np.array_equal(W.indptr, WT.indptr)
-        and np.array_equal(W.indices, WT.indices)
-        and np.array_equal(W.data, WT.data)
-    )
+    """Whether ``W == W^T`` entry for entry (the structured path needs exact symmetry)."""
+    return symmetry_defect(W)[0] == 0.0
 
 
 @limit_blas_threads
@@ -281,15 +272,6 @@ def _structured_sandwich(
     raise AssertionError("unreachable: the last pass computes every lag")
 
 
-def _doubly_stochastic(W: sp.csr_matrix, atol: float) -> bool:
-    """Non-negative with row and column sums within ``atol`` of 1."""
-    if W.data.size and W.data.min() < 0:
-        return False
-    rows = np.asarray(W.sum(axis=1)).ravel()
-    cols = np.asarray(W.sum(axis=0)).ravel()
-    return bool(np.abs(rows - 1).max() <= atol and np.abs(cols - 1).max() <= atol)
-
-
 def _doubly_stochastic_to_rounding(W: sp.csr_matrix) -> bool:
     """Doubly stochastic up to the rounding of its own construction, ``8 u (d_max + 1)``.
 
@@ -299,7 +281,7 @@ def _doubly_stochastic_to_rounding(W: sp.csr_matrix) -> bool:
     rounding in the products themselves, covered by the engine's working-precision model.
     """
     d_max = int(np.diff(W.indptr).max())
-    return _doubly_stochastic(W, atol=8 * UNIT_ROUNDOFF * (d_max + 1))
+    return has_property(W, "doubly_stochastic", atol=8 * UNIT_ROUNDOFF * (d_max + 1))
 
 
 def truncation_norms(lags, T: int) -> tuple[float, float]:
@@ -318,7 +300,7 @@ def truncation_norms(lags, T: int) -> tuple[float, float]:
 
 def _stationary_weight(W: sp.csr_matrix) -> float:
     """``p = ||pi||^2`` for the preconditioner (``1/n`` when W is doubly stochastic)."""
-    if _doubly_stochastic(W, atol=1e-10):  # only a preconditioner: any p is sound
+    if has_property(W, "doubly_stochastic"):  # only a preconditioner: any p is sound
         return 1.0 / W.shape[0]
     pi = stationary_distribution(W)
     return float(pi @ pi)
