@@ -197,3 +197,41 @@ def csr_spmm_rows(indptr, indices, data, X, Y, rows):
         _csr_row(indptr, indices, data, X, rows[t], acc)
         for q in range(b):
             Y[rows[t], q] = acc[q]
+
+
+@numba.njit(cache=True)
+def _csr_find(indptr, indices, row, col):
+    """Position of ``(row, col)`` in a CSR pattern with sorted rows, or -1."""
+    lo, hi = indptr[row], indptr[row + 1]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if indices[mid] < col:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < indptr[row + 1] and indices[lo] == col:
+        return lo
+    return -1
+
+
+@numba.njit(cache=True, parallel=True)
+def csr_symmetry_defect(indptr, indices, data):
+    """Per row: ``max_j |W_ij - W_ji|`` over the pattern of row i and the column where it is
+    first attained (an entry whose mirror is absent counts ``|W_ij|`` and is reported at the
+    row-major first of ``(i, j)`` and ``(j, i)``: row ``min(i, j)``)."""
+    n = indptr.shape[0] - 1
+    best = np.zeros(n)
+    where_row = np.zeros(n, dtype=np.int64)
+    where_col = np.zeros(n, dtype=np.int64)
+    for i in numba.prange(n):
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            mirror = _csr_find(indptr, indices, j, i)
+            defect = abs(data[k]) if mirror < 0 else abs(data[k] - data[mirror])
+            r, c = (min(i, j), max(i, j)) if mirror < 0 else (i, j)
+            if defect > best[i] or (
+                defect == best[i] and defect > 0
+                and (r < where_row[i] or (r == where_row[i] and c < where_col[i]))
+            ):
+                best[i], where_row[i], where_col[i] = defect, r, c
+    return best, where_row, where_col

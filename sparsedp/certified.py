@@ -67,11 +67,15 @@ def gossip_lambda_min_lower_bound(W: sp.spmatrix) -> float:
     (1/4 for a doubly stochastic non-negative W).  The norms are inflated by a relative
     ``gamma_n`` to cover rounding in the row and column sums.
     """
-    absW = abs(sp.csr_matrix(W))
+    W = sp.csr_matrix(W)
     n = W.shape[0]
+    magnitudes = np.abs(W.data)
+    rows = np.repeat(np.arange(n), np.diff(W.indptr))
+    row_sums = np.bincount(rows, weights=magnitudes, minlength=n)
+    column_sums = np.bincount(W.indices, weights=magnitudes, minlength=n)
     inflate = 1.0 + gamma(n + 1)
-    norm_1 = float(absW.sum(axis=0).max()) * inflate
-    norm_inf = float(absW.sum(axis=1).max()) * inflate
+    norm_1 = float(column_sums.max()) * inflate
+    norm_inf = float(row_sums.max()) * inflate
     norm_2 = np.sqrt(norm_1 * norm_inf) * inflate
     return (1.0 / (1.0 + norm_2) ** 2) / inflate
 
@@ -79,20 +83,36 @@ def gossip_lambda_min_lower_bound(W: sp.spmatrix) -> float:
 @dataclass(frozen=True)
 class MatrixSandwich:
     """``M = low + D + F + E`` with ``||D||_F <= eta_low``, ``0 <= F <= excess + eta_excess I``
-    and ``||E||_2 <= eta_model``.
+    and ``|E| <= model`` entrywise.
 
     ``low`` is ``2 G^T X - X^T K X`` as computed and ``D`` its rounding error;
     ``excess = R^T R / lambda_lb`` (PSD) bounds the solver error ``F`` in the Loewner order, and
     ``eta_excess`` the rounding in forming ``R`` and ``excess``; ``E`` is the effect of using an
-    approximate ``(K, G)`` (truncated lags, :func:`model_perturbation`).  Hence
-    ``low - eta I <= M <= up + eta I`` with ``eta = eta_low + eta_excess + eta_model``.
+    approximate ``(K, G)`` (truncated lags, :func:`model_perturbation`), bounded entrywise by
+    the non-negative matrix ``model`` (``None``: no model error).  Hence
+    ``low - eta I <= M <= up + eta I`` with ``eta = eta_low + eta_excess + eta_model``, where
+    ``eta_model`` (the largest row sum of ``model``) bounds ``||E||_2``.
     """
 
     low: np.ndarray
     excess: np.ndarray
     eta_low: float
     eta_excess: float
-    eta_model: float = 0.0
+    model: np.ndarray | None = None
+
+    @property
+    def eta_model(self) -> float:
+        """``||E||_2 <= max_i sum_j model_ij`` (``|E| <= model`` entrywise, E symmetric)."""
+        if self.model is None:
+            return 0.0
+        return float(self.model.sum(axis=1).max()) * (1 + gamma(self.T))
+
+    @property
+    def model_sum(self) -> float:
+        """``sum_ij |E_ij| <= sum_ij model_ij``, which also bounds ``|c^T E c|`` for signs c."""
+        if self.model is None:
+            return 0.0
+        return float(self.model.sum()) * (1 + gamma(self.T * self.T))
 
     @property
     def eta(self) -> float:
@@ -109,11 +129,13 @@ class MatrixSandwich:
     def quadratic_slack(self) -> float:
         """Allowance to subtract from ``fl(c^T low c)`` (add to ``fl(c^T up c)``), ``c`` signs.
 
-        ``T eta`` for the perturbation ``eta I`` plus ``gamma_{T+1} T ||up||_F`` for rounding in
-        evaluating the quadratic form itself.
+        ``T (eta_low + eta_excess)`` for the rounding and solver perturbations, ``sum |E|``
+        for the model error, plus ``gamma_{T+1} T ||up||_F`` for rounding in evaluating the
+        quadratic form itself.
         """
         T = self.T
-        return T * (self.eta + gamma(T + 1) * float(np.linalg.norm(self.up)))
+        rounding = gamma(T + 1) * float(np.linalg.norm(self.up))
+        return T * (self.eta_low + self.eta_excess + rounding) + self.model_sum
 
 
 def sandwich_from_solve(
@@ -156,35 +178,53 @@ def sandwich_from_solve(
 
 
 def model_perturbation(
-    G: np.ndarray,
     X: np.ndarray,
     R: np.ndarray,
-    dG_norm: float,
-    dK_norm: float,
+    K_frobenius: float,
     lambda_lb: float,
-) -> float:
-    """``tau`` with ``|c^T (M - M_hat) c| <= tau ||c||^2`` for ``(K_hat, G_hat)`` in place of
-    ``(K, G)``, where ``M_hat = G_hat^T K_hat^{-1} G_hat`` and ``X ~ K_hat^{-1} G_hat`` with
-    residual ``R = G_hat - K_hat X``.
+    E_norm: float,
+    E_norm_part: float,
+    apply_E_abs,
+    F_abs: np.ndarray,
+) -> tuple[np.ndarray, float]:
+    """Entrywise bound ``B >= |M - M_hat|`` for ``(K_hat, G_hat)`` in place of ``(K, G)``.
 
-    With ``||G - G_hat||_2 <= dG``, ``||K - K_hat||_2 <= dK`` and ``lambda_min(K) >= lambda``
-    (so ``lambda_min(K_hat) >= lambda - dK``), for ``b_hat = G_hat c``:
+    ``M = G^T K^{-1} G``, ``M_hat = G_hat^T K_hat^{-1} G_hat``; ``X ~ K_hat^{-1} G_hat`` with
+    computed residual ``R = fl(G_hat - K_hat X)``.  The model error ``E = K - K_hat`` splits
+    into a part bounded entrywise, ``|E_1| V <= apply_E_abs(V)`` for non-negative V, and a part
+    bounded in norm, ``||E_2||_2 <= E_norm_part``; ``||E||_2 <= E_norm``;
+    ``|G - G_hat| <= F_abs`` entrywise; ``lambda_min(K) >= lambda_lb``.
 
-    * ``||K_hat^{-1} b_hat|| <= x ||c||`` with ``x = ||X||_F + ||R||_F / (lambda - dK)``;
-    * ``||K^{-1} b_hat|| <= x' ||c||`` with ``x' = x + dK ||G_hat||_F / (lambda (lambda - dK))``
-      (``K^{-1} - K_hat^{-1} = -K^{-1} (K - K_hat) K_hat^{-1}``);
-    * ``|b_hat^T (K^{-1} - K_hat^{-1}) b_hat| <= dK x x' ||c||^2``;
-    * ``|b^T K^{-1} b - b_hat^T K^{-1} b_hat| = |db^T K^{-1} (2 b_hat + db)|
-      <= dG (2 x' + dG / lambda) ||c||^2``.
+    With ``Y = K_hat^{-1} G_hat`` (exact), ``F = G - G_hat`` and ``Z = E Y - F`` the identity
+
+        M - M_hat = -Y^T E Y + Y^T F + F^T Y + Z^T K^{-1} Z
+
+    holds exactly (expand ``G = K Y - Z``).  Entrywise, with ``Ybar >= |Y|``, ``y_i = ||Ybar
+    e_i||`` and ``z_i = ||apply_E_abs(Ybar) e_i|| + E_norm_part y_i + ||F_abs e_i|| >= ||Z
+    e_i||``:
+
+        |M - M_hat| <= Ybar^T apply_E_abs(Ybar) + E_norm_part y y^T + Ybar^T F_abs
+                       + F_abs^T Ybar + z z^T / lambda_lb.
+
+    ``Ybar = |X| + 1 d^T`` with ``d_i = r_i / (lambda_lb - E_norm)``, ``r_i`` bounding the
+    exact residual column ``||(G_hat - K_hat X) e_i||`` (the computed one, its subtraction and
+    the ``gamma_k ||K_hat||_F ||X e_i||`` rounding of the product ``K_hat X``), since
+    ``Y - X = K_hat^{-1} (G_hat - K_hat X)``.  Returns ``B`` (inflated to cover its own
+    rounding) and the share of ``sum B`` due to ``E_norm_part`` alone.
     """
-    if dG_norm == 0.0 and dK_norm == 0.0:
-        return 0.0
-    if dK_norm >= lambda_lb:
+    if E_norm >= lambda_lb:
         raise ValueError("model perturbation too large for the lambda_min(K) bound")
-    slack = lambda_lb - dK_norm
-    x = float(np.linalg.norm(X)) + float(np.linalg.norm(R)) / slack
-    x_true = x + dK_norm * float(np.linalg.norm(G)) / (lambda_lb * slack)
-    return dK_norm * x * x_true + dG_norm * (2 * x_true + dG_norm / lambda_lb)
+    k = X.shape[0]
+    residuals = np.linalg.norm(R, axis=0) * (1 + UNIT_ROUNDOFF)
+    residuals += gamma(k + 1) * K_frobenius * np.linalg.norm(X, axis=0)
+    Y = np.abs(X) + (residuals / (lambda_lb - E_norm))[None, :]
+    y = np.linalg.norm(Y, axis=0)
+    EY = apply_E_abs(Y)
+    YF = Y.T @ F_abs
+    z = np.linalg.norm(EY, axis=0) + E_norm_part * y + np.linalg.norm(F_abs, axis=0)
+    B = Y.T @ EY + YF + YF.T + E_norm_part * np.outer(y, y) + np.outer(z, z) / lambda_lb
+    inflate = 1 + gamma(3 * k + 8)
+    return 0.5 * (B + B.T) * inflate, E_norm_part * float(y.sum()) ** 2 * inflate
 
 
 def cholesky_succeeds(A: np.ndarray) -> bool:

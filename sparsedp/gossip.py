@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, shortest_path
 
+from sparsedp import kernels
 from sparsedp.errors import GossipMatrixError, GraphError, ParameterError
 from sparsedp.graphs import as_graph, require_connected
 
@@ -89,13 +90,7 @@ def as_square_sparse(W: Any) -> sp.csr_matrix:
 
 def symmetry_defect(W: Any) -> tuple[float, tuple[int, int]]:
     """``max |W - W^T|`` and the first (row-major) entry ``(i, j)`` where it is attained."""
-    M = as_square_sparse(W)
-    D = (M - M.T).tocsr()
-    D.sum_duplicates()
-    if D.nnz == 0:
-        return 0.0, (0, 0)
-    k = int(np.argmax(np.abs(D.data)))
-    return float(abs(D.data[k])), _entry(D, k)
+    return kernels.symmetry_defect(as_square_sparse(W))
 
 
 # --------------------------------------------------------------------------------------------

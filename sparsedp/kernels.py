@@ -23,6 +23,9 @@ Kernels
     CSR sparse times dense block (n x b), parallel over row chunks; the fused variant also
     returns ``X^T Y``, ``Y^T Y`` and the centred norms ``sum_r (Y[r] - shift)^2`` from the same
     pass over ``Y``; the row variant updates only the listed rows (a frontier).
+``symmetry_defect(W)``
+    ``max |W - W^T|`` of a canonical CSR matrix and the row-major first entry attaining it,
+    by looking up each entry's mirror with a binary search (no transpose is formed).
 ``top_eigenpair(M)``
     restarted Lanczos with full reorthogonalisation for the largest eigenvalue of a symmetric
     M: ``(v^T M v, v)`` for the final Ritz vector; the value never exceeds lambda_max (certified
@@ -293,3 +296,24 @@ def spmm_rows(W, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, backend: str = 
         Y[rows] = W[rows] @ X
         return
     _numba_module().csr_spmm_rows(*_csr_parts(W), X, Y, rows)
+
+
+def symmetry_defect(W, backend: str = "auto") -> tuple[float, tuple[int, int]]:
+    """``max |W - W^T|`` and the row-major first entry ``(i, j)`` attaining it (``(0, 0)`` for a
+    symmetric W).  ``W``: CSR with sorted indices and no duplicates."""
+    if _resolve(backend) == "numpy":
+        D = (W - W.T).tocsr()
+        D.sum_duplicates()
+        D.eliminate_zeros()
+        if D.nnz == 0:
+            return 0.0, (0, 0)
+        k = int(np.argmax(np.abs(D.data)))
+        i = int(np.searchsorted(D.indptr, k, side="right") - 1)
+        return float(abs(D.data[k])), (i, int(D.indices[k]))
+    best, rows, cols = _numba_module().csr_symmetry_defect(*_csr_parts(W))
+    value = float(best.max()) if best.size else 0.0
+    if value == 0.0:
+        return 0.0, (0, 0)
+    hits = np.flatnonzero(best == value)
+    first = min(zip(rows[hits].tolist(), cols[hits].tolist(), strict=True))
+    return value, (int(first[0]), int(first[1]))

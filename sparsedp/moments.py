@@ -48,13 +48,15 @@ class LagSequence:
     """``mu`` (2T-1, m, m), ``a`` (T, m) and entrywise error bounds for the truncated lags.
 
     Lags ``0 .. exact_lags-1`` are computed (error 0 up to rounding); for larger lags
-    ``|mu_l - mu[l]| <= mu_error`` and ``|a_l - a[l]| <= a_error`` entrywise.
+    ``|mu_l - mu[l]| <= mu_error = eps eps^T`` and ``|a_l - a[l]| <= a_error = eps eps_target``
+    entrywise, with ``eps`` (m,) the observers' and ``eps_target`` the target's mixing
+    distance ``||W^L e - 1/n||`` at the truncation (zero when nothing is truncated).
     """
 
     mu: np.ndarray
     a: np.ndarray
-    mu_error: np.ndarray
-    a_error: np.ndarray
+    eps: np.ndarray
+    eps_target: float
     exact_lags: int
     products: int
     frontier_products: int
@@ -62,6 +64,14 @@ class LagSequence:
     @property
     def truncated(self) -> bool:
         return self.exact_lags < self.mu.shape[0]
+
+    @property
+    def mu_error(self) -> np.ndarray:
+        return np.outer(self.eps, self.eps)
+
+    @property
+    def a_error(self) -> np.ndarray:
+        return self.eps * self.eps_target
 
 
 class LagPropagator:
@@ -111,11 +121,16 @@ class LagPropagator:
     def finished(self) -> bool:
         return self.exact == self.C.shape[0]
 
+    @property
+    def mixing_level(self) -> float:
+        """``n max_a eps_a^2``: the quantity :meth:`advance` compares with ``tol``."""
+        return self.n * float(self.eps.max()) ** 2
+
     def advance(self, tol: float | None = None) -> LagPropagator:
         """Propagate until ``n max_a eps_a^2 <= tol`` (``None``: through every lag)."""
         n, shift = self.n, 1.0 / self.n
         while not self.finished:
-            if tol is not None and n * float(self.eps.max()) ** 2 <= tol:
+            if tol is not None and self.mixing_level <= tol:
                 break
             lag = self.products
             if self.support is not None:
@@ -154,14 +169,13 @@ class LagPropagator:
         """The lags so far; truncated lags are ``1/n`` with error ``eps_a eps_b``."""
         C = self.C.copy()
         C[self.exact :] = 1.0 / self.n
-        b = C.shape[1]
-        error = np.zeros((b, b)) if self.finished else np.outer(self.eps, self.eps)
+        eps = np.zeros_like(self.eps) if self.finished else self.eps
         obs = np.arange(self.m)
         return LagSequence(
             mu=C[:, obs[:, None], obs[None, :]],
             a=C[: self.T, obs, self.tcol],
-            mu_error=error[np.ix_(obs, obs)],
-            a_error=error[obs, self.tcol],
+            eps=eps[obs].copy(),
+            eps_target=float(eps[self.tcol]),
             exact_lags=self.exact,
             products=self.products,
             frontier_products=self.frontier_products,

@@ -43,7 +43,8 @@ METHODS = ("auto", "structured", "matrix-free")
 EXHAUSTIVE_AUTO_MAX_T = 16
 EXHAUSTIVE_MAX_T = 28
 STRUCTURED_MAX_DIM = 8000  # largest mT for which the structured path factorises K_T densely
-TRUNCATION_TOLERANCES = (1e-10, 1e-13, 1e-16, 1e-19, 1e-22)  # n eps^2 at which to try stopping
+FIRST_MIXING_LEVEL = 1e-6  # n eps^2 at which the truncated propagation first stops
+LAST_MIXING_LEVEL = 1e-40  # below this, propagate through every lag instead
 
 
 @dataclass(frozen=True)
@@ -205,8 +206,8 @@ def _solve(
             frontier_products=lags.frontier_products,
             exact_lags=lags.exact_lags,
             truncated=lags.truncated,
-            truncation_tolerance=tol,
-            truncation_error=sandwich.eta_model,
+            truncation_mixing_level=tol,
+            truncation_error=sandwich.model_sum,
         )
     else:
         G = system.G_matrix(target)
@@ -238,38 +239,98 @@ def _structured_sandwich(
 ) -> tuple[MatrixSandwich, LagSequence, float | None]:
     """Certified sandwich from the lags, truncating the propagation as early as the bounds allow.
 
-    The propagation stops at ``n eps^2 <= tol`` for the tolerances in
-    ``TRUNCATION_TOLERANCES`` in turn (resuming, never restarting) until the truncation's
-    certified widening ``T^1.5 eta_model`` is at most ``truncation_rtol`` times the c = 1 lower
-    bound, or every lag is computed.
+    The propagation first stops at the mixing level ``n eps^2 <= FIRST_MIXING_LEVEL``; if the
+    certified widening caused by the truncation (``sum |E|`` of the model error) exceeds
+    ``truncation_rtol`` times the c = 1 lower bound, it resumes (never restarts) down to the
+    level predicted to suffice — the widening is proportional to ``eps_a eps_b`` — with a
+    factor 2 of margin, until it passes or every lag is computed.
     """
     T = system.T
     propagator = LagPropagator(system.W, system.observers, target, T, progress=progress)
-    tolerances = TRUNCATION_TOLERANCES if _doubly_stochastic_to_rounding(system.W) else ()
+    level = FIRST_MIXING_LEVEL if _doubly_stochastic_to_rounding(system.W) else None
     try:
-        for tol in (*tolerances, None):
-            lags = propagator.advance(tol).result()
-            K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
-            # K sums at most T non-negative lags: |fl(K) - K| <= gamma_{T+1} K entrywise, and
-            # ||K||_2 <= ||K||_inf for a symmetric non-negative K
-            dK_rounding = gamma(T + 1) * float(K.sum(axis=1).max())
-            dK_truncation, dG = truncation_norms(lags, T)
-            dK = dK_rounding + dK_truncation
-            X = cholesky_solve(K, G)
-            KX = K @ X
-            sandwich = certified.sandwich_from_solve(G, X, KX, lambda_lb - dK, K_dense=K)
-            R = G - KX
-            tau = certified.model_perturbation(G, X, R, dG, dK, lambda_lb)
-            sandwich = dataclasses.replace(sandwich, eta_model=tau)
-            if not lags.truncated:
-                return sandwich, lags, None
-            widening = tau - certified.model_perturbation(G, X, R, 0.0, dK_rounding, lambda_lb)
-            ones_lower = float(sandwich.low.sum()) - sandwich.quadratic_slack()
-            if T**1.5 * widening <= truncation_rtol * ones_lower:
-                return sandwich, lags, tol
+        while True:
+            lags = propagator.advance(level).result()
+            tightening = _truncation_too_coarse(lags, T, lambda_lb)
+            if tightening is None:
+                sandwich, widening = _lag_sandwich(lags, T, lambda_lb)
+                if not lags.truncated:
+                    return sandwich, lags, None
+                lower = float(sandwich.low.sum()) - sandwich.quadratic_slack()
+                if widening <= truncation_rtol * max(lower, 0.0):
+                    return sandwich, lags, level
+                tightening = 0.5 * truncation_rtol * max(lower, 0.0) / widening
+            level = propagator.mixing_level * min(max(tightening, 1e-8), 0.5)
+            if level < LAST_MIXING_LEVEL:
+                level = None
     finally:
         propagator.close()
-    raise AssertionError("unreachable: the last pass computes every lag")
+
+
+def _truncation_too_coarse(lags: LagSequence, T: int, lambda_lb: float) -> float | None:
+    """``None`` when ``||K - K_hat||`` leaves ``lambda_min(K_hat) >= lambda_lb / 2``, else the
+    factor by which the mixing level must shrink for it to."""
+    norm = truncation_norm_bound(lags, T)
+    return None if norm <= 0.5 * lambda_lb else 0.25 * lambda_lb / norm
+
+
+def truncation_pattern(lags: LagSequence, T: int) -> tuple[np.ndarray, np.ndarray]:
+    """``N`` (T x T) and the lag mask with ``|K - K_hat| <= N kron eps eps^T`` entrywise.
+
+    ``K[t, t+d] = sum_{i<=t} mu_(d+2i)`` (:func:`k_from_moments`) and each truncated lag is
+    off by at most ``eps eps^T``, so ``N = k_from_moments(1[l >= exact_lags])`` counts the
+    truncated lags summed into each block.
+    """
+    truncated = (np.arange(2 * T - 1) >= lags.exact_lags).astype(np.float64)
+    return k_from_moments(truncated.reshape(-1, 1, 1), T), truncated
+
+
+def truncation_norm_bound(lags: LagSequence, T: int) -> float:
+    """``||K - K_hat||_2 <= max_t (N 1)_t max_a eps_a sum_b eps_b`` (largest row sum)."""
+    if not lags.truncated:
+        return 0.0
+    N, _ = truncation_pattern(lags, T)
+    return float(N.sum(axis=1).max()) * float(lags.eps.max()) * float(lags.eps.sum())
+
+
+def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float) -> tuple[MatrixSandwich, float]:
+    """The certified sandwich of ``M_T`` from (possibly truncated) lags, and the widening
+    ``sum |E|`` that the truncation and the rounding of ``K`` add to the bounds.
+
+    ``K_hat``, ``G_hat`` from the lags; ``E = K - K_hat`` is the truncation (entrywise
+    ``N kron eps eps^T``, :func:`truncation_pattern`) plus the rounding of the sums forming K
+    (at most T non-negative lags: ``|fl(K) - K| <= gamma_{T+1} K`` entrywise, so
+    ``||.||_2 <= gamma_{T+1} ||K||_inf``); ``|G - G_hat| <= eps eps_target`` on the
+    truncated lags of G.
+    """
+    m = lags.mu.shape[1]
+    K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
+    dK_rounding = gamma(T + 1) * float(K.sum(axis=1).max())
+    dK = dK_rounding + truncation_norm_bound(lags, T)
+    X = cholesky_solve(K, G)
+    KX = K @ X
+    sandwich = certified.sandwich_from_solve(G, X, KX, lambda_lb - dK, K_dense=K)
+    N, truncated = truncation_pattern(lags, T)
+    eps = lags.eps
+
+    def apply_truncation_abs(V: np.ndarray) -> np.ndarray:
+        """``(N kron eps eps^T) V`` for ``V`` of shape (T m, k)."""
+        weighted = np.einsum("tbk,b->tk", V.reshape(T, m, -1), eps)
+        return ((N @ weighted)[:, None, :] * eps[None, :, None]).reshape(T * m, -1)
+
+    F_abs = toeplitz_blocks(np.outer(truncated[:T], lags.a_error))
+    model, rounding_share = certified.model_perturbation(
+        X,
+        G - KX,
+        float(np.linalg.norm(K)),
+        lambda_lb,
+        dK,
+        dK_rounding,
+        apply_truncation_abs,
+        F_abs,
+    )
+    sandwich = dataclasses.replace(sandwich, model=model)
+    return sandwich, max(sandwich.model_sum - rounding_share, 0.0)
 
 
 def _doubly_stochastic_to_rounding(W: sp.csr_matrix) -> bool:
@@ -282,20 +343,6 @@ def _doubly_stochastic_to_rounding(W: sp.csr_matrix) -> bool:
     """
     d_max = int(np.diff(W.indptr).max())
     return has_property(W, "doubly_stochastic", atol=8 * UNIT_ROUNDOFF * (d_max + 1))
-
-
-def truncation_norms(lags, T: int) -> tuple[float, float]:
-    """Bounds on ``||K - K_hat||_2`` and ``||G - G_hat||_2`` from the truncated lags.
-
-    Each block of K sums at most T lags, each off by at most ``mu_error`` entrywise, so a row
-    of ``|K - K_hat|`` sums to at most ``T^2 max_a sum_b mu_error[a, b]`` (bounding the 2-norm
-    of a symmetric matrix); G has ``T (T+1) / 2`` blocks, each off by at most ``a_error``.
-    """
-    if not lags.truncated:
-        return 0.0, 0.0
-    dK = T * T * float(lags.mu_error.sum(axis=1).max())
-    dG = float(np.sqrt(T * (T + 1) / 2 * (lags.a_error**2).sum()))
-    return dK, dG
 
 
 def _stationary_weight(W: sp.csr_matrix) -> float:
@@ -356,7 +403,7 @@ def evaluate_bounds(
         )
     )
     # |M_ij| <= |low_ij| + |D_ij| + sqrt(F_ii F_jj) + |E_ij|, F_ii <= excess_ii + eta_excess,
-    # sum |D_ij| <= T ||D||_F <= T eta_low, sum |E_ij| <= T ||E||_F <= T^1.5 eta_model
+    # sum |D_ij| <= T ||D||_F <= T eta_low, sum |E_ij| <= model_sum
     abs_sum = float(np.abs(low).sum()) * (1 + gamma(T * T))
     root_diag = np.sqrt(np.clip(np.diag(excess), 0.0, None) + sandwich.eta_excess).sum()
     bounds.append(
@@ -365,7 +412,7 @@ def evaluate_bounds(
             abs_sum
             + T * sandwich.eta_low
             + root_diag**2 * (1 + gamma(T + 2))
-            + T**1.5 * sandwich.eta_model,
+            + sandwich.model_sum,
             "certified upper",
             "sum |M_T| (v2 Thm 12, the matrix-mechanism bound)",
         )

@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -117,3 +118,21 @@ def test_sparse_kernels_numba_equal_numpy(b):
     kernels.spmm_rows(W, X, Y2, rows, backend="numpy")
     np.testing.assert_allclose(Y1, Y2, rtol=1e-13)
     assert np.all(Y1[np.setdiff1d(np.arange(3000), rows)] == 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 12), density=st.floats(0.1, 0.9), seed=st.integers(0, 10**6),
+       symmetric=st.booleans())
+def test_symmetry_defect_numba_matches_numpy(n, density, seed, symmetric):
+    rng = np.random.default_rng(seed)
+    A = sp.random(n, n, density=density, random_state=rng, format="csr")
+    if symmetric:
+        A = (A + A.T).tocsr()
+    A.data = np.round(A.data * 4) / 4  # ties between entries
+    A.eliminate_zeros()
+    A.sort_indices()
+    expected = kernels.symmetry_defect(A, backend="numpy")
+    assert kernels.symmetry_defect(A, backend="numba") == expected
+    assert expected[0] == pytest.approx(float(np.abs((A - A.T).toarray()).max()))
+    if symmetric:
+        assert expected == (0.0, (0, 0))

@@ -100,3 +100,35 @@ def test_truncation_rtol_trades_products_for_width_and_stays_sound():
     for r in (loose, tight):
         assert r.lower <= reference.upper and reference.lower <= r.upper
     assert loose.relative_gap <= 1e-3
+
+
+@pytest.mark.parametrize("level,observers,target", [
+    (1e-2, [0], 9), (1e-4, [0, 5], 9), (1e-3, [3], 3), (1e-6, [1, 2, 4], 2),
+])
+def test_entrywise_model_bound_covers_the_truncation(level, observers, target):
+    """|M_T - M_hat| <= model entrywise, with M_hat from the truncated lags (solved exactly)
+    and M_T from the explicit H_T; the sandwich then brackets every entry of M_T."""
+    from sparsedp.certified import gossip_lambda_min_lower_bound
+    from sparsedp.moments import LagPropagator
+    from sparsedp.operators import k_from_moments, toeplitz_blocks
+    from sparsedp.sensitivity import _lag_sandwich
+    from sparsedp.testing import dense_M
+
+    W = gossip_matrix(connected_instance("er", 50, 3))
+    T = 40
+    lags = LagPropagator(W, observers, target, T).advance(level).result()
+    assert lags.truncated
+    K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
+    M_hat = G.T @ np.linalg.solve(K, G)
+    M = dense_M(W, target, observers, T)
+    sandwich, widening = _lag_sandwich(lags, T, gossip_lambda_min_lower_bound(W))
+    deviation = np.abs(M - M_hat)
+    assert deviation.max() > 1e-12  # the truncation is visible in M_hat
+    assert np.all(deviation <= sandwich.model)
+    assert widening <= sandwich.model_sum
+    # the bound is not wildly loose: within a few orders of magnitude of the true deviation
+    assert sandwich.model_sum <= 1e4 * deviation.sum()
+    slack = sandwich.eta_low + sandwich.eta_excess
+    assert np.all(M >= sandwich.low - sandwich.model - slack)
+    assert np.all(M <= sandwich.up + sandwich.model + slack + np.sqrt(
+        np.outer(np.diag(sandwich.excess), np.diag(sandwich.excess))))
