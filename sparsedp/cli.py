@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     acc.add_argument("--method", default="auto", choices=METHODS, help="solver path")
     acc.add_argument("--exact", type=_exact_flag, default="auto",
                      help="exhaustive search over sign vectors: auto (T <= 16), true, false")
+    acc.add_argument("--truncation-rtol", type=float, default=1e-9,
+                     help="structured path: widening allowed by the mixing truncation, "
+                          "relative to the lower bound (default 1e-9)")
     acc.add_argument("--json", action="store_true", help="print one JSON object")
     acc.add_argument("--no-progress", action="store_true", help="hide progress bars")
     return parser
@@ -98,6 +101,7 @@ def account(args: argparse.Namespace) -> dict:
         method=args.method,
         exact=args.exact,
         progress=progress,
+        truncation_rtol=args.truncation_rtol,
     )
     return {
         "graph": {"source": graph_name, "nodes": graph.n, "edges": graph.num_edges},

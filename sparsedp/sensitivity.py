@@ -143,6 +143,8 @@ def squared_sensitivity(
     target = validation.node_index(target, n, "target")
     observers = validation.node_set(observers, n, "observers")
     do_exact = _resolve_exact(exact, T)
+    if not validation.nonnegative("truncation_rtol", truncation_rtol) > 0:
+        raise ParameterError(f"truncation_rtol must be > 0, got {truncation_rtol!r}")
     if method not in METHODS:
         raise ParameterError(f"unknown method {method!r}; choose one of {METHODS}")
 

@@ -154,6 +154,8 @@ def test_exact_policy():
         ({"observers": [3, 99]}, GraphError, "unknown node id 99"),
         ({"observers": []}, ParameterError, "at least one"),
         ({"method": "magic"}, ParameterError, "method"),
+        ({"truncation_rtol": 0.0}, ParameterError, "truncation_rtol must be > 0"),
+        ({"truncation_rtol": float("nan")}, ParameterError, "truncation_rtol"),
     ],
 )
 def test_bad_arguments(kwargs, error, match):
