@@ -47,7 +47,7 @@ _PARALLEL_PREFIX_BITS = 8
 BACKENDS = ("auto", "numba", "numpy")
 _STAGNATION = 1e-15
 REFRESH_STEPS = 4096  # the Gray-code walk recomputes its running products this often
-FUSED_MAX_WIDTH = 8  # wider blocks: plain product, then BLAS Gram products
+FUSED_MAX_WIDTH = 8  # wider blocks: plain product, then chunked BLAS Gram products
 PARALLEL_MIN_WORK = 200_000  # nnz(W) * columns below which "auto" sparse products use scipy
 
 
@@ -250,10 +250,14 @@ def _csr_parts(W):
     return W.indptr, W.indices, W.data
 
 
-def _chunks(n: int) -> int:
+def numba_threads() -> int:
     import numba
 
-    return max(1, min(n, 8 * numba.get_num_threads()))
+    return numba.get_num_threads()
+
+
+def _chunks(n: int) -> int:
+    return max(1, min(n, 8 * numba_threads()))
 
 
 def _sparse_backend(W, X: np.ndarray, backend: str) -> str:
@@ -268,7 +272,7 @@ def spmm(W, X: np.ndarray, backend: str = "auto") -> np.ndarray:
     if _sparse_backend(W, X, backend) == "numpy":
         return np.asarray(W @ X)
     Y = np.empty_like(X)
-    _numba_module().csr_spmm(*_csr_parts(W), X, Y, _chunks(X.shape[0]))
+    _numba_module().csr_spmm(*_csr_parts(W), X, Y)
     return Y
 
 
@@ -278,11 +282,18 @@ def spmm_fused(
     """``Y = W X`` and ``X^T Y``, ``Y^T Y``, ``sum_r (Y[r] - shift)^2``.
 
     Fused into the pass over W for narrow blocks; for blocks wider than ``FUSED_MAX_WIDTH``
-    the b^2 per-row work is better done by BLAS after a plain product.
+    the b^2 per-row work is better done by BLAS after a plain product: one single-threaded
+    product per row chunk and numba thread (multi-threaded OpenBLAS stalls under load here).
     """
-    if X.shape[1] > FUSED_MAX_WIDTH or _sparse_backend(W, X, backend) == "numpy":
+    if _sparse_backend(W, X, backend) == "numpy":
         Y = spmm(W, X, backend=backend)
         return Y, X.T @ Y, Y.T @ Y, ((Y - shift) ** 2).sum(axis=0)
+    if X.shape[1] > FUSED_MAX_WIDTH:
+        Y = spmm(W, X, backend=backend)
+        cross, gram, centred = _numba_module().block_grams(
+            X, Y, float(shift), numba_threads()
+        )
+        return Y, cross, gram, centred
     Y = np.empty_like(X)
     cross, gram, centred = _numba_module().csr_spmm_fused(
         *_csr_parts(W), X, Y, float(shift), _chunks(X.shape[0])

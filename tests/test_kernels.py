@@ -101,7 +101,7 @@ def _random_csr(n, per_row, seed):
     return sp.csr_matrix((rng.random(n * per_row), (rows, cols)), shape=(n, n))
 
 
-@pytest.mark.parametrize("b", [1, 2, 5, 12])
+@pytest.mark.parametrize("b", [1, 2, 5, 12, 47])
 def test_sparse_kernels_numba_equal_numpy(b):
     W = _random_csr(3000, 7, b)
     X = np.ascontiguousarray(np.random.default_rng(b).standard_normal((3000, b)))
