@@ -1,11 +1,18 @@
 """Scaling of the accounting engine: wall time and peak memory against n and T.
 
 Every configuration runs in a fresh subprocess (so peak RSS is its own), on an Erdos-Renyi
-graph with average degree 20 and Metropolis weights, one observer and one non-observer
-target.  Graph construction is timed separately from the query.  Writes
-``docs/figures/scaling.json`` and ``docs/figures/scaling.png``.
+graph with average degree 20 and Metropolis weights; the target is node n/2.  Views:
+``single`` (observer node 0) and ``neighbourhood`` (observers: the closed neighbourhood of
+the node of largest degree).  Graph construction ("build") is timed separately from the
+query.  ``dense-vs-structured`` times the dense reference (:func:`sparsedp.testing.dense_M`)
+and the structured path on the same instance in the same process (best of 5 each) and
+records both values.
 
-    python bench/scaling.py                 # the default grid (about 10 minutes, 2 cores)
+Records are merged into ``docs/figures/scaling.json`` (a point run again replaces its old
+record) and the plot ``docs/figures/scaling.png`` is redrawn from all of them:
+
+    python bench/scaling.py                 # the default grid (about 5 minutes, 2 cores)
+    python bench/scaling.py --acceptance    # the issue-3 targets, n = 10^7 included (~10 min)
     python bench/scaling.py --quick         # a small grid (CI-friendly, under a minute)
     python bench/scaling.py --n 1000000 --T 1000 --methods structured   # one point
 """
@@ -14,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import resource
 import subprocess
@@ -21,6 +29,7 @@ import sys
 import time
 
 FIGURES = pathlib.Path(__file__).resolve().parents[1] / "docs" / "figures"
+TRUNCATION_RTOL = 1e-7  # certified widening allowed by the mixing truncation (gap ~1e-7)
 
 WORKER = r"""
 import json, resource, sys, time
@@ -29,51 +38,99 @@ import sparsedp
 from sparsedp import large_graphs as lg
 from sparsedp.gossip import gossip_matrix
 from sparsedp.testing import dense_M
-n, T, method, seed = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+n, T, method, view = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+seed, rtol = int(sys.argv[5]), float(sys.argv[6])
 warm = gossip_matrix(lg.erdos_renyi_large(200, 10, seed=0))
 sparsedp.squared_sensitivity(warm, 1, [0], 20, exact=False)   # compile / load numba kernels
+sparsedp.squared_sensitivity(warm, 1, list(range(12)), 5, exact=False)
 start = time.perf_counter()
 graph = lg.largest_component(lg.erdos_renyi_large(n, min(20, n - 2), seed=seed))
 W = gossip_matrix(graph)
 build = time.perf_counter() - start
-observer, target = 0, graph.n // 2
-start = time.perf_counter()
-record = {"n": graph.n, "T": T, "method": method, "build_seconds": build}
-if method == "dense":
-    M = dense_M(W, target, [observer], T)
-    record["upper"] = float(np.abs(M).sum())
+target = graph.n // 2
+if view == "neighbourhood":
+    hub = int(np.argmax(np.diff(W.indptr)))
+    observers = np.union1d(W.indices[W.indptr[hub]:W.indptr[hub + 1]], [hub]).tolist()
 else:
-    r = sparsedp.squared_sensitivity(W, target, [observer], T, method=method, exact=False)
+    observers = [0]
+record = {"n": graph.n, "T": T, "method": method, "view": view, "m": len(observers),
+          "truncation_rtol": rtol, "build_seconds": build}
+
+def query(method, rtol=rtol):
+    return sparsedp.squared_sensitivity(W, target, observers, T, method=method, exact=False,
+                                        truncation_rtol=rtol)
+
+def best_of(k, f):
+    times = []
+    for _ in range(k):
+        t0 = time.perf_counter(); value = f(); times.append(time.perf_counter() - t0)
+    return min(times), value
+
+if method == "dense-vs-structured":
+    dense_seconds, M = best_of(5, lambda: dense_M(W, target, observers, T))
+    rtol = min(rtol, 1e-9)  # the library default: values to 1e-8 against the reference
+    record["truncation_rtol"] = rtol
+    seconds, r = best_of(5, lambda: query("structured", rtol))
+    record.update(dense_seconds=dense_seconds, query_seconds=seconds,
+                  speedup=dense_seconds / seconds, dense_ones=float(M.sum()),
+                  dense_entrywise=float(np.abs(M).sum()),
+                  structured_ones=next(b.value for b in r.bounds if b.name == "ones"),
+                  lower=r.lower, upper=r.upper, relative_gap=r.relative_gap)
+else:
+    start = time.perf_counter()
+    r = query(method)
+    record["query_seconds"] = time.perf_counter() - start
     record.update(lower=r.lower, upper=r.upper, relative_gap=r.relative_gap,
                   sparse_products=r.solver.get("sparse_products"),
                   iterations=r.solver.get("iterations"))
-record["query_seconds"] = time.perf_counter() - start
 record["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(record))
 """
 
+# (method, n, T, view)
 DEFAULT_GRID = [
-    *[("structured", n, 1000) for n in (10**4, 10**5, 10**6)],
-    *[("structured", 10**5, T) for T in (100, 300, 3000)],
-    *[("matrix-free", n, 100) for n in (10**3, 10**4)],
-    *[("structured", n, 100) for n in (10**3,)],
-    *[("dense", n, 20) for n in (50, 100, 200)],
-    *[("structured", n, 20) for n in (50, 100, 200)],
+    *[("structured", n, 1000, "single") for n in (10**4, 10**5, 10**6)],
+    *[("structured", 10**5, T, "single") for T in (100, 300, 3000)],
+    *[("matrix-free", n, 100, "single") for n in (10**3, 10**4)],
+    *[("structured", n, 100, "single") for n in (10**3, 10**4)],
+    ("structured", 10**4, 300, "single"), ("matrix-free", 10**4, 300, "single"),
+    *[("dense-vs-structured", n, 20, "single") for n in (50, 100, 200)],
+]
+ACCEPTANCE_GRID = [
+    ("structured", 10**6, 1000, "single"),
+    ("structured", 10**7, 1000, "single"),
+    ("structured", 10**6, 200, "neighbourhood"),
+    ("dense-vs-structured", 200, 20, "single"),
+    ("structured", 10**5, 500, "single"),
 ]
 QUICK_GRID = [
-    ("structured", 10**4, 200), ("matrix-free", 10**3, 50), ("structured", 10**3, 50),
-    ("dense", 100, 20), ("structured", 100, 20),
+    ("structured", 10**4, 200, "single"), ("matrix-free", 10**3, 50, "single"),
+    ("structured", 10**3, 50, "single"), ("dense-vs-structured", 100, 20, "single"),
 ]
 
 
-def run_point(method: str, n: int, T: int, seed: int = 1, timeout: float = 1800) -> dict:
+def run_point(method: str, n: int, T: int, view: str, rtol: float, seed: int = 1,
+              timeout: float = 3600) -> dict:
     proc = subprocess.run(
-        [sys.executable, "-c", WORKER, str(n), str(T), method, str(seed)],
+        [sys.executable, "-c", WORKER, str(n), str(T), method, view, str(seed), str(rtol)],
         capture_output=True, text=True, timeout=timeout, check=False,
     )
     if proc.returncode != 0:
-        return {"n": n, "T": T, "method": method, "error": proc.stderr.strip().splitlines()[-1]}
+        return {"n": n, "T": T, "method": method, "view": view,
+                "error": proc.stderr.strip().splitlines()[-1]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _key(record: dict) -> tuple:
+    return record["method"], record.get("view", "single"), record["T"], record["n"]
+
+
+def merge(old: list[dict], new: list[dict]) -> list[dict]:
+    """Old records not re-measured, then the new ones (points keyed by requested n)."""
+    fresh = {(r["method"], r.get("view", "single"), r["T"], r.get("requested_n")) for r in new}
+    kept = [r for r in old
+            if (r["method"], r.get("view", "single"), r["T"], r.get("requested_n")) not in fresh]
+    return sorted(kept + new, key=_key)
 
 
 def plot(records: list[dict], path: pathlib.Path) -> None:
@@ -82,31 +139,36 @@ def plot(records: list[dict], path: pathlib.Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax_n, ax_t, ax_m) = plt.subplots(1, 3, figsize=(14, 4))
+    fig, (ax_n, ax_t, ax_m) = plt.subplots(1, 3, figsize=(15, 4.2))
     ok = [r for r in records if "error" not in r]
-    for method, marker in (("structured", "o"), ("matrix-free", "s"), ("dense", "^")):
-        for T in sorted({r["T"] for r in ok if r["method"] == method}):
-            rows = sorted((r for r in ok if r["method"] == method and r["T"] == T),
-                          key=lambda r: r["n"])
-            if len(rows) > 1:
+    styles = {"structured": "o", "matrix-free": "s", "dense-vs-structured": "^"}
+    for method, marker in styles.items():
+        for view in ("single", "neighbourhood"):
+            mine = [r for r in ok if r["method"] == method and r.get("view", "single") == view]
+            label = method if view == "single" else f"{method}, neighbourhood"
+            for T in sorted({r["T"] for r in mine}):
+                rows = sorted((r for r in mine if r["T"] == T), key=lambda r: r["n"])
                 ax_n.plot([r["n"] for r in rows], [r["query_seconds"] for r in rows],
-                          marker=marker, label=f"{method}, T={T}")
+                          marker=marker, label=f"{label}, T={T}")
                 ax_m.plot([r["n"] for r in rows], [r["peak_rss_mb"] for r in rows],
-                          marker=marker, label=f"{method}, T={T}")
-        for n in sorted({r["n"] for r in ok if r["method"] == method}):
-            rows = sorted((r for r in ok if r["method"] == method and r["n"] == n),
-                          key=lambda r: r["T"])
-            if len(rows) > 1:
-                ax_t.plot([r["T"] for r in rows], [r["query_seconds"] for r in rows],
-                          marker=marker, label=f"{method}, n={n}")
+                          marker=marker, label=f"{label}, T={T}")
+                if method == "dense-vs-structured":
+                    ax_n.plot([r["n"] for r in rows], [r["dense_seconds"] for r in rows],
+                              marker="v", linestyle="--", label=f"dense reference, T={T}")
+            for n in sorted({r["n"] for r in mine}):
+                rows = sorted((r for r in mine if r["n"] == n), key=lambda r: r["T"])
+                if len(rows) > 1:
+                    ax_t.plot([r["T"] for r in rows], [r["query_seconds"] for r in rows],
+                              marker=marker, label=f"{label}, n={n}")
     for ax, xlabel, ylabel in ((ax_n, "n", "query time [s]"), (ax_t, "T", "query time [s]"),
                                (ax_m, "n", "peak RSS [MB]")):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
-        ax.legend(fontsize=7)
-    fig.suptitle("sparsedp scaling (ER, average degree 20, Metropolis, one observer)")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6)
+    fig.suptitle("sparsedp scaling (ER, average degree 20, Metropolis weights)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -114,28 +176,35 @@ def plot(records: list[dict], path: pathlib.Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    grid_choice = parser.add_mutually_exclusive_group()
+    grid_choice.add_argument("--quick", action="store_true")
+    grid_choice.add_argument("--acceptance", action="store_true")
     parser.add_argument("--n", type=int)
     parser.add_argument("--T", type=int)
+    parser.add_argument("--view", default="single", choices=("single", "neighbourhood"))
     parser.add_argument("--methods", default="structured")
+    parser.add_argument("--truncation-rtol", type=float, default=TRUNCATION_RTOL)
     parser.add_argument("--out", default=str(FIGURES / "scaling"))
     args = parser.parse_args()
     if args.n:
-        grid = [(m, args.n, args.T or 1000) for m in args.methods.split(",")]
+        grid = [(m, args.n, args.T or 1000, args.view) for m in args.methods.split(",")]
     else:
-        grid = QUICK_GRID if args.quick else DEFAULT_GRID
-    records = []
-    for method, n, T in grid:
-        start = time.perf_counter()
-        record = run_point(method, n, T)
-        records.append(record)
-        print(json.dumps(record), f"({time.perf_counter() - start:.0f} s)", flush=True)
+        grid = QUICK_GRID if args.quick else ACCEPTANCE_GRID if args.acceptance else DEFAULT_GRID
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"machine_cores": len(__import__("os").sched_getaffinity(0)),
-            "command": " ".join(sys.argv), "records": records}
-    out.with_suffix(".json").write_text(json.dumps(meta, indent=1))
-    plot(records, out.with_suffix(".png"))
+    path = out.with_suffix(".json")
+    old = json.loads(path.read_text())["records"] if path.exists() else []
+    records = []
+    for method, n, T, view in grid:
+        start = time.perf_counter()
+        record = run_point(method, n, T, view, args.truncation_rtol)
+        record["requested_n"] = n
+        records.append(record)
+        print(json.dumps(record), f"({time.perf_counter() - start:.0f} s)", flush=True)
+    meta = {"machine_cores": len(os.sched_getaffinity(0)),
+            "last_command": " ".join(sys.argv), "records": merge(old, records)}
+    path.write_text(json.dumps(meta, indent=1))
+    plot(meta["records"], out.with_suffix(".png"))
     print("peak RSS of this driver:",
           resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, "MB")
 

@@ -69,10 +69,9 @@ def gossip_lambda_min_lower_bound(W: sp.spmatrix) -> float:
     """
     W = sp.csr_matrix(W)
     n = W.shape[0]
-    magnitudes = np.abs(W.data)
-    rows = np.repeat(np.arange(n), np.diff(W.indptr))
-    row_sums = np.bincount(rows, weights=magnitudes, minlength=n)
-    column_sums = np.bincount(W.indices, weights=magnitudes, minlength=n)
+    absW = W if W.nnz == 0 or W.data.min() >= 0 else abs(W)
+    row_sums = np.asarray(absW.sum(axis=1)).ravel()
+    column_sums = np.asarray(absW.sum(axis=0)).ravel()
     inflate = 1.0 + gamma(n + 1)
     norm_1 = float(column_sums.max()) * inflate
     norm_inf = float(row_sums.max()) * inflate

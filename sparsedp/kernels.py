@@ -25,7 +25,8 @@ Kernels
     pass over ``Y``; the row variant updates only the listed rows (a frontier).
 ``symmetry_defect(W)``
     ``max |W - W^T|`` of a canonical CSR matrix and the row-major first entry attaining it,
-    by looking up each entry's mirror with a binary search (no transpose is formed).
+    by looking up each entry's mirror with a binary search (no transpose is formed); a first
+    pass looks up only the entries above the diagonal and settles the symmetric case.
 ``top_eigenpair(M)``
     restarted Lanczos with full reorthogonalisation for the largest eigenvalue of a symmetric
     M: ``(v^T M v, v)`` for the final Ritz vector; the value never exceeds lambda_max (certified
@@ -321,6 +322,8 @@ def symmetry_defect(W, backend: str = "auto") -> tuple[float, tuple[int, int]]:
         k = int(np.argmax(np.abs(D.data)))
         i = int(np.searchsorted(D.indptr, k, side="right") - 1)
         return float(abs(D.data[k])), (i, int(D.indices[k]))
+    if _numba_module().csr_upper_mirrors_match(*_csr_parts(W)):
+        return 0.0, (0, 0)
     best, rows, cols = _numba_module().csr_symmetry_defect(*_csr_parts(W))
     value = float(best.max()) if best.size else 0.0
     if value == 0.0:
