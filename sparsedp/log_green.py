@@ -30,6 +30,8 @@ Columns (:func:`log_green_columns`), never forming an n x n matrix except for ``
   values lie in ``[a, c]``, so the error is at most ``2 ||b|| E_{k-1}``, ``E_{k-1}`` the best
   uniform approximation error of f on ``[a, c]`` by degree ``k - 1``, itself bounded by the
   Chebyshev tail above (exact arithmetic; reorthogonalisation keeps rounding at that level).
+  A breakdown or ``n - 1`` steps (invariant Krylov space) make the result exact: only
+  rounding is charged.
 * ``"quadrature"``: ``-log(1 - x) = int_0^1 x / (1 - s x) ds`` gives, for ``b`` orthogonal
   to 1, ``L b = int_0^1 (I - s W)^{-1} W b ds``.  m-point Gauss-Legendre in s; each node is a
   CG solve of ``(I - s_j W) y = W b`` (pyamg-preconditioned when ``I - s_j W`` is
@@ -62,7 +64,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import cg, splu
+from scipy.sparse.linalg import LinearOperator, cg, splu
 
 from sparsedp import validation
 from sparsedp.errors import GossipMatrixError, ParameterError
@@ -267,32 +269,37 @@ def _chebyshev(M: sp.csr_matrix, B: np.ndarray, interval: SpectralInterval, tol:
 
 def _lanczos(M: sp.csr_matrix, b: np.ndarray, steps: int, keep: bool = True
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, float]:
-    """k-step Lanczos on ``1^perp`` from ``b`` (mean removed) with full reorthogonalisation.
+    """k-step Lanczos on ``1^perp`` from ``b`` (mean removed).
 
-    Returns ``(alpha, beta, Q, beta_next)``: the tridiagonal ``T_k`` (diagonal alpha,
-    off-diagonal beta), the ``n x k`` orthonormal basis (``None`` unless ``keep``; it is
-    stored in any case for the reorthogonalisation) and the norm of the next Lanczos vector
-    (``W Q = Q T + beta_next q_{k+1} e_k^T``).  Stops early on breakdown (an invariant
-    subspace: ``beta_next = 0``)."""
+    With ``keep``: full reorthogonalisation against the stored basis.  Without: the plain
+    three-term recurrence (no n x k storage; the Ritz values stay accurate, copies of
+    converged ones may appear).  Returns ``(alpha, beta, Q, beta_next)``: the tridiagonal
+    ``T_k`` (diagonal alpha, off-diagonal beta), the ``n x k`` basis (``None`` unless
+    ``keep``) and the norm of the next Lanczos vector (``W Q = Q T + beta_next q_{k+1}
+    e_k^T``).  Stops early on breakdown (an invariant subspace: ``beta_next = 0``)."""
     n = b.shape[0]
-    Q = np.empty((n, steps))
+    Q = np.empty((n, steps)) if keep else None
     alpha, beta = np.zeros(steps), np.zeros(steps)
     q = b - b.mean()
     q /= np.linalg.norm(q)
+    q_prev = np.zeros(n)
     used = steps
     for k in range(steps):
-        Q[:, k] = q
         w = M @ q
         w -= w.mean()
         alpha[k] = q @ w
-        basis = Q[:, :k + 1]
-        w -= basis @ (basis.T @ w)  # full reorthogonalisation, twice is enough
-        w -= basis @ (basis.T @ w)
+        if keep:
+            Q[:, k] = q
+            basis = Q[:, :k + 1]
+            w -= basis @ (basis.T @ w)  # full reorthogonalisation, twice is enough
+            w -= basis @ (basis.T @ w)
+        else:
+            w -= alpha[k] * q + (beta[k - 1] if k else 0.0) * q_prev
         beta[k] = np.linalg.norm(w)
         if beta[k] <= 1e-14 * max(1.0, abs(alpha[k])):
             used = k + 1
             break
-        q = w / beta[k]
+        q_prev, q = q, w / beta[k]
     return (alpha[:used], beta[:used - 1], Q[:, :used] if keep else None,
             float(beta[used - 1]))
 
@@ -313,7 +320,7 @@ def _lanczos_columns(M: sp.csr_matrix, B: np.ndarray, interval: SpectralInterval
             raise ParameterError(f"lanczos: {max_degree} steps do not reach tol = {tol:g}")
     steps = min(steps, M.shape[0] - 1)
     out = np.empty_like(B)
-    used = []
+    used, truncation = [], np.zeros(B.shape[1])
     for j in range(B.shape[1]):
         alpha, beta, Q, _ = _lanczos(M, B[:, j], steps)
         theta, S = _tridiagonal_eig(alpha, beta)
@@ -321,8 +328,11 @@ def _lanczos_columns(M: sp.csr_matrix, B: np.ndarray, interval: SpectralInterval
         fT_e1 = S @ (-np.log1p(-theta) * S[0, :])
         out[:, j] = norms[j] * (Q @ fT_e1)
         used.append(len(alpha))
-    bound = 2.0 * np.array([chebyshev_tail_bound(k - 1, interval) for k in used]) * norms
-    bound += 8.0 * max(used) * _EPS * norms * (1.0 + abs(math.log1p(-interval.upper)))
+        # a breakdown, or n - 1 steps (all of 1^perp): the Krylov space is invariant and the
+        # result exact
+        if len(alpha) == steps < M.shape[0] - 1:
+            truncation[j] = 2.0 * chebyshev_tail_bound(steps - 1, interval) * norms[j]
+    bound = truncation + 8.0 * max(used) * _EPS * norms * (1.0 + abs(math.log1p(-interval.upper)))
     return _project(out), bound, {"steps": used, "matvecs": sum(used)}
 
 
@@ -361,20 +371,19 @@ def _quadrature(M: sp.csr_matrix, B: np.ndarray, interval: SpectralInterval, tol
                                  f"{interval.upper:.6g}])")
     s_nodes, weights = _gauss_legendre_01(m)
     c_pos, a_neg = max(interval.upper, 0.0), abs(min(interval.lower, 0.0))
-    identity = sp.identity(n, format="csr")
     WB = _project(M @ B)
     amg = None
     out = np.zeros_like(B)
     solve_err = np.zeros(B.shape[1])
     iterations = []
     for s, w in zip(s_nodes, weights, strict=True):
-        A = (identity - s * M).tocsr()
+        A = LinearOperator((n, n), matvec=lambda x, s=s: x - s * (M @ x), dtype=np.float64)
         margin = 1.0 - s * c_pos  # lambda_min(I - sW) on 1^perp
         kappa = (1.0 + s * a_neg) / margin
         precond = None
         if kappa > _PRECONDITION_ABOVE:
             if amg is None:
-                amg = _amg_preconditioner((identity - M).tocsr())
+                amg = _amg_preconditioner((sp.identity(n, format="csr") - M).tocsr())
             precond = amg
         for j in range(B.shape[1]):
             atol = 0.25 * tol * margin
@@ -502,7 +511,7 @@ def _logdet_slq(M: sp.csr_matrix, probes: int, steps: int | None, seed: int,
         z = rng.choice([-1.0, 1.0], size=n)
         z -= z.mean()
         nz2 = float(z @ z)
-        alpha, beta, _, _ = _lanczos(M, z, steps, keep=False)
+        alpha, beta, _, _ = _lanczos(M, z, steps)
         theta, S = _tridiagonal_eig(alpha, beta)
         theta = np.clip(theta, interval.lower, interval.upper)
         samples[p] = nz2 * float(np.sum(S[0, :] ** 2 * np.log1p(-theta)))
