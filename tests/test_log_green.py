@@ -147,3 +147,13 @@ def test_refusals():
         lgm.log_pseudo_determinant(W, method="magic")
     with pytest.raises(ParameterError, match="probes"):
         lgm.log_pseudo_determinant(W, method="slq", probes=1)
+
+
+def test_quadrature_uses_amg_for_a_small_gap():
+    """A 60-ring (gap ~ 4e-3): nodes near s = 1 are ill-conditioned and use the pyamg
+    preconditioner; the result is still within its bound."""
+    W = gossip_matrix(nx.cycle_graph(60))
+    L = lgm.log_green_matrix(W)
+    res = lgm.log_green_columns(W, [0], method="quadrature", tol=1e-9)
+    assert res.details["preconditioned"]
+    assert np.linalg.norm(res.columns[:, 0] - L[:, 0]) <= res.error_bound[0] <= 2e-9

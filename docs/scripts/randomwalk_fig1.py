@@ -73,7 +73,7 @@ def plot(record: dict, path: pathlib.Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 5.5))
+    fig, ax = plt.subplots(figsize=(12, 5.5))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for row, color in zip(record["graphs"], colors, strict=False):
         for key, style, label in (("random_walk", "-", row["graph"]),
@@ -89,12 +89,12 @@ def plot(record: dict, path: pathlib.Path) -> None:
     ax.plot([], [], "k-", label="random walk (solid)")
     ax.plot([], [], "k--", label="Muffliato gossip, Chebyshev (dashed)")
     ax.set_yscale("log", base=2)
-    ax.set_ylim(1e-5, 1.5)
+    ax.set_ylim(2.0**-10, 1.5)
     ax.set_xlim(0.5, 25.5)
     ax.set_xlabel("shortest-path distance from the source")
     ax.set_ylabel("privacy loss / local-DP loss (alpha = 2)")
     ax.set_title("Random walk vs gossip: mean, min-max per distance")
-    ax.legend(fontsize=8, loc="lower left")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
