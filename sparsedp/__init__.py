@@ -14,6 +14,9 @@ numba kernels are compiled on first use, so importing the package stays fast.
 from .errors import GossipMatrixError, GraphError, ParameterError, SparseDPError
 from .gossip import check_gossip_matrix, gossip_matrix, gossip_properties
 from .graphs import Graph, as_graph, read_edge_list, synthetic_social_graph
+from .log_green import log_green_columns, log_pseudo_determinant
+from .muffliato import muffliato_rdp
+from .pairwise import PairwiseLoss
 from .privacy import (
     calibrate_sigma,
     calibrate_sigma_classical,
@@ -24,6 +27,7 @@ from .privacy import (
     rdp_epsilon,
     rdp_to_dp,
 )
+from .randomwalk import random_walk_mean_rdp, random_walk_rdp
 from .sensitivity import Bound, SensitivityResult, squared_sensitivity
 from .spectral import SpectralInfo, spectral_info
 
@@ -34,6 +38,7 @@ __all__ = [
     "GossipMatrixError",
     "Graph",
     "GraphError",
+    "PairwiseLoss",
     "ParameterError",
     "SensitivityResult",
     "SparseDPError",
@@ -48,6 +53,11 @@ __all__ = [
     "gaussian_rdp_epsilon",
     "gossip_matrix",
     "gossip_properties",
+    "log_green_columns",
+    "log_pseudo_determinant",
+    "muffliato_rdp",
+    "random_walk_mean_rdp",
+    "random_walk_rdp",
     "rdp_epsilon",
     "rdp_to_dp",
     "read_edge_list",

@@ -15,7 +15,7 @@ import sys
 import time
 import warnings
 
-from . import validation
+from . import cli_randomwalk, validation
 from .errors import SparseDPError
 from .gossip import SCHEMES, gossip_matrix
 from .graphs import as_graph, synthetic_social_graph
@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "relative to the lower bound (default 1e-9)")
     acc.add_argument("--json", action="store_true", help="print one JSON object")
     acc.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    acc.set_defaults(run=account, report=format_report)
+    cli_randomwalk.add_parsers(sub)
     return parser
 
 
@@ -157,13 +159,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UserWarning)
-            record = account(args)
+            record = args.run(args)
     except (SparseDPError, OSError) as exc:
         print(f"sparsedp: error: {exc}", file=sys.stderr)
         return 2
     for warning in caught:
         print(f"sparsedp: warning: {warning.message}", file=sys.stderr)
-    print(json.dumps(record) if args.json else format_report(record))
+    print(json.dumps(record) if args.json else args.report(record))
     return 0
 
 

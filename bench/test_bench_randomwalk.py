@@ -1,0 +1,36 @@
+"""pytest-benchmark: one column of the log-Green matrix on a 10^6-node graph.
+
+    python -m pytest bench/test_bench_randomwalk.py --benchmark-only
+
+Erdos-Renyi, average degree 20, Metropolis weights; the spectral enclosure and the column
+are timed together (one source, all receivers).  The acceptance target is 60 s on the 2-core
+machine; ``bench/randomwalk_column.py`` prints the split and writes the JSON record.
+"""
+
+import pytest
+
+from sparsedp import large_graphs as lg
+from sparsedp.gossip import gossip_matrix
+from sparsedp.log_green import log_green_columns, spectral_interval
+
+N = 1_000_000
+TOL = 1e-8
+
+
+@pytest.fixture(scope="module")
+def W_million():
+    return gossip_matrix(lg.largest_component(lg.erdos_renyi_large(N, 20, seed=0)))
+
+
+def one_column(W, method):
+    interval = spectral_interval(W)
+    return log_green_columns(W, [0], method=method, tol=TOL, interval=interval)
+
+
+@pytest.mark.parametrize("method", ["chebyshev", "quadrature"])
+def test_log_green_column_million(benchmark, W_million, method):
+    col = benchmark.pedantic(one_column, args=(W_million, method), rounds=1, iterations=1)
+    assert col.error_bound[0] <= TOL
+    benchmark.extra_info["error_bound"] = float(col.error_bound[0])
+    benchmark.extra_info["details"] = {k: v for k, v in col.details.items()
+                                       if k in ("degree", "nodes", "matvecs")}
