@@ -19,6 +19,7 @@ from . import validation
 from .errors import SparseDPError
 from .gossip import SCHEMES, gossip_matrix
 from .graphs import as_graph, synthetic_social_graph
+from .ppac import cli as ppac_cli
 from .privacy import gaussian_epsilon
 from .sensitivity import METHODS, squared_sensitivity
 
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="exhaustive search over sign vectors: auto (T <= 16), true, false")
     acc.add_argument("--json", action="store_true", help="print one JSON object")
     acc.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    ppac_cli.add_parser(sub)
     return parser
 
 
@@ -153,13 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UserWarning)
-            record = account(args)
+            record = args.run(args) if hasattr(args, "run") else account(args)
     except (SparseDPError, OSError) as exc:
         print(f"sparsedp: error: {exc}", file=sys.stderr)
         return 2
     for warning in caught:
         print(f"sparsedp: warning: {warning.message}", file=sys.stderr)
-    print(json.dumps(record) if args.json else format_report(record))
+    report = getattr(args, "report", format_report)
+    print(json.dumps(record) if args.json else report(record))
     return 0
 
 
