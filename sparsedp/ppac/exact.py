@@ -31,15 +31,17 @@ def rational_matrix(W: Any, max_denominator: int = MAX_DENOMINATOR) -> tuple[np.
 
     Each float entry ``x`` is read as the fraction ``p / q`` (``q <= max_denominator``) nearest
     to it (``Fraction.limit_denominator``); that fraction must reproduce ``x`` to within
-    ``2^-50 |x|``, which holds when ``x`` is the rounded value of such a fraction (the usual
-    gossip weights ``1 / (1 + max(d_i, d_j))``, ``1 / d_max``, ...).  Otherwise
+    ``1e-13 max(1, |x|)``, which holds when ``x`` is such a fraction up to a few roundings
+    (the usual gossip weights ``1 / (1 + max(d_i, d_j))``, ``1 / d_max`` and the diagonals
+    ``1 - sum``).  Two fractions with denominators ``<= 10^6`` are at least ``10^-12`` apart,
+    so the fraction is unambiguous.  Otherwise
     ``ParameterError``: exact arithmetic is unavailable for this W.
     """
     M = as_square_sparse(W).tocoo()
     fracs = []
     for x in M.data.tolist():
         f = Fraction(x).limit_denominator(max_denominator)
-        if abs(float(f) - x) > 2.0**-50 * abs(x):
+        if abs(float(f) - x) > 1e-13 * max(1.0, abs(x)):
             raise ParameterError(f"W has the entry {x!r}, not a fraction with denominator <= "
                                  f"{max_denominator}: exact arithmetic is unavailable")
         fracs.append(f)

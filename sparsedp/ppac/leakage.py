@@ -356,7 +356,8 @@ def leakage(layout: PPACLayout, W: Any, attacker: int, horizon: Any = 10, *,
                      "certified private by structure; recoverability decided in floating point "
                      f"(1 - h <= {NUMERICAL_RECOVERY:g} counts as recovery)")
         status = np.where(undetermined, "numerical", status)
-    nats[:] = -0.5 * np.log1p(-np.clip(h, 0.0, 1.0))
+    with np.errstate(divide="ignore"):
+        nats[:] = -0.5 * np.log1p(-np.clip(h, 0.0, 1.0))
     nats[infinite | numerically_recovered] = np.inf
     kind[infinite] = "exact"
     suspicious = (~infinite) & (~undetermined) & (1.0 - h <= NUMERICAL_RECOVERY)
@@ -394,6 +395,11 @@ def leakage_theorem_6_6(layout: PPACLayout, W: Any, attacker: int, victim: int,
     The informative rows ``R_i^r`` come from exact basis pursuit; Case 2 (exact recovery,
     decided exactly) returns ``inf``; otherwise ``Sigma = R_{-j} S_{-j} R_{-j}^T`` is
     Cholesky-factorised (never inverted) and ``1/2 log1p(s_j^2 a^T Sigma^{-1} a)`` returned.
+
+    Its accuracy is limited by the monomial powers ``W^tau`` and by ``Sigma`` squaring the
+    conditioning of the rows: against exact rational arithmetic it is off by up to about
+    ``1e-7`` (relative) at ``t = inf`` on 10-node graphs, and by ``2e-6`` at noise/value ratio
+    ``1.5e5`` on the paper's example, where :func:`leakage` stays within ``1e-12``.
     """
     i = node_index(attacker, layout.n, "attacker")
     j = node_index(victim, layout.n, "victim")
