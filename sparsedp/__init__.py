@@ -14,6 +14,8 @@ numba kernels are compiled on first use, so importing the package stays fast.
 from .errors import GossipMatrixError, GraphError, ParameterError, SparseDPError
 from .gossip import check_gossip_matrix, gossip_matrix, gossip_properties
 from .graphs import Graph, as_graph, read_edge_list, synthetic_social_graph
+from .ppac import laplacian_consensus_matrix, ppac_layout
+from .ppac import leakage as ppac_leakage
 from .privacy import (
     calibrate_sigma,
     calibrate_sigma_classical,
@@ -48,6 +50,9 @@ __all__ = [
     "gaussian_rdp_epsilon",
     "gossip_matrix",
     "gossip_properties",
+    "laplacian_consensus_matrix",
+    "ppac_layout",
+    "ppac_leakage",
     "rdp_epsilon",
     "rdp_to_dp",
     "read_edge_list",

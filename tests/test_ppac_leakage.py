@@ -168,3 +168,18 @@ def test_refusals():
     big = ppac_layout(ring(30_000), random_designated(ring(30_000), seed=0))
     with pytest.raises(ParameterError, match="finite horizon"):
         leakage(big, laplacian_consensus_matrix(ring(30_000), scale=3), 0, math.inf)
+
+
+@pytest.mark.parametrize("n", [8, 10, 14])
+def test_bipartite_noise_floor_is_the_colour_class_sum(n):
+    """On a bipartite graph the alternating vector z has z^T v(0) = -sum_k z_k u_k free of
+    noise (m_k and every l in N_k share a colour), so with the total the attacker learns the
+    sum of each colour class: the large-noise limit is 1/2 log(1 + 1/(c - 1)) with c the
+    number of unknown values in the victim's class -- not the paper's 1/2 log(1 + 1/(n - 1))."""
+    g = ring(n)
+    layout = ppac_layout(g, random_designated(g, seed=n))
+    W = laplacian_consensus_matrix(g, scale=3)
+    other = leakage_noise_limit(layout, W, 0, 1, value_std=2.0)
+    same = leakage_noise_limit(layout, W, 0, 2, value_std=2.0)
+    assert other == pytest.approx(0.5 * math.log1p(1 / (n // 2 - 1)), rel=1e-12)
+    assert same == pytest.approx(0.5 * math.log1p(1 / (n // 2 - 2)), rel=1e-12)

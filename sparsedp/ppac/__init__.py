@@ -2,7 +2,7 @@
 
 * :mod:`~sparsedp.ppac.protocol`: the protocol as a simulator (preparation and consensus
   phases, many realisations at once, the attacker's view, the generalised-leaf attack);
-* :mod:`~sparsedp.ppac.leakage`: ``I(D_i(t); u_j)`` — scalable leverage computation, the
+* :mod:`~sparsedp.ppac.information`: ``I(D_i(t); u_j)`` — scalable leverage computation, the
   paper's Thm 6.6 formula as a reference, a Monte-Carlo estimate, the large-noise limit;
 * :mod:`~sparsedp.ppac.structure`: generalised leaves, privacy certificates, the informative
   sequence (exact arithmetic, :mod:`~sparsedp.ppac.exact`);
@@ -11,7 +11,7 @@
 """
 
 from .convergence import ConvergenceBounds, convergence_bounds, expected_initial_error
-from .leakage import (
+from .information import (
     LeakageResult,
     leakage,
     leakage_monte_carlo,

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..graphs import Graph, as_graph
 from .convergence import convergence_bounds, lemma_b5_bound
-from .leakage import leakage
+from .information import leakage
 from .protocol import (
     consensus_errors,
     convergence_times,

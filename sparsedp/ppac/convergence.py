@@ -68,17 +68,27 @@ def consensus_rate(W: Any, n: int) -> tuple[float, str]:
     return alpha, how
 
 
+def _variances(layout: PPACLayout, value_std: Any, noise_std: Any) -> np.ndarray:
+    """Variances of the 2m sources; a zero value std (fixed values) is allowed here."""
+    sv = _per_item("value_std", value_std, layout.n, positive=False)
+    sn = _per_item("noise_std", noise_std, layout.num_sources, positive=False)
+    if np.any(sv < 0) or np.any(sn < 0):
+        raise ParameterError("standard deviations must be >= 0")
+    return np.concatenate([sv, sn[layout.noise_edges]]) ** 2
+
+
 def expected_initial_error(layout: PPACLayout, *, value_mean: Any = 0.0, value_std: Any = 1.0,
                            noise_mean: Any = 0.0, noise_std: Any = 1.0,
                            dimension: int = 1) -> float:
     """Exact ``E||v(0) - u* 1||^2`` (module docstring); means and stds scalar, per node
-    (values) or per directed edge (noises, CSR order)."""
+    (values) or per directed edge (noises, CSR order).  ``value_std = 0`` with
+    ``value_mean = u`` gives the expectation for fixed values ``u`` (noise only)."""
     n = layout.n
     mu_u = _per_item("value_mean", value_mean, n, positive=False)
     mu_e = _per_item("noise_mean", noise_mean, layout.num_sources, positive=False)
     mu_g = np.concatenate([mu_u, mu_e[layout.noise_edges]])
     mean = layout.source_matrix() @ mu_g - mu_u.mean()
-    var = layout.source_std(value_std, noise_std) ** 2
+    var = _variances(layout, value_std, noise_std)
     total = float(mean @ mean) + (1.0 - 1.0 / n) * var[:n].sum() + 2.0 * var[n:].sum()
     return dimension * total
 
@@ -133,7 +143,7 @@ def convergence_bounds(layout: PPACLayout, W: Any, eps: float, *, value_mean: An
     mu_u = _per_item("value_mean", value_mean, n, positive=False)
     mu_e = _per_item("noise_mean", noise_mean, layout.num_sources, positive=False)
     mu_max = float(max(np.abs(mu_u).max(), np.abs(mu_e[layout.noise_edges]).max(initial=0.0)))
-    var_max = float((layout.source_std(value_std, noise_std) ** 2).max())
+    var_max = float(_variances(layout, value_std, noise_std).max())
     paper = dimension * n * (d_max**2 + 1) ** 2 * (mu_max**2 + var_max)
     return ConvergenceBounds(float(eps), alpha, how, exact, paper, _eq133(alpha, exact, eps),
                              _eq133(alpha, paper, eps))
