@@ -325,7 +325,7 @@ def leakage(layout: PPACLayout, W: Any, attacker: int, horizon: Any = 10, *,
         for k in np.flatnonzero(status == "undetermined"):
             if delayed_recovery(layout.graph, Wc, i, int(victims[k]), rounds):
                 status[k] = "recoverable"
-        method = "float (structural finiteness tests + rank-revealing SVD)"
+        method = "float (structural finiteness tests)"
     unknown, F, Lam = _whitened_parts(layout, i, std)
     pos = np.searchsorted(unknown, victims)
     Yv = np.hstack([F[pos] @ X, Lam[pos].toarray()])
