@@ -183,3 +183,15 @@ def test_bipartite_noise_floor_is_the_colour_class_sum(n):
     same = leakage_noise_limit(layout, W, 0, 2, value_std=2.0)
     assert other == pytest.approx(0.5 * math.log1p(1 / (n // 2 - 1)), rel=1e-12)
     assert same == pytest.approx(0.5 * math.log1p(1 / (n // 2 - 2)), rel=1e-12)
+
+
+def test_auto_falls_back_to_floats_for_irrational_weights():
+    g = ring(7)
+    layout = ppac_layout(g, random_designated(g, seed=0))
+    W = laplacian_consensus_matrix(g, scale=math.pi)
+    r = leakage(layout, W, 0, 4)
+    assert any("floating point used" in note for note in r.notes)
+    ref = leakage(layout, laplacian_consensus_matrix(g, scale=3), 0, 4)  # same span
+    np.testing.assert_allclose(r.nats, ref.nats, rtol=1e-9)
+    with pytest.raises(ParameterError, match="exact arithmetic is unavailable"):
+        leakage(layout, W, 0, 4, exact=True)

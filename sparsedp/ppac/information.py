@@ -310,7 +310,14 @@ def leakage(layout: PPACLayout, W: Any, attacker: int, horizon: Any = 10, *,
     informative = None
     use_exact = _use_exact(exact, layout)
     if use_exact:
-        informative = informative_sequence(layout, Wc, i, horizon)
+        try:
+            informative = informative_sequence(layout, Wc, i, horizon)
+        except ParameterError as exc:
+            if exact is True:
+                raise
+            notes.append(f"exact arithmetic unavailable ({exc}); floating point used")
+            use_exact = False
+    if use_exact:
         X = _message_vectors(Wc, nbrs, rounds)
         recoverable = np.isin(victims, informative.recoverable)
         status = np.where(recoverable, "recoverable", "private").astype(object)

@@ -114,10 +114,8 @@ class PPACLayout:
 
     @cached_property
     def designated_edge(self) -> np.ndarray:
-        A = self.graph.adjacency
-        pos = np.array([np.searchsorted(A.indices[A.indptr[k]:A.indptr[k + 1]], m)
-                        for k, m in enumerate(self.designated)], dtype=np.int64)
-        return A.indptr[:-1].astype(np.int64) + pos
+        keys = self.src * self.n + self.dst  # increasing: CSR rows with sorted indices
+        return np.searchsorted(keys, np.arange(self.n) * self.n + self.designated)
 
     @cached_property
     def noise_edges(self) -> np.ndarray:
