@@ -17,6 +17,8 @@ from .graphs import Graph, as_graph, read_edge_list, synthetic_social_graph
 from .log_green import log_green_columns, log_pseudo_determinant
 from .muffliato import muffliato_rdp
 from .pairwise import PairwiseLoss
+from .ppac import laplacian_consensus_matrix, ppac_layout
+from .ppac import leakage as ppac_leakage
 from .privacy import (
     calibrate_sigma,
     calibrate_sigma_classical,
@@ -53,9 +55,12 @@ __all__ = [
     "gaussian_rdp_epsilon",
     "gossip_matrix",
     "gossip_properties",
+    "laplacian_consensus_matrix",
     "log_green_columns",
     "log_pseudo_determinant",
     "muffliato_rdp",
+    "ppac_layout",
+    "ppac_leakage",
     "random_walk_mean_rdp",
     "random_walk_rdp",
     "rdp_epsilon",

@@ -19,6 +19,7 @@ from . import cli_randomwalk, validation
 from .errors import SparseDPError
 from .gossip import SCHEMES, gossip_matrix
 from .graphs import as_graph, synthetic_social_graph
+from .ppac import cli as ppac_cli
 from .privacy import gaussian_epsilon
 from .sensitivity import METHODS, squared_sensitivity
 
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     acc.add_argument("--no-progress", action="store_true", help="hide progress bars")
     acc.set_defaults(run=account, report=format_report)
     cli_randomwalk.add_parsers(sub)
+    ppac_cli.add_parser(sub)
     return parser
 
 

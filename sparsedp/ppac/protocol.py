@@ -1,0 +1,359 @@
+"""The PPAC protocol (Fereydounian et al., Algorithm 1) as a simulator for large sparse graphs.
+
+Preparation phase.  Node ``k`` picks a designated neighbour ``m_k`` in ``N_k``, draws a pure
+noise fragment ``Gamma_kl`` for every other neighbour ``l`` and sends
+
+    Gamma_{k m_k} = u_k - sum_{l in N_k, l != m_k} Gamma_kl              (paper eq. 7)
+
+to ``m_k``, so that the fragments of ``k`` sum to its private value ``u_k`` (eq. 6).  Node ``l``
+starts the consensus from ``v_l(0) = sum_{k in N_l} Gamma_kl``, hence ``sum_l v_l(0) = sum_k u_k``.
+
+Consensus phase.  ``v(t + 1) = W v(t)``; with ``W 1 = W^T 1 = 1`` and
+``rho(W - 11^T/n) < 1`` every ``v_l(t)`` tends to the average ``u* = (1/n) sum_k u_k``.
+
+Randomness sources (paper eq. 14): ``g = (u_1..u_n, Gamma_kl for (k, l) in S)`` with
+``S = {(k, l): l in N_k, l != m_k}`` (``|S| = 2m - n``), and ``v(0) = C g`` with the
+``n x 2m`` *source matrix* ``C``: column ``u_k`` is ``e_{m_k}``, column ``Gamma_kl`` is
+``e_l - e_{m_k}`` (eq. 13 at t = 0).
+
+Layout.  Directed edges ``e = (k, l)`` are numbered in the CSR order of the adjacency (row
+``k``, sorted ``l``), so per-edge arrays (fragments, noise standard deviations) line up with
+``graph.adjacency.indices``.  The preparation is O(edges) per realisation; realisations (and
+the coordinates of vector values) are columns of one block, so a consensus round is one
+sparse-times-dense product for all of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import GossipMatrixError, GraphError, ParameterError
+from ..gossip import as_square_sparse, check_gossip_matrix
+from ..graphs import Graph, as_graph, require_connected
+from ..kernels import spmm
+from ..validation import node_index
+
+__all__ = [
+    "AttackerView",
+    "PPACLayout",
+    "Preparation",
+    "laplacian_consensus_matrix",
+    "ppac_layout",
+    "random_designated",
+]
+
+
+def laplacian_consensus_matrix(graph: Any, scale: float | None = None) -> sp.csr_matrix:
+    """The paper's consensus matrix ``W = I - L / c`` with ``L = D - A`` and ``c = d_max``.
+
+    ``scale = c`` must be ``>= d_max`` (so that ``W >= 0``).  ``W`` is symmetric and doubly
+    stochastic.  With ``c = d_max`` it has the eigenvalue ``-1`` exactly when the graph is
+    bipartite and ``d_max``-regular (even cycles, hypercubes): W is then periodic and the
+    consensus does not converge.  ``c = d_max + 1`` (or any ``c > d_max``) is aperiodic.
+    The leakage does not depend on ``c``: ``span{(I - L/c)^s : s <= t} = span{L^s : s <= t}``.
+    """
+    g = as_graph(graph)
+    if g.n < 2:
+        raise GraphError("graph has a single node; consensus needs at least 2 nodes")
+    require_connected(g)
+    d = g.degrees.astype(np.float64)
+    c = float(d.max()) if scale is None else float(scale)
+    if not np.isfinite(c) or c < d.max():
+        raise ParameterError(f"scale must be >= d_max = {int(d.max())}, got {scale!r}")
+    W = sp.identity(g.n, format="csr") - (sp.diags(d) - g.adjacency) / c
+    W = sp.csr_matrix(W)
+    W.eliminate_zeros()
+    W.sort_indices()
+    return W
+
+
+def random_designated(graph: Any, seed: int | None = None) -> np.ndarray:
+    """Designated neighbours ``m_k`` drawn uniformly from ``N_k`` (as in the paper's App. A)."""
+    g = as_graph(graph)
+    deg = g.degrees
+    if np.any(deg == 0):
+        raise GraphError(f"node {int(np.flatnonzero(deg == 0)[0])} has no neighbour")
+    pick = np.floor(np.random.default_rng(seed).random(g.n) * deg).astype(np.int64)
+    return g.adjacency.indices[g.adjacency.indptr[:-1] + pick].astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class PPACLayout:
+    """A connected graph with designated neighbours: the indexing of PPAC's randomness.
+
+    ``src[e], dst[e]``: directed edge ``e`` (CSR order); ``designated_edge[k]``: the edge
+    ``(k, m_k)``; ``noise_edges``: the edges of ``S`` in increasing order; source ``n + s`` of
+    ``g`` is the fragment of edge ``noise_edges[s]``.
+    """
+
+    graph: Graph
+    designated: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return self.graph.n
+
+    @property
+    def num_sources(self) -> int:
+        """``2m``: n private values and ``2m - n`` pure noise fragments."""
+        return self.graph.adjacency.nnz
+
+    @cached_property
+    def src(self) -> np.ndarray:
+        A = self.graph.adjacency
+        return np.repeat(np.arange(self.n, dtype=np.int64), np.diff(A.indptr))
+
+    @cached_property
+    def dst(self) -> np.ndarray:
+        return self.graph.adjacency.indices.astype(np.int64)
+
+    @cached_property
+    def designated_edge(self) -> np.ndarray:
+        keys = self.src * self.n + self.dst  # increasing: CSR rows with sorted indices
+        return np.searchsorted(keys, np.arange(self.n) * self.n + self.designated)
+
+    @cached_property
+    def noise_edges(self) -> np.ndarray:
+        mask = np.ones(self.num_sources, dtype=bool)
+        mask[self.designated_edge] = False
+        return np.flatnonzero(mask)
+
+    @cached_property
+    def edge_source(self) -> np.ndarray:
+        """Source index of the fragment of each edge; ``-1`` for designated edges (not a source)."""
+        out = np.full(self.num_sources, -1, dtype=np.int64)
+        out[self.noise_edges] = self.n + np.arange(self.noise_edges.size)
+        return out
+
+    def source_matrix(self) -> sp.csr_matrix:
+        """``C`` (n x 2m) with ``v(0) = C g``: column ``u_k`` = ``e_{m_k}``, column ``Gamma_kl``
+        = ``e_l - e_{m_k}``."""
+        n, e = self.n, self.noise_edges
+        k, dst = self.src[e], self.dst[e]
+        cols = self.n + np.arange(e.size)
+        rows = np.concatenate([self.designated, dst, self.designated[k]])
+        columns = np.concatenate([np.arange(n), cols, cols])
+        data = np.concatenate([np.ones(n + e.size), -np.ones(e.size)])
+        return sp.csr_matrix((data, (rows, columns)), shape=(n, self.num_sources))
+
+    def source_std(self, value_std: Any, noise_std: Any) -> np.ndarray:
+        """Standard deviations of the 2m sources: ``value_std`` (scalar or per node) and
+        ``noise_std`` (scalar or per directed edge; designated edges are ignored)."""
+        sv = _per_item("value_std", value_std, self.n)
+        sn = _per_item("noise_std", noise_std, self.num_sources)
+        return np.concatenate([sv, sn[self.noise_edges]])
+
+
+def _per_item(name: str, value: Any, size: int, positive: bool = True) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim == 0:
+        arr = np.full(size, float(arr))
+    if arr.shape != (size,):
+        raise ParameterError(f"{name} must be a scalar or have {size} entries, got shape "
+                             f"{arr.shape}")
+    if not np.all(np.isfinite(arr)) or (positive and np.any(arr <= 0)):
+        raise ParameterError(f"{name} must be finite{' and > 0' if positive else ''}")
+    return arr
+
+
+def ppac_layout(graph: Any, designated: Any) -> PPACLayout:
+    """Validate ``designated[k] in N_k`` for every node of a connected graph (n >= 2)."""
+    g = as_graph(graph)
+    if g.n < 2:
+        raise GraphError("graph has a single node; PPAC needs at least 2 nodes")
+    require_connected(g)
+    m = np.asarray(designated)
+    if m.shape != (g.n,) or m.dtype.kind not in "iu":
+        raise ParameterError(f"designated must be {g.n} integer node indices, got shape "
+                             f"{m.shape} dtype {m.dtype}")
+    m = m.astype(np.int64)
+    A = g.adjacency
+    for k in np.flatnonzero((m < 0) | (m >= g.n)):
+        raise GraphError(f"designated[{k}] = {m[k]} is not a node index")
+    ok = np.asarray(A[np.arange(g.n), m]).ravel() != 0
+    if not ok.all():
+        k = int(np.flatnonzero(~ok)[0])
+        raise GraphError(f"designated[{k}] = {m[k]} is not a neighbour of node {k}")
+    return PPACLayout(g, m)
+
+
+@dataclass(frozen=True)
+class Preparation:
+    """Outcome of the preparation phase for ``c`` columns (coordinates x realisations).
+
+    ``values`` (n, c), ``fragments`` (2m, c): ``Gamma_e`` of every directed edge in CSR order,
+    ``v0`` (n, c).  ``shape`` is ``(d, R)``: column ``a * R + r`` is coordinate ``a`` of
+    realisation ``r``.
+    """
+
+    layout: PPACLayout
+    values: np.ndarray
+    fragments: np.ndarray
+    v0: np.ndarray
+    shape: tuple[int, int]
+
+    def average(self) -> np.ndarray:
+        """``u*`` per column (c,)."""
+        return self.values.mean(axis=0)
+
+
+def prepare(layout: PPACLayout, values: Any = None, *, realisations: int = 1,
+            value_mean: float = 0.0, value_std: Any = 1.0, noise_mean: float = 0.0,
+            noise_std: Any = 1.0, seed: int | None = None) -> Preparation:
+    """Run the preparation phase (Algorithm 1, lines 1-8) for many realisations at once.
+
+    ``values``: ``(n,)`` scalars or ``(n, d)`` vectors, shared by all realisations; ``None``
+    draws them i.i.d. ``N(value_mean, value_std^2)`` per realisation (``value_std`` scalar or
+    per node).  Pure noises ``Gamma_kl ~ N(noise_mean, noise_std^2)`` independently for every
+    coordinate and realisation (``noise_std`` scalar or per directed edge).  Then
+    ``Gamma_{k m_k} = u_k - sum_{l != m_k} Gamma_kl`` and ``v_l(0) = sum_{k in N_l} Gamma_kl``.
+    """
+    if isinstance(realisations, bool) or not isinstance(realisations, (int, np.integer)) \
+            or realisations < 1:
+        raise ParameterError(f"realisations must be an integer >= 1, got {realisations!r}")
+    n, R = layout.n, int(realisations)
+    rng = np.random.default_rng(seed)
+    if values is None:
+        sv = _per_item("value_std", value_std, n)
+        u = value_mean + sv[:, None] * rng.standard_normal((n, R))
+        d = 1
+    else:
+        u = np.asarray(values, dtype=np.float64)
+        if u.ndim == 1:
+            u = u[:, None]
+        if u.ndim != 2 or u.shape[0] != n or not np.all(np.isfinite(u)):
+            raise ParameterError(f"values must be finite with shape ({n},) or ({n}, d), got "
+                                 f"shape {np.shape(values)}")
+        d = u.shape[1]
+        u = np.repeat(u, R, axis=1)
+    sn = _per_item("noise_std", noise_std, layout.num_sources)
+    fragments = noise_mean + sn[:, None] * rng.standard_normal((layout.num_sources, d * R))
+    # Gamma_{k m_k} = u_k - (sum of k's pure noises): zero the designated rows, segment-sum.
+    fragments[layout.designated_edge] = 0.0
+    A = layout.graph.adjacency
+    row_sums = np.add.reduceat(fragments, A.indptr[:-1], axis=0)
+    fragments[layout.designated_edge] = u - row_sums
+    incoming = sp.csr_matrix((np.ones(layout.num_sources), (layout.dst,
+                              np.arange(layout.num_sources))), shape=(n, layout.num_sources))
+    v0 = np.asarray(incoming @ fragments)
+    return Preparation(layout, u, fragments, v0, (d, R))
+
+
+def check_consensus_matrix(W: Any, n: int) -> sp.csr_matrix:
+    """``W`` as CSR after checking it is n x n, non-negative and doubly stochastic (the sum
+    ``sum_l v_l(t) = sum_k u_k`` is then preserved)."""
+    M = as_square_sparse(W)
+    if M.shape[0] != n:
+        raise GossipMatrixError(f"W is {M.shape[0]} x {M.shape[0]} but the graph has {n} nodes")
+    check_gossip_matrix(M, require=("nonnegative", "doubly_stochastic"))
+    return M
+
+
+def consensus_rounds(W: sp.csr_matrix, v0: np.ndarray, rounds: int,
+                     record: np.ndarray | None = None):
+    """Run ``v(t + 1) = W v(t)`` for ``t < rounds``; yield ``(t, v(t))`` for ``t = 0..rounds``
+    (``v(t)`` restricted to the rows ``record`` when given; the full state is never stored)."""
+    v = np.ascontiguousarray(v0, dtype=np.float64)
+    for t in range(rounds + 1):
+        yield t, (v if record is None else v[record])
+        if t < rounds:
+            v = spmm(W, v)
+
+
+def consensus_errors(W: Any, prep: Preparation, rounds: int) -> np.ndarray:
+    """``||v(t) - u* 1||_2`` for ``t = 0..rounds`` per realisation, shape (rounds + 1, R).
+
+    For vector values the norm is over nodes and coordinates together (Frobenius).
+    """
+    M = check_consensus_matrix(W, prep.layout.n)
+    d, R = prep.shape
+    target = prep.average()
+    out = np.empty((rounds + 1, R))
+    for t, v in consensus_rounds(M, prep.v0, rounds):
+        sq = ((v - target) ** 2).sum(axis=0).reshape(d, R).sum(axis=0)
+        out[t] = np.sqrt(sq)
+    return out
+
+
+def convergence_times(errors: np.ndarray, eps: float) -> np.ndarray:
+    """First ``t`` with ``errors[t] <= eps`` per column (Definition 7.1); ``-1`` if never."""
+    hit = errors <= eps
+    first = np.argmax(hit, axis=0)
+    return np.where(hit.any(axis=0), first, -1)
+
+
+@dataclass(frozen=True)
+class AttackerView:
+    """Everything node ``attacker`` holds up to round ``horizon`` (paper eq. 9), per column.
+
+    ``own_value`` (c,), ``sent`` (deg, c): ``Gamma_{i l}`` for ``l`` in ``neighbours`` (the
+    designated one included: it is ``u_i`` minus the others), ``received`` (deg, c):
+    ``Gamma_{l i}``, ``messages`` (horizon + 1, deg, c): ``v_l(tau)``.
+    """
+
+    attacker: int
+    neighbours: np.ndarray
+    own_value: np.ndarray
+    sent: np.ndarray
+    received: np.ndarray
+    messages: np.ndarray
+
+    def features(self) -> np.ndarray:
+        """All observed numbers as rows (observations x columns), for estimators."""
+        return np.vstack([self.own_value[None], self.sent, self.received,
+                          self.messages.reshape(-1, self.messages.shape[-1])])
+
+
+def attacker_view(W: Any, prep: Preparation, attacker: int, horizon: int) -> AttackerView:
+    """Collect the data ``D_i(horizon)`` of node ``attacker`` from a simulated run."""
+    layout = prep.layout
+    i = node_index(attacker, layout.n, "attacker")
+    if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 0:
+        raise ParameterError(f"horizon must be an integer >= 0, got {horizon!r}")
+    M = check_consensus_matrix(W, layout.n)
+    A = layout.graph.adjacency
+    lo, hi = A.indptr[i], A.indptr[i + 1]
+    nbrs = A.indices[lo:hi].astype(np.int64)
+    # Gamma_{l i}: the edge (l, i) sits in row l at the position of i.
+    into = np.array([A.indptr[nb] + np.searchsorted(A.indices[A.indptr[nb]:A.indptr[nb + 1]], i)
+                     for nb in nbrs], dtype=np.int64)
+    messages = np.stack([v for _, v in consensus_rounds(M, prep.v0, int(horizon), nbrs)])
+    return AttackerView(i, nbrs, prep.values[i].copy(), prep.fragments[lo:hi].copy(),
+                        prep.fragments[into].copy(), messages)
+
+
+def generalised_leaf_attack(view: AttackerView, graph: Any, victim: int) -> np.ndarray:
+    """Recover ``u_j`` exactly from the attacker's data when ``j`` is a generalised leaf with
+    tail ``i`` (paper Def. 6.7 and the argument after it).
+
+    Every ``s in N_j \\ {i}`` has ``N_s = {i, j}``, so ``v_s(0) = Gamma_is + Gamma_js`` and
+    ``Gamma_js = v_s(0) - Gamma_is``; if ``j ~ i`` the attacker also received ``Gamma_ji``:
+
+        u_j = sum_{s in N_j} Gamma_js.
+
+    Raises ``ParameterError`` when the pair is not a generalised leaf (then this attack does
+    not apply).  Uses only ``view`` (no hidden state of the simulation).
+    """
+    from .structure import is_generalised_leaf
+
+    g = as_graph(graph)
+    i = view.attacker
+    j = node_index(victim, g.n, "victim")
+    if not is_generalised_leaf(g, head=j, tail=i):
+        raise ParameterError(f"node {j} is not a generalised leaf with tail {i}: "
+                             "the generalised-leaf attack does not apply")
+    A = g.adjacency
+    position = {int(nb): k for k, nb in enumerate(view.neighbours)}
+    total = np.zeros_like(view.own_value)
+    for s in A.indices[A.indptr[j]:A.indptr[j + 1]]:
+        if s != i:
+            k = position[int(s)]
+            total += view.messages[0, k] - view.sent[k]
+    if j in position:
+        total += view.received[position[j]]
+    return total

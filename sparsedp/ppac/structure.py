@@ -1,0 +1,245 @@
+"""Structure of PPAC's leakage: generalised leaves, privacy certificates, informative sequence.
+
+Generalised leaf (paper Def. 6.7): ``j`` is a generalised leaf with *head* ``j`` and *tail*
+``i`` (``i != j``) when every ``s in N_j \\ {i}`` has degree 2 and is a neighbour of ``i``.
+Then ``i`` recovers ``u_j`` exactly from the first messages (see
+:func:`sparsedp.ppac.protocol.generalised_leaf_attack`): infinite leakage at every horizon.
+
+Privacy certificate (the step of the proof of Thm 6.8): if some ``s in N_j \\ {i}`` has a
+neighbour ``b`` outside ``{i, j}``, the column of ``u_j`` in the attacker's observation matrix
+is a combination of the columns of ``u_b``, ``Gamma_bs`` and ``Gamma_js`` (paper eqs. 96, 103,
+110, 118), for every horizon and every W supported on the graph, so ``i`` can never solve for
+``u_j``: finite leakage.
+
+A pair can have neither (e.g. ``N_j = {i, s}`` with ``s`` a leaf of ``j``): the paper's
+Theorem 6.8 only covers graphs with no generalised leaf at all (a leaf is itself one, with the
+leaf as head), and for such pairs recovery can happen later than the first round (this
+module's tests show ``j``'s value recovered at ``t = 1`` for that example).  They are reported
+as ``"undetermined"`` by :func:`victim_status`.  :func:`delayed_recovery` settles most of them:
+there every ``s in N_j \\ {i}`` is a leaf of ``j`` (set ``L``, non-empty) or a degree-2 common
+neighbour of ``i`` and ``j`` (set ``D``), and ``i`` recovers ``u_j`` from round 1 (``j ~ i``) or
+round 2 (otherwise) when W gives all the leaves of ``j`` the same nonzero weight.  The rest are
+decided by exact arithmetic (:func:`informative_sequence`) or, at scale, numerically.
+
+Both tests run over all pairs at once in O(n + m): for a degree-2 node ``s`` with neighbours
+``{j, x}``, the "other" neighbour ``x = (sum of N_s) - j`` is one array operation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..graphs import Graph, as_graph
+from ..validation import node_index
+from .exact import IntegerEchelon, exact_observation_rows, rational_matrix
+from .protocol import PPACLayout
+
+__all__ = [
+    "InformativeSequence",
+    "delayed_recovery",
+    "generalised_leaves",
+    "informative_sequence",
+    "is_generalised_leaf",
+    "pair_status",
+    "victim_status",
+]
+
+
+def _edge_arrays(g: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(head j, neighbour s, deg(s), other neighbour of s when deg(s) = 2 else -1) per directed
+    edge ``(j, s)`` in CSR order."""
+    A = g.adjacency
+    deg = g.degrees
+    j = np.repeat(np.arange(g.n, dtype=np.int64), np.diff(A.indptr))
+    s = A.indices.astype(np.int64)
+    nbr_sum = np.bincount(j, weights=s.astype(np.float64), minlength=g.n).astype(np.int64)
+    other = np.where(deg[s] == 2, nbr_sum[s] - j, -1)
+    return j, s, deg[s], other
+
+
+def victim_status(graph: Any, attacker: int) -> np.ndarray:
+    """Status of every victim ``j`` against ``attacker`` (O(n + m)): an array of strings
+
+    ``"recoverable"`` (``j`` is a generalised leaf with tail ``attacker``), ``"private"`` (the
+    Thm 6.8 certificate exists), ``"undetermined"`` (neither), ``"attacker"`` (``j = i``).
+    """
+    g = as_graph(graph)
+    i = node_index(attacker, g.n, "attacker")
+    j, s, deg_s, other = _edge_arrays(g)
+    # certificate: s != i and s has a neighbour outside {i, j}
+    witness = (s != i) & ((deg_s >= 3) | ((deg_s == 2) & (other != i)))
+    # generalised leaf: every s != i has degree 2 and is adjacent to i
+    leafy = (s == i) | ((deg_s == 2) & (other == i))
+    has_witness = np.bincount(j, weights=witness, minlength=g.n) > 0
+    all_leafy = np.bincount(j, weights=~leafy, minlength=g.n) == 0
+    status = np.where(all_leafy, "recoverable",
+                      np.where(has_witness, "private", "undetermined")).astype(object)
+    status[i] = "attacker"
+    return status
+
+
+def pair_status(graph: Any, attacker: int, victim: int) -> str:
+    """``"recoverable"``, ``"private"`` or ``"undetermined"`` for one pair (see
+    :func:`victim_status`); ``ParameterError`` when ``attacker == victim``."""
+    g = as_graph(graph)
+    i = node_index(attacker, g.n, "attacker")
+    j = node_index(victim, g.n, "victim")
+    if i == j:
+        raise ParameterError(f"attacker and victim are the same node {i}: the attacker holds "
+                             "its own value (infinite leakage by definition)")
+    return str(victim_status(g, i)[j])
+
+
+def delayed_recovery(graph: Any, W: Any, attacker: int, victim: int, horizon: int) -> bool:
+    """Whether an ``"undetermined"`` pair is provably recovered by round ``horizon``.
+
+    With ``L`` the leaves of ``j`` (``v_l(0) = Gamma_jl``) and ``D = N_j \\ ({i} | L)`` (degree
+    2, adjacent to ``i``), ``u_j = [Gamma_ji] + sum_D Gamma_js + sum_L Gamma_jl``.  The
+    attacker knows ``Gamma_ji`` (if ``j ~ i``), ``Gamma_js = v_s(0) - Gamma_is`` for ``s in D``,
+    and every ``v_i(tau)`` (it computes them).  It observes ``v_j(0), v_j(1)`` directly when
+    ``j ~ i``; otherwise ``v_s(tau + 1) = W_ss v_s(tau) + W_si v_i(tau) + W_sj v_j(tau)`` for an
+    ``s in D`` with ``W_sj != 0`` yields ``v_j(tau)`` one round late.  Then
+
+        v_j(1) - W_jj v_j(0) - W_ji v_i(0) - sum_D W_js v_s(0) = sum_L W_jl Gamma_jl,
+
+    which is ``w sum_L Gamma_jl`` when ``W_jl = w != 0`` for every leaf ``l``.  So recovery holds
+    for ``horizon >= 1`` (``j ~ i``) or ``>= 2``.  Returns False when these conditions fail
+    (which does not prove privacy).
+    """
+    g = as_graph(graph)
+    i = node_index(attacker, g.n, "attacker")
+    j = node_index(victim, g.n, "victim")
+    if pair_status(g, i, j) != "undetermined":
+        return False
+    from ..gossip import as_square_sparse
+
+    M = as_square_sparse(W).tocsr()
+    A = g.adjacency
+    deg = g.degrees
+    nbrs = A.indices[A.indptr[j]:A.indptr[j + 1]]
+    leaves = nbrs[deg[nbrs] == 1]
+    common = nbrs[(deg[nbrs] == 2) & (nbrs != i)]
+    weights = np.array([M[j, leaf] for leaf in leaves])
+    if weights.size == 0 or weights[0] == 0 or np.any(weights != weights[0]):
+        return False
+    if A[i, j] != 0:
+        return horizon >= 1
+    return horizon >= 2 and any(M[s, j] != 0 for s in common)
+
+
+def is_generalised_leaf(graph: Any, head: int, tail: int) -> bool:
+    """Def. 6.7: every ``s in N_head \\ {tail}`` has degree 2 and is adjacent to ``tail``."""
+    g = as_graph(graph)
+    j = node_index(head, g.n, "head")
+    i = node_index(tail, g.n, "tail")
+    if i == j:
+        raise ParameterError(f"head and tail must differ, got {i} twice")
+    A = g.adjacency
+    deg = g.degrees
+    for s in A.indices[A.indptr[j]:A.indptr[j + 1]]:
+        if s == i:
+            continue
+        if deg[s] != 2:
+            return False
+        row = A.indices[A.indptr[s]:A.indptr[s + 1]]
+        if i not in row:
+            return False
+    return True
+
+
+def generalised_leaves(graph: Any) -> list[tuple[int, int]]:
+    """All ``(head, tail)`` pairs of Def. 6.7, sorted, in O(n + m).
+
+    For each head ``j``: let ``bad`` be its neighbours of degree != 2.  With two or more there
+    is no tail.  With one, the tail must be that neighbour and every other neighbour must point
+    to it (its other neighbour).  With none, a tail ``i`` is either a neighbour that all the
+    others point to, or the common "other" of all the neighbours.
+    """
+    g = as_graph(graph)
+    j, s, deg_s, other = _edge_arrays(g)
+    A = g.adjacency
+    n_bad = np.bincount(j, weights=deg_s != 2, minlength=g.n).astype(np.int64)
+    out = []
+    for head in np.flatnonzero(n_bad <= 1):
+        lo, hi = A.indptr[head], A.indptr[head + 1]
+        nbrs, others = s[lo:hi], other[lo:hi]
+        if n_bad[head] == 1:
+            candidates = nbrs[deg_s[lo:hi] != 2]
+        else:
+            candidates = np.unique(np.concatenate([nbrs, others]))
+        for tail in candidates.tolist():
+            rest = nbrs != tail
+            if tail != head and np.all(others[rest] == tail):
+                out.append((int(head), int(tail)))
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class InformativeSequence:
+    """The informative sequence of an attacker (paper Def. 6.1), computed exactly.
+
+    ``sequence``: the ``(neighbour, tau)`` whose message ``v_l(tau)`` is not a linear function
+    of what the attacker held before (basis pursuit over eq. 17 in time-major order);
+    ``last_time`` is ``t_k`` (``-1`` when no message is informative); ``rank`` the rank of the
+    attacker's observation matrix ``R_i`` up to ``horizon``; ``recoverable`` the victims whose
+    ``e_{u_j}`` lies in the row span of ``R_i`` (Case 2, eq. 23: exact recovery, infinite
+    leakage).  ``horizon`` is the last round included (``None``: infinity, evaluated at
+    ``n - 1`` rounds, which suffices by Prop. 6.3).
+    """
+
+    attacker: int
+    horizon: int | None
+    sequence: tuple[tuple[int, int], ...]
+    rank: int
+    recoverable: tuple[int, ...]
+    rows: tuple = field(repr=False, default=())
+
+    @property
+    def last_time(self) -> int:
+        return self.sequence[-1][1] if self.sequence else -1
+
+    def to_dict(self) -> dict:
+        return {"attacker": self.attacker, "horizon": self.horizon,
+                "sequence": [list(p) for p in self.sequence], "last_time": self.last_time,
+                "rank": self.rank, "recoverable": list(self.recoverable)}
+
+
+def resolve_horizon(horizon: Any, n: int) -> tuple[int, int | None]:
+    """(rounds to evaluate, reported horizon): infinity becomes ``n - 1`` rounds (Prop. 6.3)."""
+    if horizon is None or (isinstance(horizon, float) and math.isinf(horizon)):
+        return n - 1, None
+    if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 0:
+        raise ParameterError(f"horizon must be an integer >= 0 or math.inf, got {horizon!r}")
+    return int(horizon), int(horizon)
+
+
+def informative_sequence(layout: PPACLayout, W: Any, attacker: int,
+                         horizon: Any = math.inf) -> InformativeSequence:
+    """Exact basis pursuit over the attacker's observations (Def. 6.1, Thm 6.2, Prop. 6.3).
+
+    Exact integer arithmetic on ``D^tau p_l(tau)`` with ``W = W_int / D`` (see
+    :func:`sparsedp.ppac.exact.rational_matrix`).  Cost grows with ``n``, the horizon and the
+    size of the integers: meant for graphs of up to a few hundred edges.
+    """
+    i = node_index(attacker, layout.n, "attacker")
+    rounds, reported = resolve_horizon(horizon, layout.n)
+    W_int, _ = rational_matrix(W)
+    if W_int.shape[0] != layout.n:
+        raise ParameterError(f"W is {W_int.shape[0]} x {W_int.shape[0]}, the graph has "
+                             f"{layout.n} nodes")
+    echelon = IntegerEchelon(layout.num_sources)
+    sequence, rows = [], []
+    for label, row in exact_observation_rows(layout, W_int, i, rounds):
+        if echelon.add(row):
+            rows.append((label, row))
+            if label[0] == "message":
+                sequence.append((label[1], label[2]))
+    in_span = echelon.unit_vectors_in_span()[:layout.n]
+    recoverable = tuple(int(j) for j in np.flatnonzero(in_span) if j != i)
+    return InformativeSequence(i, reported, tuple(sequence), echelon.rank, recoverable,
+                               tuple(rows))
