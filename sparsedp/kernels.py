@@ -312,7 +312,10 @@ def spmm_rows(W, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, backend: str = 
 
 def symmetry_defect(W, backend: str = "auto") -> tuple[float, tuple[int, int]]:
     """``max |W - W^T|`` and the row-major first entry ``(i, j)`` attaining it (``(0, 0)`` for a
-    symmetric W).  ``W``: CSR with sorted indices and no duplicates."""
+    symmetric W).  ``W``: CSR with sorted indices and no duplicates.  ``auto`` uses numpy
+    below ``PARALLEL_MIN_WORK`` stored entries (a parallel region costs more than it saves)."""
+    if backend == "auto" and W.nnz < PARALLEL_MIN_WORK:
+        backend = "numpy"
     if _resolve(backend) == "numpy":
         D = (W - W.T).tocsr()
         D.sum_duplicates()
