@@ -93,7 +93,6 @@ DEFAULT_GRID = [
     *[("structured", 10**5, T, "single") for T in (100, 300, 3000)],
     *[("matrix-free", n, 100, "single") for n in (10**3, 10**4)],
     *[("structured", n, 100, "single") for n in (10**3, 10**4)],
-    ("structured", 10**4, 300, "single"), ("matrix-free", 10**4, 300, "single"),
     *[("dense-vs-structured", n, 20, "single") for n in (50, 100, 200)],
 ]
 ACCEPTANCE_GRID = [
