@@ -1,8 +1,9 @@
 """Dense reference computations for tests (small n and T only).
 
-Independent of the engine: it builds ``H_T`` explicitly (mT x nT), takes the projector
-``P = H^+ H`` with a pseudo-inverse (SVD), slices ``M_T[k, l] = P[k n + j, l n + j]`` and
-evaluates every bound by brute force over all sign vectors with plain numpy.
+Independent of the engine: it builds ``H_T`` explicitly (mT x nT) for every view (power
+offset of the v1 form, observers' noise removed, time-varying ``W_t``), forms
+``M_T = (H^+ G)^T (H^+ G)`` with a pseudo-inverse (SVD) and evaluates every bound by brute
+force over all sign vectors with plain numpy.
 """
 
 from __future__ import annotations
@@ -15,30 +16,81 @@ import numpy as np
 from .kernels import _local_sign_search_numpy
 
 
-def dense_H(W, observers, T: int) -> np.ndarray:
-    """Explicit ``H_T`` with block (t, k) = ``S W^(t-k)`` for k <= t."""
+def dense_gossip_matrices(W, T: int) -> list[np.ndarray]:
+    """``[W_0, .., W_(T-1)]`` as dense arrays from one matrix, a list of T or a callable t -> W_t."""
+    if callable(W):
+        W = [W(t) for t in range(T)]
+    if isinstance(W, (list, tuple)):
+        if len(W) != T:
+            raise ValueError(f"need T = {T} gossip matrices, got {len(W)}")
+        return [np.asarray(w.toarray() if hasattr(w, "toarray") else w, dtype=float) for w in W]
     W = np.asarray(W.toarray() if hasattr(W, "toarray") else W, dtype=float)
-    n = W.shape[0]
+    return [W] * T
+
+
+def dense_H(W, observers, T: int, *, power_offset: int = 0) -> np.ndarray:
+    """Explicit ``H_T`` (mT x nT) of the rounds ``theta_(t+1) = W_t (theta_t + x_t + u_t)``.
+
+    ``power_offset = 0`` (v2 Lemma 10, the observers see the messages ``s_t = theta_t + z_t``):
+    block (t, k) = ``S W_(t-1) ... W_k`` for k <= t (``S`` when k = t).
+    ``power_offset = 1`` (v1 eq. 3.2, the observers see ``theta_(t+1) = W_t s_t``):
+    block (t, k) = ``S W_t W_(t-1) ... W_k``.  ``W``: one matrix, a list of T or a callable.
+    """
+    Ws = dense_gossip_matrices(W, T)
+    n = Ws[0].shape[0]
     S = np.eye(n)[list(observers)]
     m = S.shape[0]
-    powers = [np.eye(n)]
-    for _ in range(T - 1):
-        powers.append(powers[-1] @ W)
     H = np.zeros((T * m, T * n))
-    for t in range(T):
-        for k in range(t + 1):
-            H[t * m : (t + 1) * m, k * n : (k + 1) * n] = S @ powers[t - k]
+    for k in range(T):
+        block = np.eye(n)  # W_(t-1) ... W_k, built up as t grows
+        for t in range(k, T):
+            if t > k:
+                block = Ws[t - 1] @ block
+            shown = Ws[t] @ block if power_offset else block
+            H[t * m : (t + 1) * m, k * n : (k + 1) * n] = S @ shown
     return H
 
 
-def dense_M(W, target: int, observers, T: int) -> np.ndarray:
-    """``M_T`` as the (target, target) slice of the projector ``H^+ H``."""
-    H = dense_H(W, observers, T)
+def dense_M(
+    W, target: int, observers, T: int, *, power_offset: int = 0, noise_removed: bool = False
+) -> np.ndarray:
+    """``M_T = (H^+ G)^T (H^+ G)`` with ``G = H (. kron e_j)`` the target's columns of ``H``.
+
+    Without noise removal this is the (target, target) slice of the projector ``H^+ H``.
+    ``noise_removed`` (v2 Sec. 3.3): the columns of the observers' own noise are deleted from
+    the ``H`` that is pseudo-inverted (the target's columns of G stay); the result is the
+    sensitivity matrix only when ``G`` lies in the range of that ``H``
+    (:func:`dense_in_range`), otherwise the sensitivity is infinite.
+    """
+    H = dense_H(W, observers, T, power_offset=power_offset)
     n = H.shape[1] // T
-    P = np.linalg.pinv(H) @ H
-    idx = np.arange(T) * n + target
-    M = P[np.ix_(idx, idx)]
+    G = H[:, np.arange(T) * n + target]
+    X = np.linalg.pinv(_noise_columns(H, observers, T, noise_removed)) @ G
+    M = X.T @ X
     return 0.5 * (M + M.T)
+
+
+def dense_in_range(
+    W, target: int, observers, T: int, *, power_offset: int = 0, noise_removed: bool = False,
+    rtol: float = 1e-8,
+) -> bool:
+    """Whether every ``b = G c`` lies in the range of the (noise-removed) ``H``."""
+    H = dense_H(W, observers, T, power_offset=power_offset)
+    n = H.shape[1] // T
+    G = H[:, np.arange(T) * n + target]
+    Hbar = _noise_columns(H, observers, T, noise_removed)
+    residual = G - Hbar @ (np.linalg.pinv(Hbar) @ G)
+    return bool(np.linalg.norm(residual) <= rtol * max(np.linalg.norm(G), 1.0))
+
+
+def _noise_columns(H: np.ndarray, observers, T: int, noise_removed: bool) -> np.ndarray:
+    """``H`` without the observers' noise columns of every block when ``noise_removed``."""
+    if not noise_removed:
+        return H
+    n = H.shape[1] // T
+    keep = np.ones(n, dtype=bool)
+    keep[list(observers)] = False
+    return H[:, np.tile(keep, T)]
 
 
 def brute_force_max(M: np.ndarray) -> float:
@@ -66,9 +118,12 @@ class DenseReference:
         return min(self.spectral, self.entrywise, float(self.M.shape[0]), self.exact)
 
 
-def dense_reference(W, target: int, observers, T: int) -> DenseReference:
-    """Every quantity the engine reports, computed densely from ``H^+ H``."""
-    M = dense_M(W, target, observers, T)
+def dense_reference(W, target: int, observers, T: int, **view) -> DenseReference:
+    """Every quantity the engine reports, computed densely from ``H^+ H``.
+
+    ``view``: ``power_offset`` and ``noise_removed`` as in :func:`dense_M`.
+    """
+    M = dense_M(W, target, observers, T, **view)
     ones = np.ones(T)
     ls_ones, _ = _local_sign_search_numpy(M, ones)
     top = np.linalg.eigh(M)[1][:, -1]
