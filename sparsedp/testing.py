@@ -17,7 +17,7 @@ from .kernels import _local_sign_search_numpy
 
 
 def dense_gossip_matrices(W, T: int) -> list[np.ndarray]:
-    """``[W_0, .., W_(T-1)]`` as dense arrays from one matrix, a list of T or a callable t -> W_t."""
+    """``[W_0 .. W_(T-1)]`` (dense) from one matrix, a list of T or a callable t -> W_t."""
     if callable(W):
         W = [W(t) for t in range(T)]
     if isinstance(W, (list, tuple)):
