@@ -4,7 +4,9 @@ For target j, observers A and T rounds (Koskela & Kulkarni v2, Thm 12 and Sec. 3
 
     Delta^2 = max_{c in {-1,1}^T} c^T M_T c,     M_T = G_T^T K_T^{-1} G_T   (T x T),
 
-and ``0 <= M_T <= I`` (M_T is a slice of the projector ``H^+ H``).  The solve produces a
+and ``0 <= M_T <= I`` (M_T is a slice of the projector ``H^+ H``).  The threat model (which
+messages the observers see, whether they know their own noise, time-varying W) is a named
+view (:mod:`sparsedp.views`); the default is v2's secure summation.  The solve produces a
 certified sandwich ``M_low <= M_T <= M_up`` (:mod:`sparsedp.certified`); from it:
 
 lower bounds (kind "lower")
@@ -84,8 +86,8 @@ class SensitivityResult:
 
     @property
     def relative_gap(self) -> float:
-        """``(upper - lower) / upper`` (0 when both are 0)."""
-        return 0.0 if self.upper == 0 else (self.upper - self.lower) / self.upper
+        """``(upper - lower) / upper`` (0 when they are equal, also both 0 or infinite)."""
+        return 0.0 if self.upper == self.lower else (self.upper - self.lower) / self.upper
 
     def to_dict(self) -> dict:
         """Plain data (JSON-ready)."""
