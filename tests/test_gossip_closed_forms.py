@@ -347,3 +347,19 @@ def test_exports():
                  "thm16_rate_for", "thm17_utility_estimate"):
         assert getattr(sparsedp, name) is getattr(cf, name)
         assert name in sparsedp.__all__
+
+
+def test_thm15_proof_step_h4_fails_for_several_observers(er40):
+    """App. H eq. (H.4) claims K_T >= (1/n) (J kron I_m).  For m = 3 (ER(40, 0.2), observers
+    0, 5, 9, T = 40) the smallest eigenvalue of the difference is about -15.1; what holds is
+    K_T >= (1/n) (J kron 1 1^T), which gives the slope 1/n measured above (not m/n).  The
+    statement of Thm 15 survives in every test; its proof does not go through as written."""
+    from sparsedp.testing import dense_H
+
+    _, W = er40
+    A, T, n = [0, 5, 9], 40, 40
+    H = dense_H(W, A, T)
+    K = H @ H.T
+    J = np.minimum.outer(np.arange(1, T + 1), np.arange(1, T + 1)).astype(float)
+    assert np.linalg.eigvalsh(K - np.kron(J, np.eye(3)) / n)[0] < -10.0
+    assert np.linalg.eigvalsh(K - np.kron(J, np.ones((3, 3))) / n)[0] > 0.5
