@@ -338,7 +338,21 @@ def test_counterexample_thm16_adjacent_target(er40):
     assert alt[60] > 7 * rate * 60  # the lower bound itself, not only its slope
     assert (ones[60] - ones[40]) / 20 == pytest.approx(rate, rel=0.02)
     # n = 100 (math.md's setting, ER(100, 0.2) seed 1): alternating c gives slope 0.045
-    # against 1/99 = 0.0101; not run here (the dense H_T is 60 x 5940, about 3 s).
+    # against 1/99 = 0.0101; the dense H_T is too large here, the engine is not (below).
+
+
+def test_counterexample_thm16_adjacent_target_n100_certified():
+    """The same counterexample at math.md's size from the engine's certified interval:
+    ER(100, 0.2) seed 1, observer 0, j = 1 (adjacent), noise removed, T = 100 and 200.
+    Measured: Delta^2 in [4.4667, 4.5203] and [8.9874, 9.0413], slope about 0.045 against
+    m/(n-m) = 1/99."""
+    G, W = _er(100, 0.2, 1)
+    j = sorted(G.neighbors(0))[0]
+    r100, r200 = (sparsedp.squared_sensitivity(W, j, [0], T, noise_removed=True)
+                  for T in (100, 200))
+    assert r100.solver["upper_certified"] and r200.lower <= r200.upper
+    certified_slope = (r200.lower - r100.upper) / 100  # a lower bound on the increment
+    assert certified_slope > 4 * cf.thm16_rate(100, 1).value
 
 
 def test_exports():
