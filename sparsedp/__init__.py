@@ -13,6 +13,20 @@ numba kernels are compiled on first use, so importing the package stays fast.
 
 from .errors import GossipMatrixError, GraphError, ParameterError, SparseDPError
 from .gossip import check_gossip_matrix, gossip_matrix, gossip_properties
+from .gossip_closed_forms import (
+    ClosedForm,
+    certified_rho,
+    eq54_bound,
+    eq55_sigma,
+    eq56_sigma,
+    thm13_rate,
+    thm13_rate_for,
+    thm15_bound,
+    thm15_bound_for,
+    thm16_rate,
+    thm16_rate_for,
+    thm17_utility_estimate,
+)
 from .graphs import Graph, as_graph, read_edge_list, synthetic_social_graph
 from .log_green import log_green_columns, log_pseudo_determinant
 from .muffliato import muffliato_rdp
@@ -37,6 +51,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Bound",
+    "ClosedForm",
     "GossipMatrixError",
     "Graph",
     "GraphError",
@@ -48,7 +63,11 @@ __all__ = [
     "as_graph",
     "calibrate_sigma",
     "calibrate_sigma_classical",
+    "certified_rho",
     "check_gossip_matrix",
+    "eq54_bound",
+    "eq55_sigma",
+    "eq56_sigma",
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_mu",
@@ -69,4 +88,11 @@ __all__ = [
     "spectral_info",
     "squared_sensitivity",
     "synthetic_social_graph",
+    "thm13_rate",
+    "thm13_rate_for",
+    "thm15_bound",
+    "thm15_bound_for",
+    "thm16_rate",
+    "thm16_rate_for",
+    "thm17_utility_estimate",
 ]

@@ -259,3 +259,54 @@ def certified_lambda_max(M: np.ndarray, backend: str = "auto") -> tuple[float, f
     upper = s + gamma(T + 1) * T * (abs(s) + scale)
     lower = theta - gamma(T + 1) * T * scale
     return lower, upper
+
+
+def certified_lambda_min(K: np.ndarray, iterations: int = 30) -> float:
+    """Certified lower bound on ``lambda_min`` of a symmetric dense ``K`` (0.0 if none found).
+
+    Inverse iteration with the Cholesky factor of ``K`` estimates ``lambda_min`` from above
+    (``1 / ||K^{-1} v||`` for a unit v); the shift ``tau`` = half the estimate is certified when
+    Cholesky of ``K - tau I`` succeeds (quartered until it does, five tries), less the
+    Cholesky backward-error allowance ``gamma_{N+1} N (||K||_F + tau)`` as in
+    :func:`certified_lambda_max`.  A K that is singular to working precision gets 0.0.
+    """
+    K = np.asarray(K, dtype=np.float64)
+    N = K.shape[0]
+    try:
+        factor = scipy.linalg.cho_factor(K, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        return 0.0
+    v = kernels._start_vector(N)
+    estimate = np.inf
+    for _ in range(iterations):
+        w = scipy.linalg.cho_solve(factor, v, check_finite=False)
+        norm = float(np.linalg.norm(w))
+        estimate, v = 1.0 / norm, w / norm
+    scale = float(np.linalg.norm(K))
+    tau = 0.5 * estimate
+    identity = np.eye(N)
+    for _ in range(5):
+        if cholesky_succeeds(K - tau * identity):
+            return max(tau - gamma(N + 1) * N * (scale + tau), 0.0)
+        tau *= 0.25
+    return 0.0
+
+
+def sigma_min_lower_bound(W: sp.spmatrix) -> float:
+    """Lower bound on the smallest singular value of W from diagonal dominance (0.0 if none).
+
+    Varah (1975): ``||W^{-1}||_inf <= 1 / alpha`` with ``alpha = min_i (|W_ii| - sum_{k != i}
+    |W_ik|)`` when positive, and ``||W^{-1}||_1 <= 1 / beta`` for the columns; hence
+    ``sigma_min(W) = 1 / ||W^{-1}||_2 >= sqrt(alpha beta)``.  Lazy chains (``W_ii > 1/2``)
+    qualify; others get 0.0.  Sums are deflated by ``gamma_n`` for their rounding.
+    """
+    W = sp.csr_matrix(W)
+    n = W.shape[0]
+    diagonal = np.abs(W.diagonal())
+    absW = abs(W)
+    off_rows = np.asarray(absW.sum(axis=1)).ravel() - diagonal
+    off_cols = np.asarray(absW.sum(axis=0)).ravel() - diagonal
+    inflate = 1.0 + gamma(n + 2)
+    alpha = float((diagonal / inflate - off_rows * inflate).min())
+    beta = float((diagonal / inflate - off_cols * inflate).min())
+    return float(np.sqrt(alpha * beta)) if alpha > 0 and beta > 0 else 0.0

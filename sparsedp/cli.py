@@ -16,12 +16,13 @@ import time
 import warnings
 
 from . import cli_randomwalk, validation
-from .errors import SparseDPError
+from .errors import ParameterError, SparseDPError
 from .gossip import SCHEMES, gossip_matrix
 from .graphs import as_graph, synthetic_social_graph
 from .ppac import cli as ppac_cli
 from .privacy import gaussian_epsilon
 from .sensitivity import METHODS, squared_sensitivity
+from .views import VIEWS, VIEWS_WITHOUT_OBSERVERS
 
 DEFAULT_GRAPH_NODES = 2000
 
@@ -49,7 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
     acc.add_argument("--scheme", default="metropolis", choices=SCHEMES, help="gossip weights")
     acc.add_argument("--target", help="node id whose privacy is accounted (default: last node)")
     acc.add_argument("--observer", action="append", dest="observers", metavar="ID",
-                     help="observing node id; repeat for a coalition (default: first node)")
+                     help="observing node id; repeat for a coalition (default: first node; "
+                          f"not for the views {', '.join(VIEWS_WITHOUT_OBSERVERS)})")
+    acc.add_argument("--view", default="secure-summation", choices=VIEWS,
+                     help="threat model (see sparsedp.views): what the observers see")
+    acc.add_argument("--noise-removed", action="store_true",
+                     help="the observers know their own noise (v2 Sec. 3.3, SecLDP)")
     acc.add_argument("--rounds", "-T", type=int, default=100, help="number of rounds T")
     acc.add_argument("--sigma", type=float, default=1.0, help="noise standard deviation")
     acc.add_argument("--delta", type=float, default=1e-5, help="target delta")
@@ -95,13 +101,20 @@ def account(args: argparse.Namespace) -> dict:
     W = gossip_matrix(graph, scheme=args.scheme)
     target_id = _node_ids(graph, None if args.target is None else [args.target],
                           graph.node_ids[-1])[0]
-    observer_ids = _node_ids(graph, args.observers, graph.node_ids[0])
+    if args.view in VIEWS_WITHOUT_OBSERVERS:
+        if args.observers:
+            raise ParameterError(f"--view {args.view} fixes its own observers; drop --observer")
+        observers = None
+    else:
+        observers = graph.indices_of(_node_ids(graph, args.observers, graph.node_ids[0]))
     progress = None if args.no_progress else sys.stderr.isatty()
     result = squared_sensitivity(
         W,
         target=graph.index_of(target_id),
-        observers=graph.indices_of(observer_ids),
+        observers=observers,
         T=args.rounds,
+        view=args.view,
+        noise_removed=args.noise_removed,
         method=args.method,
         exact=args.exact,
         progress=progress,
@@ -111,7 +124,9 @@ def account(args: argparse.Namespace) -> dict:
         "graph": {"source": graph_name, "nodes": graph.n, "edges": graph.num_edges},
         "scheme": args.scheme,
         "target": _plain(target_id),
-        "observers": [_plain(v) for v in observer_ids],
+        "view": result.view,
+        "noise_removed": result.noise_removed,
+        "observers": [_plain(graph.node_ids[i]) for i in result.observers],
         "rounds": args.rounds,
         "sigma": args.sigma,
         "delta": args.delta,
@@ -139,7 +154,8 @@ def format_report(record: dict) -> str:
     lines = [
         f"graph     {g['source']}: {g['nodes']} nodes, {g['edges']} edges; "
         f"{record['scheme']} weights; T = {record['rounds']} rounds",
-        f"view      target {record['target']} observed by {record['observers']} "
+        f"view      {record['view']}{' (noise removed)' if record['noise_removed'] else ''}"
+        f": target {record['target']} observed by {_shorten(record['observers'])} "
         f"(method: {record['method']}, {record['elapsed_seconds']:.2f} s)",
         f"Delta^2   lower {record['squared_sensitivity_lower']:.10g}   "
         f"certified upper {record['squared_sensitivity_upper']:.10g}   "
@@ -153,6 +169,13 @@ def format_report(record: dict) -> str:
     )
     lines.extend(f"note      {note}" for note in record["notes"])
     return "\n".join(lines)
+
+
+def _shorten(ids: list, shown: int = 8) -> str:
+    """``[a, b, c]``, or the first ``shown`` ids and a count for a large view."""
+    if len(ids) <= shown:
+        return str(ids)
+    return f"{ids[:shown]}... ({len(ids)} nodes)"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,7 @@ truncation stays meaningful when the chain has mixed down to rounding level.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,10 +48,12 @@ FRONTIER_FRACTION = 0.125  # use row-restricted products while the frontier is b
 class LagSequence:
     """``mu`` (2T-1, m, m), ``a`` (T, m) and entrywise error bounds for the truncated lags.
 
-    Lags ``0 .. exact_lags-1`` are computed (error 0 up to rounding); for larger lags
-    ``|mu_l - mu[l]| <= mu_error = eps eps^T`` and ``|a_l - a[l]| <= a_error = eps eps_target``
-    entrywise, with ``eps`` (m,) the observers' and ``eps_target`` the target's mixing
-    distance ``||W^L e - 1/n||`` at the truncation (zero when nothing is truncated).
+    ``mu[l] = mu_(l + 2 offset)`` and ``a[l] = a_(l + offset)`` (``offset`` = 1 for the v1
+    views, :meth:`shifted`).  Lags below ``exact_lags`` (in the unshifted numbering) are
+    computed (error 0 up to rounding); for larger lags ``|mu_l - mu[l]| <= mu_error =
+    eps eps^T`` and ``|a_l - a[l]| <= a_error = eps eps_target`` entrywise, with ``eps`` (m,)
+    the observers' and ``eps_target`` the target's mixing distance ``||W^L e - 1/n||`` at the
+    truncation (zero when nothing is truncated).
     """
 
     mu: np.ndarray
@@ -60,10 +63,21 @@ class LagSequence:
     exact_lags: int
     products: int
     frontier_products: int
+    offset: int = 0
+
+    @property
+    def mu_truncated(self) -> np.ndarray:
+        """Boolean mask over ``mu``: which lags are the truncation's ``1/n``."""
+        return np.arange(self.mu.shape[0]) + 2 * self.offset >= self.exact_lags
+
+    @property
+    def a_truncated(self) -> np.ndarray:
+        """Boolean mask over ``a``: which lags are the truncation's ``1/n``."""
+        return np.arange(self.a.shape[0]) + self.offset >= self.exact_lags
 
     @property
     def truncated(self) -> bool:
-        return self.exact_lags < self.mu.shape[0]
+        return bool(self.mu_truncated.any())
 
     @property
     def mu_error(self) -> np.ndarray:
@@ -72,6 +86,17 @@ class LagSequence:
     @property
     def a_error(self) -> np.ndarray:
         return self.eps * self.eps_target
+
+    def shifted(self, offset: int, T: int) -> LagSequence:
+        """The lags ``mu_(l + 2 offset)``, ``a_(l + offset)`` for T rounds (from T + offset)."""
+        if self.offset or self.a.shape[0] < T + offset:
+            raise ValueError("shift an unshifted sequence of T + offset rounds")
+        return dataclasses.replace(
+            self,
+            mu=self.mu[2 * offset : 2 * offset + 2 * T - 1],
+            a=self.a[offset : offset + T],
+            offset=offset,
+        )
 
 
 class LagPropagator:

@@ -36,39 +36,57 @@ DEFAULT_MEMORY_BUDGET = 1 << 30  # bytes for the (T, n, r) intermediate of K
 
 
 class GossipSystem:
-    """Matrix-free ``H_T``, ``H_T^T``, ``K_T`` and ``G_T`` for a gossip matrix and observer set.
+    """Matrix-free ``H_T``, ``H_T^T``, ``K_T`` and ``G_T`` for gossip matrices and an observer set.
 
     Parameters
     ----------
-    W : square sparse matrix (converted to CSR, float64).
+    W : square sparse matrix, or a sequence of T of them ``W_0 .. W_(T-1)`` (time-varying
+        gossip; converted to CSR, float64).
     observers : distinct node indices (the rows of S, in this order).
     T : number of rounds, >= 1.
+    power_offset : 0 for ``H[t, k] = S W_(t-1) ... W_k``, 1 for the v1 form
+        ``S W_t ... W_k`` (:mod:`sparsedp.views`).
+    noise_removed : delete the observers' noise columns from every block (``H S_2``).
     memory_budget : bytes allowed for the intermediate of one ``K`` application.
     """
 
     def __init__(
-        self, W: sp.spmatrix, observers, T: int, memory_budget: int = DEFAULT_MEMORY_BUDGET
+        self,
+        W,
+        observers,
+        T: int,
+        *,
+        power_offset: int = 0,
+        noise_removed: bool = False,
+        memory_budget: int = DEFAULT_MEMORY_BUDGET,
     ):
-        self.W = sp.csr_matrix(W, dtype=np.float64)
-        self.observers = np.asarray(observers, dtype=np.int64)
         self.T = int(T)
+        sequence = list(W) if isinstance(W, (list, tuple)) else [W]
+        self.Ws = [sp.csr_matrix(w, dtype=np.float64) for w in sequence]
+        self.time_varying = len(self.Ws) > 1
+        self.W = self.Ws[0]
+        self.observers = np.asarray(observers, dtype=np.int64)
         self.n = self.W.shape[0]
         self.m = self.observers.size
+        self.power_offset = int(power_offset)
+        self.noise_removed = bool(noise_removed)
         self.memory_budget = memory_budget
         self.products = 0  # sparse (block) products with W or W^T done so far
 
     # -- the recursions --------------------------------------------------------------------
 
-    def _W(self, x: np.ndarray) -> np.ndarray:
-        return self._product(self.W, x)
+    def _W(self, x: np.ndarray, t: int) -> np.ndarray:
+        """``W_t x``."""
+        return self._product(self.Ws[t if self.time_varying else 0], x)
 
     @functools.cached_property
-    def WT(self) -> sp.csr_matrix:
-        """``W^T`` in CSR (formed on first use: the backward recursion needs it)."""
-        return self.W.T.tocsr()
+    def _WTs(self) -> list[sp.csr_matrix]:
+        """``W_t^T`` in CSR (formed on first use: the backward recursion needs them)."""
+        return [w.T.tocsr() for w in self.Ws]
 
-    def _WT(self, x: np.ndarray) -> np.ndarray:
-        return self._product(self.WT, x)
+    def _WT(self, x: np.ndarray, t: int) -> np.ndarray:
+        """``W_t^T x``."""
+        return self._product(self._WTs[t if self.time_varying else 0], x)
 
     def _product(self, A: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
         """``A x`` for a vector or a block, by the parallel CSR kernel when it pays off."""
@@ -76,25 +94,43 @@ class GossipSystem:
         block = np.ascontiguousarray(x.reshape(x.shape[0], -1))
         return kernels.spmm(A, block).reshape(x.shape)
 
+    def _without_observer_noise(self, z: np.ndarray) -> np.ndarray:
+        """``S_2 S_2^T z``: the observers' noise rows zeroed when their noise is removed."""
+        if self.noise_removed:
+            z = z.copy()
+            z[self.observers] = 0.0
+        return z
+
     def apply_H(self, Z: np.ndarray) -> np.ndarray:
-        """``(T, n, r) -> (T, m, r)``: ``y_t = S s_t``, ``s_t = W s_{t-1} + z_t``."""
+        """``(T, n, r) -> (T, m, r)``: ``s_t = W_(t-1) s_(t-1) + z_t``, ``y_t = S W_t^p s_t``."""
         Y = np.empty((self.T, self.m) + Z.shape[2:])
-        s = Z[0].copy()
-        Y[0] = s[self.observers]
-        for t in range(1, self.T):
-            s = self._W(s) + Z[t]
-            Y[t] = s[self.observers]
+        s = None
+        for t in range(self.T):
+            z = self._without_observer_noise(Z[t])
+            s = z if s is None else self._W(s, t - 1) + z
+            shown = self._W(s, t) if self.power_offset else s
+            Y[t] = shown[self.observers]
         return Y
 
     def apply_HT(self, Y: np.ndarray) -> np.ndarray:
-        """``(T, m, r) -> (T, n, r)``: ``g_T = S^T w_T``, ``g_k = W^T g_{k+1} + S^T w_k``."""
+        """``(T, m, r) -> (T, n, r)``, the adjoint recursion.
+
+        p = 0: ``g_(T-1) = S^T w_(T-1)``, ``g_k = S^T w_k + W_k^T g_(k+1)``;
+        p = 1: ``g_k = W_k^T (S^T w_k + g_(k+1))``.
+        """
         out = np.empty((self.T, self.n) + Y.shape[2:])
-        g = np.zeros((self.n,) + Y.shape[2:])
+        g = None
         for k in range(self.T - 1, -1, -1):
-            if k < self.T - 1:
-                g = self._WT(g)
+            if g is not None and not self.power_offset:
+                g = self._WT(g, k)
+            if g is None:
+                g = np.zeros((self.n,) + Y.shape[2:])
             g[self.observers] += Y[k]
+            if self.power_offset:
+                g = self._WT(g, k)
             out[k] = g
+        if self.noise_removed:
+            out[:, self.observers] = 0.0
         return out
 
     def apply_K(self, Y: np.ndarray) -> np.ndarray:
@@ -109,18 +145,47 @@ class GossipSystem:
             out[:, :, start : start + chunk] = self.apply_H(self.apply_HT(block))
         return out
 
+    def silent_rows(self) -> np.ndarray:
+        """Boolean ``(T, m)``: rows of ``H`` that vanish by the sparsity pattern alone.
+
+        Only the noise-removed model has them: row (t, a) is
+        ``e_a^T W_(t-1+p) ... W_k S_2`` for k <= t, a sum of walks of lengths p .. t + p from
+        a, which vanishes when no node outside the observer set lies within distance
+        ``t + p`` of a (always so for t = 0, p = 0).  Distances are taken in the union of the
+        patterns of the ``W_t``, which can only mark fewer rows (never a non-zero one).  The
+        matching rows of ``G`` vanish too (the target is outside the set), so dropping them
+        leaves the sensitivity unchanged.
+        """
+        if not self.noise_removed:
+            return np.zeros((self.T, self.m), dtype=bool)
+        union = sum(abs(w) for w in self.Ws)
+        # distance[a]: walk length from observer a to the nearest non-observer (BFS)
+        distance = np.full(self.m, self.T + self.power_offset + 1)
+        near = np.ones(self.n, dtype=bool)  # nodes within `radius` of a non-observer
+        near[self.observers] = False
+        for radius in range(1, self.T + self.power_offset + 1):
+            grown = near | (union @ near.astype(np.float64) > 0)
+            newly = grown[self.observers] & ~near[self.observers]
+            distance[newly] = radius
+            near = grown
+            if near[self.observers].all() or not newly.any():
+                break
+        return np.arange(self.T)[:, None] + self.power_offset < distance[None, :]
+
     # -- the target's impulse response -----------------------------------------------------
 
     def impulse_response(self, target: int) -> np.ndarray:
-        """``a_l = S W^l e_j`` for l = 0..T-1, shape ``(T, m)`` (T-1 sparse products)."""
-        a = np.empty((self.T, self.m))
+        """``a_l = S W^(l+p) e_j`` for l = 0..T-1, shape ``(T, m)`` (one W, T-1+p products)."""
+        if self.time_varying:
+            raise ValueError("time-varying W has no single impulse response; use G_matrix")
+        a = np.empty((self.T + self.power_offset, self.m))
         v = np.zeros(self.n)
         v[target] = 1.0
         a[0] = v[self.observers]
-        for lag in range(1, self.T):
-            v = self._W(v)
+        for lag in range(1, a.shape[0]):
+            v = self._W(v, 0)
             a[lag] = v[self.observers]
-        return a
+        return a[self.power_offset :]
 
     def G(self, target: int) -> LinearOperator:
         """``G_T`` (mT x T) as a LinearOperator.
@@ -139,8 +204,16 @@ class GossipSystem:
         )
 
     def G_matrix(self, target: int) -> np.ndarray:
-        """Dense ``G_T`` (mT x T): block (t, k) = ``a_(t-k)`` for k <= t, else 0."""
-        return toeplitz_blocks(self.impulse_response(target))
+        """Dense ``G_T`` (mT x T), the target's columns of ``H``.
+
+        One W: block Toeplitz, block (t, k) = ``a_(t-k)`` for k <= t (T-1+p products of a
+        vector).  Time-varying W: ``H`` applied to the T unit impulses at once.
+        """
+        if not self.time_varying:
+            return toeplitz_blocks(self.impulse_response(target))
+        Z = np.zeros((self.T, self.n, self.T))
+        Z[np.arange(self.T), target, np.arange(self.T)] = 1.0
+        return self.apply_H(Z).reshape(self.T * self.m, self.T)
 
     # -- LinearOperator views --------------------------------------------------------------
 
@@ -187,12 +260,18 @@ def _operator(shape, matmat, rmatmat) -> LinearOperator:
 
 
 def toeplitz_blocks(a: np.ndarray) -> np.ndarray:
-    """Block lower-triangular Toeplitz ``(T*m, T)`` with block (t, k) = ``a[t-k]`` (m-vector)."""
-    T, m = a.shape
-    G = np.zeros((T, m, T))
+    """Block lower-triangular Toeplitz with block (t, k) = ``a[t-k]`` for k <= t, else 0.
+
+    ``a`` of shape ``(T, m)`` gives ``(T*m, T)`` (m-vector blocks); ``(T, m, r)`` gives
+    ``(T*m, T*r)``.
+    """
+    T, m = a.shape[:2]
+    blocks = a.reshape(T, m, -1)
+    r = blocks.shape[2]
+    G = np.zeros((T, m, T, r))
     for k in range(T):
-        G[k:, :, k] = a[: T - k]
-    return G.reshape(T * m, T)
+        G[k:, :, k, :] = blocks[: T - k]
+    return G.reshape(T * m, T * r)
 
 
 def k_from_moments(mu: np.ndarray, T: int) -> np.ndarray:

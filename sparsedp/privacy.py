@@ -239,8 +239,13 @@ def gaussian_epsilon(squared_sensitivity: float, sigma: float, delta: float) -> 
     """Tight epsilon of the Gaussian mechanism: smallest eps >= 0 with delta(eps) <= delta.
 
     ``delta(eps) = Phi(-eps/mu + mu/2) - exp(eps) * Phi(-eps/mu - mu/2)``, ``mu = Delta/sigma``;
-    see :func:`gdp_epsilon`.  Squared sensitivity 0 gives 0.
+    see :func:`gdp_epsilon`.  Squared sensitivity 0 gives 0; an infinite one (the data seen
+    without noise) gives ``inf``.
     """
+    if squared_sensitivity == math.inf:
+        validation.sigma(sigma)
+        validation.probability_delta(delta)
+        return math.inf
     return gdp_epsilon(gaussian_mu(squared_sensitivity, sigma), delta)
 
 

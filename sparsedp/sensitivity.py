@@ -4,7 +4,9 @@ For target j, observers A and T rounds (Koskela & Kulkarni v2, Thm 12 and Sec. 3
 
     Delta^2 = max_{c in {-1,1}^T} c^T M_T c,     M_T = G_T^T K_T^{-1} G_T   (T x T),
 
-and ``0 <= M_T <= I`` (M_T is a slice of the projector ``H^+ H``).  The solve produces a
+and ``0 <= M_T <= I`` (M_T is a slice of the projector ``H^+ H``).  The threat model (which
+messages the observers see, whether they know their own noise, time-varying W) is a named
+view (:mod:`sparsedp.views`); the default is v2's secure summation.  The solve produces a
 certified sandwich ``M_low <= M_T <= M_up`` (:mod:`sparsedp.certified`); from it:
 
 lower bounds (kind "lower")
@@ -31,18 +33,20 @@ import scipy.sparse as sp
 
 from . import certified, kernels, validation
 from .certified import UNIT_ROUNDOFF, MatrixSandwich, gamma
-from .errors import ParameterError
+from .errors import GossipMatrixError, ParameterError
 from .gossip import as_square_sparse, check_gossip_matrix, has_property, symmetry_defect
 from .moments import LagPropagator, LagSequence
 from .operators import GossipSystem, k_from_moments, toeplitz_blocks
 from .solvers import StationaryPreconditioner, block_pcg, cholesky_solve
 from .spectral import stationary_distribution
 from .threads import limit_blas_threads
+from .views import ObservationModel, resolve_view
 
 METHODS = ("auto", "structured", "matrix-free")
 EXHAUSTIVE_AUTO_MAX_T = 16
 EXHAUSTIVE_MAX_T = 28
 STRUCTURED_MAX_DIM = 8000  # largest mT for which the structured path factorises K_T densely
+OPERATOR_ASSEMBLY_MAX_DIM = 1500  # largest mT assembled densely from the operator (no CG)
 FIRST_MIXING_LEVEL = 1e-6  # n eps^2 at which the truncated propagation first stops
 LAST_MIXING_LEVEL = 1e-40  # below this, propagate through every lag instead
 
@@ -68,6 +72,8 @@ class SensitivityResult:
     target: int
     observers: tuple[int, ...]
     T: int
+    view: str
+    noise_removed: bool
     lower: float
     upper: float
     exact: float | None
@@ -80,8 +86,8 @@ class SensitivityResult:
 
     @property
     def relative_gap(self) -> float:
-        """``(upper - lower) / upper`` (0 when both are 0)."""
-        return 0.0 if self.upper == 0 else (self.upper - self.lower) / self.upper
+        """``(upper - lower) / upper`` (0 when they are equal, also both 0 or infinite)."""
+        return 0.0 if self.upper == self.lower else (self.upper - self.lower) / self.upper
 
     def to_dict(self) -> dict:
         """Plain data (JSON-ready)."""
@@ -98,6 +104,32 @@ def is_exactly_symmetric(W: sp.csr_matrix) -> bool:
     return symmetry_defect(W)[0] == 0.0
 
 
+def gossip_sequence(W, T: int) -> list[sp.csr_matrix]:
+    """``[W]`` for one gossip matrix, or the T matrices ``W_0 .. W_(T-1)`` of time-varying
+    gossip given as a list or a callable ``t -> W_t``; each checked (non-negative,
+    row-stochastic, one common size)."""
+    if callable(W) and not hasattr(W, "shape"):
+        W = [W(t) for t in range(T)]
+    if isinstance(W, (list, tuple)):
+        if len(W) != T:
+            raise ParameterError(
+                f"time-varying gossip needs one matrix per round: T = {T}, got {len(W)}"
+            )
+        sequence = [as_square_sparse(w) for w in W]
+    else:
+        sequence = [as_square_sparse(W)]
+    for t, w in enumerate(sequence):
+        if w.shape != sequence[0].shape:
+            raise ParameterError(f"W_{t} has shape {w.shape}, W_0 has {sequence[0].shape}")
+        try:
+            check_gossip_matrix(w, require=("nonnegative", "row_stochastic"))
+        except GossipMatrixError as error:
+            if len(sequence) == 1:
+                raise
+            raise GossipMatrixError(f"W_{t}: {error}") from error
+    return sequence
+
+
 @limit_blas_threads
 def squared_sensitivity(
     W,
@@ -105,6 +137,8 @@ def squared_sensitivity(
     observers,
     T: int,
     *,
+    view: str = "secure-summation",
+    noise_removed: bool = False,
     method: str = "auto",
     exact="auto",
     rtol: float = 1e-10,
@@ -119,15 +153,25 @@ def squared_sensitivity(
     ----------
     W : square scipy sparse matrix (any format) or dense array; the gossip matrix, which must
         be non-negative and row-stochastic (GossipMatrixError names the failing row): the
-        rounding model behind the certified bounds relies on ``||W||_inf = 1``.
+        rounding model behind the certified bounds relies on ``||W||_inf = 1``.  Time-varying
+        gossip: a list of T such matrices ``W_0 .. W_(T-1)`` or a callable ``t -> W_t``
+        (round t mixes with ``W_t``; always the matrix-free path).
     target : node index j whose data is protected.
-    observers : node index or iterable of indices (the attacker's view ``S``).
+    observers : node index or iterable of indices (the attacker), or ``None`` for the views
+        that fix their own observers (``adaptive-v1``, ``target-v1``, ``local-dp``).
     T : number of gossip rounds (>= 1).
+    view : the threat model, one of :data:`sparsedp.views.VIEWS` (see that module for the
+        matrix form of each): ``"secure-summation"`` (default; v2 Lemma 10, a colluding set
+        when several observers are given), ``"secure-summation-v1"`` (v1 eq. 3.2),
+        ``"neighbourhood"`` (v2 Remark 11), ``"adaptive-v1"`` (v1 Thm 9), ``"target-v1"``
+        (v1 Thm 10), ``"local-dp"`` (exactly T).
+    noise_removed : the observers know their own noise (v2 Sec. 3.3, Thm 16): its columns
+        are deleted from H; infinite sensitivity when the target is an observer.
     method : ``"structured"`` (W exactly symmetric: K_T from the moments ``S W^l S^T``,
         dense Cholesky), ``"matrix-free"`` (preconditioned block CG on the matrix-free K_T;
         any W), or ``"auto"`` (structured when W is symmetric and ``m T <= 8000``).
-    exact : ``"auto"`` (exhaustive search when ``T <= 16``), ``True`` (force; refused for
-        ``T > 28``) or ``False``.
+    exact : ``"auto"`` (exhaustive search when ``T <= EXHAUSTIVE_AUTO_MAX_T``), ``True``
+        (force; refused for ``T > EXHAUSTIVE_MAX_T``) or ``False``.
     rtol : relative residual tolerance of the CG solve (its error is carried into the bounds
         either way).
     progress : show progress bars (sparse products of the structured path, CG iterations).
@@ -136,29 +180,40 @@ def squared_sensitivity(
         has mixed enough that the certified truncation error widens the bounds by at most
         this fraction of the lower bound (the widening is included in the bounds either way).
     """
-    W = as_square_sparse(W)
-    check_gossip_matrix(W, require=("nonnegative", "row_stochastic"))
-    n = W.shape[0]
     T = validation.rounds(T)
+    Ws = gossip_sequence(W, T)
+    n = Ws[0].shape[0]
     target = validation.node_index(target, n, "target")
-    observers = validation.node_set(observers, n, "observers")
+    if observers is not None:
+        observers = validation.node_set(observers, n, "observers")
     do_exact = _resolve_exact(exact, T)
     if not validation.nonnegative("truncation_rtol", truncation_rtol) > 0:
         raise ParameterError(f"truncation_rtol must be > 0, got {truncation_rtol!r}")
     if method not in METHODS:
         raise ParameterError(f"unknown method {method!r}; choose one of {METHODS}")
+    pattern = Ws[0] if len(Ws) == 1 else sum(abs(w) for w in Ws)
+    model = resolve_view(view, pattern, target, observers, noise_removed)
+
+    if model.noise_removed and target in set(model.observers.tolist()):
+        return _unbounded(target, model, T)
+    if model.observes_everything:
+        return _local_dp(target, model, T)
 
     notes: list[str] = []
-    system = GossipSystem(W, observers, T)
-    symmetric = is_exactly_symmetric(W)
+    system = GossipSystem(
+        Ws, model.observers, T, power_offset=model.power_offset, noise_removed=model.noise_removed
+    )
+    symmetric = not system.time_varying and is_exactly_symmetric(system.W)
     if method == "structured" and not symmetric:
         raise ParameterError(
-            "method='structured' needs an exactly symmetric W (K_T from the moments "
+            "method='structured' needs one exactly symmetric W (K_T from the moments "
             "S W^l S^T); use method='matrix-free' for this W"
         )
     if method == "auto":
         method = "structured" if symmetric and system.m * T <= STRUCTURED_MAX_DIM else "matrix-free"
-        if not symmetric:
+        if system.time_varying:
+            notes.append("time-varying W: using the matrix-free PCG path")
+        elif not symmetric:
             notes.append("W is not symmetric: using the matrix-free PCG path")
         elif method == "matrix-free":
             notes.append(
@@ -166,7 +221,13 @@ def squared_sensitivity(
             )
     sandwich, solver_info = _solve(system, target, method, rtol, maxiter, progress, truncation_rtol)
     bounds, signs = evaluate_bounds(sandwich, do_exact, backend)
-    return _assemble(target, observers, T, method, sandwich, bounds, signs, solver_info, notes)
+    if not solver_info["upper_certified"]:
+        bounds = _lower_bounds_only(bounds)
+        notes.append(
+            "no certified lower bound on the smallest non-zero eigenvalue of K_T for this "
+            "view: the only certified upper bound is T (M_T <= I)"
+        )
+    return _assemble(target, model, T, method, sandwich, bounds, signs, solver_info, notes)
 
 
 def _resolve_exact(exact, T: int) -> bool:
@@ -185,6 +246,25 @@ def _resolve_exact(exact, T: int) -> bool:
     raise ParameterError(f"exact must be 'auto', True or False, got {exact!r}")
 
 
+def analytic_lambda_min_lower_bound(system: GossipSystem) -> float | None:
+    """Certified ``lambda_min(K_T)`` lower bound from the gossip matrices alone, or ``None``.
+
+    p = 0, all noise: ``1 / (1 + max_t ||W_t||_2)^2`` (:func:`certified.
+    gossip_lambda_min_lower_bound`; the block bidiagonal ``A = I - (shift kron W_t)`` has
+    ``||A|| <= 1 + max_t ||W_t||``).  p = 1: ``K_1 = H_0 diag(W_t W_t^T) H_0^T`` adds the
+    factor ``min_t sigma_min(W_t)^2`` (diagonal dominance, :func:`certified.
+    sigma_min_lower_bound`; ``None`` when it gives nothing).  Noise removed: ``None`` (K is
+    singular; the dense paths certify the reduced K numerically instead).
+    """
+    if system.noise_removed:
+        return None
+    bound = min(certified.gossip_lambda_min_lower_bound(w) for w in system.Ws)
+    if system.power_offset:
+        sigma = min(certified.sigma_min_lower_bound(w) for w in system.Ws)
+        bound = bound * sigma**2 if sigma > 0 else None
+    return bound
+
+
 def _solve(
     system: GossipSystem,
     target: int,
@@ -194,14 +274,28 @@ def _solve(
     progress,
     truncation_rtol: float,
 ) -> tuple[MatrixSandwich, dict]:
-    """Approximate ``X = K^{-1} G`` by the chosen method and certify it."""
+    """Approximate ``X = K^{-1} G`` by the chosen method and certify it.
+
+    The solver info says whether the sandwich's upper side is certified (``upper_certified``:
+    a lower bound on ``lambda_min`` of the reduced K was found).
+    """
     T, m = system.T, system.m
-    lambda_lb = certified.gossip_lambda_min_lower_bound(system.W)
+    lambda_lb = analytic_lambda_min_lower_bound(system)
     info: dict = {"lambda_min_lower_bound": lambda_lb}
+    keep = ~system.silent_rows().ravel()
+    if not keep.all():
+        info["silent_rows_dropped"] = int((~keep).sum())
     if method == "structured":
-        sandwich, lags, tol = _structured_sandwich(
-            system, target, lambda_lb, truncation_rtol, progress
-        )
+        if lambda_lb is not None:
+            sandwich, lags, tol = _structured_sandwich(
+                system, target, lambda_lb, truncation_rtol, progress
+            )
+        else:
+            lags = _full_lags(system, target, progress)
+            K, G, dK_rounding = _moment_system(system, lags)
+            sandwich, lambda_lb = _certified_dense_sandwich(K[keep][:, keep], G[keep], dK_rounding)
+            tol = None
+            info["lambda_min_lower_bound"] = lambda_lb
         info.update(
             solver="dense Cholesky of K_T assembled from the lags S W^l S^T",
             sparse_products=lags.products,
@@ -211,13 +305,27 @@ def _solve(
             truncation_mixing_level=tol,
             truncation_error=sandwich.model_sum,
         )
+    elif lambda_lb is None and m * T <= OPERATOR_ASSEMBLY_MAX_DIM:
+        K, dK_rounding = _operator_system(system, keep)
+        G = system.G_matrix(target)[keep]
+        sandwich, lambda_lb = _certified_dense_sandwich(K, G, dK_rounding)
+        info.update(
+            solver="dense Cholesky of K_T assembled from the matrix-free operator",
+            lambda_min_lower_bound=lambda_lb,
+            sparse_products=system.products,
+        )
     else:
-        G = system.G_matrix(target)
+        G = system.G_matrix(target) * keep[:, None]
         precondition = StationaryPreconditioner(T, m, _stationary_weight(system.W))
+        mask = keep.reshape(T, m, 1)
+
+        def apply_K(Y):
+            return system.apply_K(Y * mask) * mask
+
         X3, KX3, solve = block_pcg(
-            system.apply_K,
+            apply_K,
             G.reshape(T, m, T),
-            precondition,
+            lambda R: precondition(R * mask) * mask,
             rtol=rtol,
             maxiter=maxiter,
             progress=progress,
@@ -231,7 +339,8 @@ def _solve(
             converged=solve.converged,
             sparse_products=system.products,
         )
-        sandwich = certified.sandwich_from_solve(G, X, KX, lambda_lb)
+        sandwich = certified.sandwich_from_solve(G, X, KX, lambda_lb or np.inf)
+    info["upper_certified"] = bool(lambda_lb)
     info["residual_correction"] = float(np.trace(sandwich.excess))
     return sandwich, info
 
@@ -247,12 +356,12 @@ def _structured_sandwich(
     level predicted to suffice — the widening is proportional to ``eps_a eps_b`` — with a
     factor 2 of margin, until it passes or every lag is computed.
     """
-    T = system.T
-    propagator = LagPropagator(system.W, system.observers, target, T, progress=progress)
+    T, p = system.T, system.power_offset
+    propagator = LagPropagator(system.W, system.observers, target, T + p, progress=progress)
     level = FIRST_MIXING_LEVEL if _doubly_stochastic_to_rounding(system.W) else None
     try:
         while True:
-            lags = propagator.advance(level).result()
+            lags = _shifted(propagator.advance(level).result(), p, T)
             tightening = _truncation_too_coarse(lags, T, lambda_lb)
             if tightening is None:
                 sandwich, widening = _lag_sandwich(lags, T, lambda_lb)
@@ -269,6 +378,84 @@ def _structured_sandwich(
         propagator.close()
 
 
+def _shifted(lags: LagSequence, offset: int, T: int) -> LagSequence:
+    return lags.shifted(offset, T) if offset else lags
+
+
+def _full_lags(system: GossipSystem, target: int, progress) -> LagSequence:
+    """Every lag ``mu_l``, ``a_l`` for ``l <= 2(T + p) - 2`` (no truncation)."""
+    propagator = LagPropagator(
+        system.W, system.observers, target, system.T + system.power_offset, progress=progress
+    )
+    try:
+        return propagator.advance(None).result()
+    finally:
+        propagator.close()
+
+
+def _moment_system(system: GossipSystem, lags: LagSequence) -> tuple[np.ndarray, np.ndarray, float]:
+    """Dense ``K``, ``G`` of the view from untruncated, unshifted lags, and ``||fl(K) - K||``.
+
+    ``K[t, s] = sum_k mu_(t+s-2k+2p)`` (:func:`k_from_moments` of the shifted lags); with the
+    observers' noise removed, ``K - N N^T`` where ``N`` is block Toeplitz in ``mu_(l+p)``
+    (the observers' own columns ``S W^(t-k+p) S^T`` of H).  Rounding: the non-negative sums
+    forming ``K`` and ``N N^T`` are each within ``gamma_k`` relative, and the subtraction
+    within u, entrywise; so ``||.||_2`` within ``gamma ||.||_inf`` of each.
+    """
+    T, p, m = system.T, system.power_offset, system.m
+    shifted = _shifted(lags, p, T)
+    K = k_from_moments(shifted.mu, T)
+    dK = gamma(T + 1) * float(K.sum(axis=1).max())
+    if system.noise_removed:
+        N = toeplitz_blocks(lags.mu[p : p + T])
+        NNt = N @ N.T
+        K = K - NNt
+        dK += gamma(T * m + 1) * float(NNt.sum(axis=1).max())
+        dK += UNIT_ROUNDOFF * float(np.abs(K).sum(axis=1).max())
+    return K, toeplitz_blocks(shifted.a), dK
+
+
+def _operator_system(system: GossipSystem, keep: np.ndarray) -> tuple[np.ndarray, float]:
+    """Dense reduced ``K`` (kept rows) by applying the operator to unit vectors, and
+    ``||fl(K) - K||_2``.
+
+    Every intermediate of ``H (H^T e_r)`` is a sum of non-negative products (W >= 0), at most
+    ``2 T (d + 2)`` deep with d the longest row, so each entry is within ``gamma`` of that
+    length relative, and ``||.||_2 <= gamma ||K||_inf``.
+    """
+    T, m = system.T, system.m
+    columns = np.flatnonzero(keep)
+    Y = np.zeros((T * m, columns.size))
+    Y[columns, np.arange(columns.size)] = 1.0
+    K = system.apply_K(Y.reshape(T, m, -1)).reshape(T * m, -1)[keep]
+    K = 0.5 * (K + K.T)
+    d = max(int(np.diff(w.indptr).max()) for w in system.Ws)
+    return K, gamma(2 * T * (d + 2) + 2) * float(np.abs(K).sum(axis=1).max())
+
+
+def _certified_dense_sandwich(
+    K: np.ndarray, G: np.ndarray, dK_rounding: float
+) -> tuple[MatrixSandwich, float]:
+    """Sandwich of ``M = G^T K^+ G`` from a dense K with no analytic ``lambda_min`` bound.
+
+    ``lambda_min(fl(K)) >= tau`` is certified numerically (:func:`certified.
+    certified_lambda_min`), so ``lambda_min(K) >= tau - ||fl(K) - K||``.  When that is not
+    positive (K singular beyond its silent rows), ``X`` is the least-squares solution: every
+    ``2 b^T x - x^T K x`` is still a lower bound for b in the range of K, with the rounding
+    of K charged as ``||fl(K) - K|| ||X||_F^2``; the returned lambda is 0 and the caller keeps
+    only the lower bounds.
+    """
+    tau = certified.certified_lambda_min(K)
+    lambda_lb = tau - dK_rounding
+    if lambda_lb > 0:
+        sandwich, _ = _dense_sandwich(K, G, lambda_lb, tau, dK_rounding, dK_rounding)
+        return sandwich, lambda_lb
+    X = np.linalg.lstsq(K, G, rcond=None)[0]
+    sandwich = certified.sandwich_from_solve(G, X, K @ X, np.inf, K_dense=K)
+    charge = dK_rounding * float(np.linalg.norm(X)) ** 2
+    return dataclasses.replace(sandwich, eta_low=sandwich.eta_low + charge), 0.0
+
+
 def _truncation_too_coarse(lags: LagSequence, T: int, lambda_lb: float) -> float | None:
     """``None`` when ``||K - K_hat||`` leaves ``lambda_min(K_hat) >= lambda_lb / 2``, else the
     factor by which the mixing level must shrink for it to."""
@@ -276,22 +463,22 @@ def _truncation_too_coarse(lags: LagSequence, T: int, lambda_lb: float) -> float
     return None if norm <= 0.5 * lambda_lb else 0.25 * lambda_lb / norm
 
 
-def truncation_pattern(lags: LagSequence, T: int) -> tuple[np.ndarray, np.ndarray]:
-    """``N`` (T x T) and the lag mask with ``|K - K_hat| <= N kron eps eps^T`` entrywise.
+def truncation_pattern(lags: LagSequence, T: int) -> np.ndarray:
+    """``N`` (T x T) with ``|K - K_hat| <= N kron eps eps^T`` entrywise.
 
     ``K[t, t+d] = sum_{i<=t} mu_(d+2i)`` (:func:`k_from_moments`) and each truncated lag is
-    off by at most ``eps eps^T``, so ``N = k_from_moments(1[l >= exact_lags])`` counts the
+    off by at most ``eps eps^T``, so ``N = k_from_moments(mu_truncated)`` counts the
     truncated lags summed into each block.
     """
-    truncated = (np.arange(2 * T - 1) >= lags.exact_lags).astype(np.float64)
-    return k_from_moments(truncated.reshape(-1, 1, 1), T), truncated
+    truncated = lags.mu_truncated.astype(np.float64)
+    return k_from_moments(truncated.reshape(-1, 1, 1), T)
 
 
 def truncation_norm_bound(lags: LagSequence, T: int) -> float:
     """``||K - K_hat||_2 <= max_t (N 1)_t max_a eps_a sum_b eps_b`` (largest row sum)."""
     if not lags.truncated:
         return 0.0
-    N, _ = truncation_pattern(lags, T)
+    N = truncation_pattern(lags, T)
     return float(N.sum(axis=1).max()) * float(lags.eps.max()) * float(lags.eps.sum())
 
 
@@ -309,10 +496,7 @@ def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float) -> tuple[MatrixSa
     K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
     dK_rounding = gamma(T + 1) * float(K.sum(axis=1).max())
     dK = dK_rounding + truncation_norm_bound(lags, T)
-    X = cholesky_solve(K, G)
-    KX = K @ X
-    sandwich = certified.sandwich_from_solve(G, X, KX, lambda_lb - dK, K_dense=K)
-    N, truncated = truncation_pattern(lags, T)
+    N = truncation_pattern(lags, T)
     eps = lags.eps
 
     def apply_truncation_abs(V: np.ndarray) -> np.ndarray:
@@ -320,19 +504,41 @@ def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float) -> tuple[MatrixSa
         weighted = np.einsum("tbk,b->tk", V.reshape(T, m, -1), eps)
         return ((N @ weighted)[:, None, :] * eps[None, :, None]).reshape(T * m, -1)
 
-    F_abs = toeplitz_blocks(np.outer(truncated[:T], lags.a_error))
-    model, rounding_share = certified.model_perturbation(
-        X,
-        G - KX,
-        float(np.linalg.norm(K)),
-        lambda_lb,
-        dK,
-        dK_rounding,
-        apply_truncation_abs,
-        F_abs,
+    F_abs = toeplitz_blocks(np.outer(lags.a_truncated, lags.a_error))
+    sandwich, rounding_share = _dense_sandwich(
+        K, G, lambda_lb, lambda_lb - dK, dK, dK_rounding, apply_truncation_abs, F_abs
     )
-    sandwich = dataclasses.replace(sandwich, model=model)
     return sandwich, max(sandwich.model_sum - rounding_share, 0.0)
+
+
+def _dense_sandwich(
+    K: np.ndarray,
+    G: np.ndarray,
+    lambda_lb: float,
+    lambda_hat_lb: float,
+    dK: float,
+    dK_rounding: float,
+    apply_E_abs=None,
+    F_abs: np.ndarray | None = None,
+) -> tuple[MatrixSandwich, float]:
+    """Certified sandwich of ``M = G^T K^{-1} G`` from the computed ``K_hat``, ``G_hat``.
+
+    ``lambda_min(K) >= lambda_lb`` and ``lambda_min(K_hat) >= lambda_hat_lb``;
+    ``||K - K_hat|| <= dK``, of which ``dK_rounding`` is bounded in norm only and the rest
+    entrywise through ``apply_E_abs``; ``|G - G_hat| <= F_abs`` (both ``None``: no such
+    part).  The solve's error goes into the sandwich (:func:`certified.sandwich_from_solve`)
+    and the model's into its ``model`` (:func:`certified.model_perturbation`).  Returns the
+    sandwich and the share of ``model_sum`` due to ``dK_rounding``.
+    """
+    X = cholesky_solve(K, G)
+    KX = K @ X
+    sandwich = certified.sandwich_from_solve(G, X, KX, lambda_hat_lb, K_dense=K)
+    if apply_E_abs is None:
+        apply_E_abs, F_abs = np.zeros_like, np.zeros_like(G)
+    model, rounding_share = certified.model_perturbation(
+        X, G - KX, float(np.linalg.norm(K)), lambda_lb, dK, dK_rounding, apply_E_abs, F_abs
+    )
+    return dataclasses.replace(sandwich, model=model), rounding_share
 
 
 def _doubly_stochastic_to_rounding(W: sp.csr_matrix) -> bool:
@@ -423,7 +629,61 @@ def evaluate_bounds(
     return bounds, signs
 
 
-def _assemble(target, observers, T, method, sandwich, bounds, signs, solver_info, notes):
+def _lower_bounds_only(bounds: list[Bound]) -> list[Bound]:
+    """Without a certified upper side: lower bounds kept, exhaustive search on ``M_low``
+    demoted to a lower bound, and ``T`` (``M_T <= I``) the only upper bound."""
+    kept = [b for b in bounds if b.kind == "lower" or b.name == "local_dp"]
+    kept += [
+        dataclasses.replace(b, kind="lower", description=b.description + " (lower bound only)")
+        for b in bounds
+        if b.kind == "exact"
+    ]
+    return kept
+
+
+def _closed_form(target, model: ObservationModel, T: int, value: float, bound: Bound, note: str):
+    """Result of a view whose sensitivity is known exactly without solving."""
+    return SensitivityResult(
+        target=int(target),
+        observers=tuple(int(i) for i in model.observers),
+        T=T,
+        view=model.view,
+        noise_removed=model.noise_removed,
+        lower=value,
+        upper=value,
+        exact=value,
+        exact_error=0.0,
+        method="closed form",
+        signs=(1,) * T,
+        bounds=(bound,),
+        notes=(note,),
+    )
+
+
+def _local_dp(target, model: ObservationModel, T: int) -> SensitivityResult:
+    """``S = I``: H is square block lower-triangular with identity diagonal blocks, hence
+    invertible, ``H^+ H = I`` and ``M_T = I``: ``Delta^2 = T`` exactly."""
+    bound = Bound("local_dp", float(T), "exact", "S = I: M_T = I, so Delta^2 = T")
+    return _closed_form(target, model, T, float(T), bound, "local DP: every message is seen")
+
+
+def _unbounded(target, model: ObservationModel, T: int) -> SensitivityResult:
+    """The target is an observer whose own noise is removed: its first message ``x_0 + u_0``
+    is seen with the noise known, ``b`` leaves the range of H and no (eps, delta) exists."""
+    bound = Bound(
+        "target_seen_without_noise",
+        float("inf"),
+        "exact",
+        "the target observes its own data and knows its own noise",
+    )
+    return _closed_form(
+        target, model, T, float("inf"), bound,
+        "the target is among the observers and their noise is removed: no privacy (infinite "
+        "sensitivity)",
+    )
+
+
+def _assemble(target, model, T, method, sandwich, bounds, signs, solver_info, notes):
     lower = max(b.value for b in bounds if b.kind in ("lower", "exact"))
     upper = min(b.value for b in bounds if b.kind == "certified upper")
     lower = float(max(lower, 0.0))
@@ -434,8 +694,10 @@ def _assemble(target, observers, T, method, sandwich, bounds, signs, solver_info
         exact_error = float(upper - exact)
     return SensitivityResult(
         target=int(target),
-        observers=tuple(int(i) for i in observers),
+        observers=tuple(int(i) for i in model.observers),
         T=T,
+        view=model.view,
+        noise_removed=model.noise_removed,
         lower=lower,
         upper=float(upper),
         exact=exact,

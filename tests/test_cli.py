@@ -99,3 +99,24 @@ def test_console_script_entry_point():
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["rounds"] == 5
+
+
+def test_views_from_the_command_line(capsys, edge_file):
+    code, out, _ = run(capsys, "--json", "--graph", str(edge_file), "--target", "310",
+                       "--observer", "100", "--rounds", "6", "--view", "neighbourhood")
+    record = json.loads(out)
+    assert code == 0 and record["view"] == "neighbourhood"
+    assert record["observers"] == [100, 205, 415, 625]  # closed neighbourhood of 100
+    code, out, _ = run(capsys, "--json", "--graph", str(edge_file), "--rounds", "6",
+                       "--view", "local-dp")
+    record = json.loads(out)
+    assert record["squared_sensitivity_lower"] == record["squared_sensitivity_upper"] == 6
+    code, out, _ = run(capsys, "--json", "--graph", str(edge_file), "--target", "310",
+                       "--observer", "310", "--rounds", "4", "--noise-removed")
+    record = json.loads(out)
+    assert record["epsilon"] == float("inf") and record["noise_removed"]
+
+
+def test_view_without_observers_refuses_observer(capsys):
+    code, _, err = run(capsys, "--view", "target-v1", "--observer", "3")
+    assert code == 2 and "fixes its own observers" in err

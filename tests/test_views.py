@@ -1,0 +1,244 @@
+"""Every threat model against the dense reference (explicit H_T, pseudo-inverse)."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsedp
+from sparsedp.errors import GossipMatrixError, ParameterError
+from sparsedp.operators import GossipSystem
+from sparsedp.testing import dense_H, dense_in_range, dense_reference
+from sparsedp.views import VIEWS, closed_neighbourhood
+
+
+def _graph(seed: int, n: int = 11, p: float = 0.35) -> nx.Graph:
+    G = nx.erdos_renyi_graph(n, p, seed=seed)
+    while not nx.is_connected(G):
+        seed += 100
+        G = nx.erdos_renyi_graph(n, p, seed=seed)
+    return G
+
+
+def _check_against_dense(r, W, target, T, **view):
+    ref = dense_reference(W, target, list(r.observers), T, **view)
+    truth = ref.exact
+    scale = max(truth, 1e-12)
+    assert r.lower <= truth + 1e-9 * scale
+    assert r.upper >= truth - 1e-9 * scale
+    by_name = {b.name: b.value for b in r.bounds}
+    assert by_name["ones"] == pytest.approx(ref.ones, rel=1e-7, abs=1e-10)
+    if r.solver.get("upper_certified"):
+        assert r.exact == pytest.approx(truth, rel=1e-7, abs=1e-10)
+        assert by_name["spectral"] == pytest.approx(ref.spectral, rel=1e-6, abs=1e-9)
+        assert r.upper <= min(ref.upper, float(T)) * (1 + 1e-6) + 1e-9
+    else:  # K singular beyond its silent rows: least-squares lower bound, upper bound T
+        assert r.lower == pytest.approx(truth, rel=1e-6, abs=1e-9)
+        assert r.upper == T
+    return ref
+
+
+CASES = [
+    # (view, observers given, noise_removed)
+    ("secure-summation", "single", False),
+    ("secure-summation", "coalition", False),
+    ("secure-summation", "target", False),  # target == observer
+    ("secure-summation", "with-target", False),  # target inside a coalition
+    ("secure-summation-v1", "single", False),
+    ("secure-summation-v1", "coalition", False),
+    ("neighbourhood", "neighbour-of-target", False),  # target in the neighbourhood
+    ("neighbourhood", "single", False),
+    ("adaptive-v1", None, False),
+    ("target-v1", None, False),
+    ("secure-summation", "single", True),
+    ("secure-summation", "neighbour-of-target", True),  # adjacent target, noise removed
+    ("secure-summation", "coalition", True),
+    ("secure-summation-v1", "single", True),
+    ("secure-summation-v1", "neighbour-of-target", True),
+    ("neighbourhood", "single", True),
+]
+
+
+def _observers(G, target, kind):
+    others = [v for v in G if v != target]
+    far = [v for v in others if not G.has_edge(v, target)]
+    near = sorted(G[target])
+    return {
+        None: None,
+        "single": [far[0]],
+        "coalition": [far[0], near[0], far[-1]],
+        "target": [target],
+        "with-target": [target, far[0]],
+        "neighbour-of-target": [near[0]],
+    }[kind]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("view, kind, noise_removed", CASES)
+@pytest.mark.parametrize("method", ["structured", "matrix-free"])
+def test_view_agrees_with_dense_reference(seed, view, kind, noise_removed, method):
+    G = _graph(seed)
+    W = sparsedp.gossip_matrix(G, scheme="metropolis")
+    target, T = 5, 7
+    observers = _observers(G, target, kind)
+    r = sparsedp.squared_sensitivity(
+        W, target, observers, T, view=view, noise_removed=noise_removed, method=method
+    )
+    assert r.view == view and r.noise_removed == noise_removed
+    offset = 1 if view.endswith("v1") and view != "target-v1" else 0
+    _check_against_dense(r, W, target, T, power_offset=offset, noise_removed=noise_removed)
+    # K_T is non-singular once the silent rows are dropped, except for a large coalition
+    # with few outside noise sources (the closed neighbourhood here)
+    assert r.solver["upper_certified"] or (noise_removed and view == "neighbourhood")
+
+
+def test_view_observer_sets():
+    G = _graph(3)
+    W = sparsedp.gossip_matrix(G)
+    target, T = 4, 3
+    i = next(v for v in G if v != target and not G.has_edge(v, target))
+    closed = sorted({i, *G[i]})
+    r = sparsedp.squared_sensitivity(W, target, [i], T, view="neighbourhood")
+    assert list(r.observers) == closed
+    r = sparsedp.squared_sensitivity(W, target, None, T, view="adaptive-v1")
+    assert list(r.observers) == sorted({target, *G[target]})
+    r = sparsedp.squared_sensitivity(W, target, None, T, view="target-v1")
+    assert list(r.observers) == [target]
+    assert list(closed_neighbourhood(W, [i])) == closed
+
+
+def test_local_dp_is_exactly_T():
+    W = sparsedp.gossip_matrix(_graph(4))
+    for T in (1, 5, 40):
+        r = sparsedp.squared_sensitivity(W, 2, None, T, view="local-dp")
+        assert r.lower == r.upper == r.exact == T
+    # the dense reference agrees: M_T = I
+    ref = dense_reference(W, 2, list(range(W.shape[0])), 4)
+    assert np.allclose(ref.M, np.eye(4), atol=1e-10)
+
+
+def test_target_observer_with_noise_removed_has_no_privacy():
+    W = sparsedp.gossip_matrix(_graph(5))
+    T = 4
+    for view, observers in (("secure-summation", [3, 5]), ("local-dp", None)):
+        r = sparsedp.squared_sensitivity(W, 3, observers, T, view=view, noise_removed=True)
+        assert r.lower == r.upper == np.inf
+        assert "no privacy" in r.notes[0]
+    # the dense reference: b leaves the range of the noise-removed H
+    assert not dense_in_range(W, 3, [3, 5], T, noise_removed=True)
+    assert dense_in_range(W, 3, [0, 5], T, noise_removed=True)
+    assert sparsedp.gaussian_epsilon(float("inf"), 1.0, 1e-5) == np.inf
+
+
+def test_c_one_is_not_optimal_when_the_target_observes():
+    """v1 App. B claims c = 1 always maximises; the neighbourhood view refutes it."""
+    G = _graph(6)
+    W = sparsedp.gossip_matrix(G)
+    target = 5
+    i = sorted(G[target])[0]
+    r = sparsedp.squared_sensitivity(W, target, [i], 8, view="neighbourhood")
+    ones = next(b.value for b in r.bounds if b.name == "ones")
+    assert r.exact > ones * 1.01
+
+
+def _time_varying(seed: int, T: int, n: int = 10) -> list[sp.csr_matrix]:
+    """T Metropolis matrices of different random graphs on the same nodes (connected union)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(T):
+        G = nx.erdos_renyi_graph(n, 0.3, seed=int(rng.integers(1 << 30)))
+        G.add_edges_from(nx.path_graph(n).edges)  # connected in every round
+        out.append(sparsedp.gossip_matrix(G, scheme="metropolis"))
+    return out
+
+
+@pytest.mark.parametrize("view, observers, noise_removed", [
+    ("secure-summation", [0], False),
+    ("secure-summation", [0, 7], False),
+    ("secure-summation-v1", [0], False),
+    ("secure-summation", [1], True),
+    ("neighbourhood", [0], False),
+])
+def test_time_varying_agrees_with_dense_reference(view, observers, noise_removed):
+    T = 6
+    Ws = _time_varying(7, T)
+    r = sparsedp.squared_sensitivity(Ws, 4, observers, T, view=view, noise_removed=noise_removed)
+    assert r.method == "matrix-free"
+    offset = 1 if view.endswith("v1") else 0
+    if offset:  # Metropolis matrices are not diagonally dominant: no analytic lambda bound
+        assert r.solver["solver"].startswith("dense Cholesky of K_T assembled")
+    _check_against_dense(r, Ws, 4, T, power_offset=offset, noise_removed=noise_removed)
+    # a callable gives the same result
+    r2 = sparsedp.squared_sensitivity(
+        lambda t: Ws[t], 4, observers, T, view=view, noise_removed=noise_removed
+    )
+    assert r2.lower == pytest.approx(r.lower, rel=1e-12)
+
+
+def test_time_varying_order_matters():
+    """Left products W_(t-1) ... W_k: reversing the order of the rounds changes H."""
+    T = 4
+    Ws = _time_varying(8, T)
+    H = dense_H(Ws, [0], T)
+    system = GossipSystem(Ws, [0], T)
+    Z = np.random.default_rng(0).standard_normal((T, Ws[0].shape[0], 2))
+    assert np.allclose(system.apply_H(Z).reshape(T, 2), (H @ Z.reshape(-1, 2)).reshape(T, 2))
+    reversed_H = dense_H(Ws[::-1], [0], T)
+    assert not np.allclose(H, reversed_H)
+    expected = (Ws[2] @ Ws[1]).toarray()[0]  # block (3, 1) = e_0^T W_2 W_1
+    assert np.allclose(H[3, 1 * 10 : 2 * 10], expected)
+
+
+@pytest.mark.parametrize("offset, noise_removed", [(0, False), (1, False), (0, True), (1, True)])
+def test_operator_matches_dense_H(offset, noise_removed):
+    G = _graph(9)
+    W = sparsedp.gossip_matrix(G)
+    T, observers = 5, [1, 6]
+    H = dense_H(W, observers, T, power_offset=offset)
+    if noise_removed:
+        keep = np.ones(W.shape[0], dtype=bool)
+        keep[observers] = False
+        H = H * np.tile(keep, T)[None, :]
+    system = GossipSystem(W, observers, T, power_offset=offset, noise_removed=noise_removed)
+    rng = np.random.default_rng(1)
+    Z = rng.standard_normal((T, W.shape[0], 3))
+    Y = rng.standard_normal((T, 2, 3))
+    assert np.allclose(system.apply_H(Z).reshape(-1, 3), H @ Z.reshape(-1, 3))
+    assert np.allclose(system.apply_HT(Y).reshape(-1, 3), H.T @ Y.reshape(-1, 3))
+    silent = system.silent_rows().ravel()
+    assert np.all(np.abs(H[silent]).sum(axis=1) == 0)
+    if noise_removed:
+        assert silent[: 2 * (1 - offset)].all()  # the first block row for p = 0
+
+
+def test_silent_rows_include_observers_surrounded_by_observers():
+    G = nx.path_graph(6)
+    W = sparsedp.gossip_matrix(G)
+    observers = [0, 1]  # node 0's only neighbour is an observer
+    system = GossipSystem(W, observers, 4, noise_removed=True)
+    silent = system.silent_rows()
+    assert silent[0].all() and silent[1].tolist() == [True, False] and not silent[2].any()
+    r = sparsedp.squared_sensitivity(W, 4, observers, 4, noise_removed=True)
+    assert r.solver["silent_rows_dropped"] == 3
+    _check_against_dense(r, W, 4, 4, noise_removed=True)
+
+
+def test_bad_view_input():
+    W = sparsedp.gossip_matrix(_graph(10))
+    with pytest.raises(ParameterError, match="unknown view"):
+        sparsedp.squared_sensitivity(W, 1, [2], 3, view="everything")
+    with pytest.raises(ParameterError, match="observers=None"):
+        sparsedp.squared_sensitivity(W, 1, [2], 3, view="local-dp")
+    with pytest.raises(ParameterError, match="needs observers"):
+        sparsedp.squared_sensitivity(W, 1, None, 3, view="neighbourhood")
+    with pytest.raises(ParameterError, match="one matrix per round"):
+        sparsedp.squared_sensitivity([W, W], 1, [2], 3)
+    bad = W.tolil()
+    bad[3, 3] += 0.5
+    with pytest.raises(GossipMatrixError, match="W_1"):
+        sparsedp.squared_sensitivity([W, bad.tocsr(), W], 1, [2], 3)
+    with pytest.raises(ParameterError, match="structured"):
+        sparsedp.squared_sensitivity([W, W, W], 1, [2], 3, method="structured")
+    assert set(VIEWS) >= {"secure-summation", "local-dp"}
