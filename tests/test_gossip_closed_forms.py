@@ -377,3 +377,21 @@ def test_thm15_proof_step_h4_fails_for_several_observers(er40):
     J = np.minimum.outer(np.arange(1, T + 1), np.arange(1, T + 1)).astype(float)
     assert np.linalg.eigvalsh(K - np.kron(J, np.eye(3)) / n)[0] < -10.0
     assert np.linalg.eigvalsh(K - np.kron(J, np.ones((3, 3))) / n)[0] > 0.5
+
+
+def test_thm13_limit_contradicted_for_an_adjacent_pair_on_barabasi_albert():
+    """Numerical evidence against Thm 13's limit for j != i: Barabasi-Albert n = 100 from a
+    5-clique, 3 links per node, seed 1 (v2 Fig. 1b's model), Metropolis, observer 47, target
+    49 (adjacent).  Certified Delta^2 / T >= 0.0386 (T = 200), 0.0380 (T = 400), 0.0378
+    (T = 1000, docs/figures/gossip_v2_fig1.json): about 3.8/n and flat, not -> 1/n.  The
+    maximiser flips sign about every 36 rounds; c = 1 alone does tend to 1/n.  At T = 150 the
+    engine's sign vector gives c^T M c / T = 0.03898 on the dense pseudo-inverse M too."""
+    G = nx.barabasi_albert_graph(100, 3, seed=1, initial_graph=nx.complete_graph(5))
+    W = gossip_matrix(G, scheme="metropolis")
+    assert G.has_edge(47, 49)
+    r200, r400 = (sparsedp.squared_sensitivity(W, 49, [47], T, exact=False) for T in (200, 400))
+    one_over_n = cf.thm13_rate(100).value
+    assert r400.lower / 400 > 3.5 * one_over_n
+    assert r400.lower / 400 > r200.upper / 200 - 0.01  # no decay towards 1/n in sight
+    ones = next(b.value for b in r400.bounds if b.name == "ones")
+    assert ones / 400 < 2.5 * one_over_n  # c = 1, the paper's choice, hides it
