@@ -9,16 +9,25 @@ certified sandwich ``M_low <= M_T <= M_up`` (:mod:`sparsedp.certified`); from it
 
 lower bounds (kind "lower")
     ``ones``: c = 1 (the papers' choice);  ``local_search``: single-flip ascent from c = 1
-    and from the signs of the top eigenvector — each the value of a feasible c on ``M_low``.
-exact (kind "exact", when ``T`` is small enough)
-    exhaustive search over the 2^(T-1) classes {c, -c}, on ``M_low`` (a lower bound) and on
-    ``M_up`` (an upper bound); the difference is reported as ``exact_error``.
+    and from the signs of the top eigenvector;  ``multistart``: the same ascent from the signs
+    of the top eigenvectors of ``M_up`` and of ``M_up - diag(d)`` (d from ``diagonal_shift``)
+    and from Gaussian roundings of their top eigenspaces (fixed seed) — each the value of a
+    feasible c on ``M_low``, less the sandwich's quadratic slack.
+exact (kind "exact", when ``T`` is small enough: ``T <= 24`` by default)
+    exhaustive search over the 2^(T-1) classes {c, -c} (exact integer Gray code), on
+    ``M_low`` (a lower bound) and on ``M_up`` (an upper bound, plus the grid error); the
+    difference is reported as ``exact_error``.
 upper bounds (kind "certified upper")
     ``spectral``: ``T lambda_max(M_up)`` with a Cholesky-certified lambda_max;
+    ``diagonal_shift``: ``T lambda_max(M_up - diag d) + sum(d)`` (the SDP dual; valid for
+    every d, which is searched from d = 0), Cholesky-certified;
     ``entrywise``: ``sum |M_T|`` (v2 Thm 12; the matrix-mechanism bound), bounded through
     ``|M - M_low|_ij <= sqrt(E_ii E_jj)`` for ``E = M_up - M_low``;
     ``local_dp``: ``T`` (since ``M_T <= I``).
-The reported ``lower`` is the best lower bound, ``upper`` the best certified upper bound.
+The bounds are computed by :func:`sparsedp.sign_bounds.evaluate_bounds`; ``docs/bounds.md``
+gives the formulas and soundness arguments.
+The reported ``lower`` is the best lower bound, ``upper`` the best certified upper bound,
+``gap`` their difference.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from .certified import UNIT_ROUNDOFF, MatrixSandwich, gamma
 from .threads import limit_blas_threads
 
 TOP_EIGENPAIRS = 32  # eigenpairs per partial eigen-decomposition (LAPACK evr)
-SMOOTHING = (3e-3, 3e-4)  # smoothing widths mu of lambda_max, relative to lambda_max(M_up)
+SMOOTHING = (1e-1, 1e-2, 1e-3, 1e-4)  # widths mu of the smoothing, relative to lambda_max
 SHIFT_WORK = 3.5e10  # evaluations of the shift search: SHIFT_WORK / T^3, clipped below
 SHIFT_MIN_EVALUATIONS = 8
 SHIFT_MAX_EVALUATIONS = 120
