@@ -118,6 +118,7 @@ def account(args: argparse.Namespace) -> dict:
         "squared_sensitivity_lower": result.lower,
         "squared_sensitivity_upper": result.upper,
         "squared_sensitivity_exact": result.exact,
+        "gap": result.gap,
         "relative_gap": result.relative_gap,
         "epsilon": gaussian_epsilon(result.upper, args.sigma, args.delta),
         "method": result.method,
