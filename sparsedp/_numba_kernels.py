@@ -8,8 +8,6 @@ dispatchers in :mod:`sparsedp.kernels`; the numpy twins there are the reference.
 import numba
 import numpy as np
 
-from .kernels import REFRESH_STEPS
-
 STAGNATION = 1e-15  # Lanczos stops when a restart improves the Ritz value by less (relative)
 
 
@@ -27,21 +25,33 @@ def refresh(M, c, y):
 
 
 @numba.njit(cache=True, parallel=True)
-def max_sign_quadratic(M, prefix_bits):
-    T = M.shape[0]
+def max_sign_quadratic(Mi, prefix_bits):
+    """Exhaustive search on the integer grid matrix ``Mi`` (int64, symmetric): per prefix
+    chunk, the best ``c^T Mi c`` of its Gray-code walk and the walk step attaining it.
+
+    Integer arithmetic is exact (the grid keeps every intermediate below 2^62), so there is
+    no rounding drift and no refresh.  The best vector of a chunk is rebuilt from the step.
+    """
+    T = Mi.shape[0]
     low_bits = T - 1 - prefix_bits
     n_chunks = 1 << prefix_bits
-    best_q = np.empty(n_chunks)
-    best_c = np.empty((n_chunks, T))
+    best_q = np.empty(n_chunks, dtype=np.int64)
+    best_c = np.empty((n_chunks, T), dtype=np.int64)
     for h in numba.prange(n_chunks):
-        c = np.ones(T)
+        c = np.ones(T, dtype=np.int64)
         for b in range(prefix_bits):
             if (h >> b) & 1:
-                c[1 + low_bits + b] = -1.0
-        y = np.empty(T)
-        q = refresh(M, c, y)
+                c[1 + low_bits + b] = -1
+        y = np.zeros(T, dtype=np.int64)
+        q = 0
+        for i in range(T):
+            s = 0
+            for j in range(T):
+                s += Mi[i, j] * c[j]
+            y[i] = s
+            q += c[i] * s
         bq = q
-        bc = c.copy()
+        best_step = 0
         for step in range(1, 1 << low_bits):
             k = 1
             s = step
@@ -49,17 +59,19 @@ def max_sign_quadratic(M, prefix_bits):
                 s >>= 1
                 k += 1
             ck = c[k]
-            q = q - 4.0 * ck * y[k] + 4.0 * M[k, k]
+            q = q - 4 * ck * y[k] + 4 * Mi[k, k]
+            twice = 2 * ck
             for i in range(T):
-                y[i] -= 2.0 * ck * M[i, k]
+                y[i] -= twice * Mi[k, i]
             c[k] = -ck
-            if step % REFRESH_STEPS == 0:
-                q = refresh(M, c, y)
             if q > bq:
                 bq = q
-                bc[:] = c
+                best_step = step
+        gray = best_step ^ (best_step >> 1)
+        for b in range(low_bits):
+            c[1 + b] = -1 if (gray >> b) & 1 else 1
         best_q[h] = bq
-        best_c[h, :] = bc
+        best_c[h, :] = c
     return best_q, best_c
 
 

@@ -235,10 +235,14 @@ def cholesky_succeeds(A: np.ndarray) -> bool:
     return True
 
 
-def certified_lambda_max(M: np.ndarray, backend: str = "auto") -> tuple[float, float]:
-    """Certified interval ``(lower, upper)`` for lambda_max of a symmetric PSD ``M``.
+def certified_lambda_max(
+    M: np.ndarray, backend: str = "auto", vector: np.ndarray | None = None
+) -> tuple[float, float]:
+    """Certified interval ``(lower, upper)`` for lambda_max of a symmetric ``M`` (PSD or not).
 
-    ``lower``: the Rayleigh quotient of the Lanczos Ritz vector (numba kernel), less a
+    ``lower``: the Rayleigh quotient of the Lanczos Ritz vector (numba kernel), or of
+    ``vector`` when an approximate top eigenvector is given (the Lanczos run is then skipped:
+    useful when the top eigenvalue is a tight cluster, where restarted Lanczos is slow), less a
     rounding allowance.  ``upper``: the first shift ``s = theta + tau_0 8^k`` for which
     Cholesky of ``s I - M`` succeeds, plus the Cholesky backward-error allowance
     ``gamma_{T+1} T (|s| + ||M||_F)``.  ``tau_0`` is at rounding level (the Rayleigh quotient
@@ -250,7 +254,12 @@ def certified_lambda_max(M: np.ndarray, backend: str = "auto") -> tuple[float, f
     scale = float(np.linalg.norm(M))
     if scale == 0.0:
         return 0.0, 0.0
-    theta, v = kernels.top_eigenpair(M, backend=backend)
+    if vector is None:
+        theta, v = kernels.top_eigenpair(M, backend=backend)
+    else:
+        v = np.asarray(vector, dtype=np.float64)
+        v = v / np.linalg.norm(v)
+        theta = float(v @ (M @ v))
     tau = 64 * UNIT_ROUNDOFF * T * scale
     identity = np.eye(T)
     while not cholesky_succeeds((theta + tau) * identity - M):

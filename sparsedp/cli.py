@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     acc.add_argument("--delta", type=float, default=1e-5, help="target delta")
     acc.add_argument("--method", default="auto", choices=METHODS, help="solver path")
     acc.add_argument("--exact", type=_exact_flag, default="auto",
-                     help="exhaustive search over sign vectors: auto (T <= 16), true, false")
+                     help="exhaustive search over sign vectors: auto (T <= 24), true, false")
     acc.add_argument("--truncation-rtol", type=float, default=1e-9,
                      help="structured path: widening allowed by the mixing truncation, "
                           "relative to the lower bound (default 1e-9)")
@@ -133,6 +133,7 @@ def account(args: argparse.Namespace) -> dict:
         "squared_sensitivity_lower": result.lower,
         "squared_sensitivity_upper": result.upper,
         "squared_sensitivity_exact": result.exact,
+        "gap": result.gap,
         "relative_gap": result.relative_gap,
         "epsilon": gaussian_epsilon(result.upper, args.sigma, args.delta),
         "method": result.method,

@@ -11,16 +11,25 @@ certified sandwich ``M_low <= M_T <= M_up`` (:mod:`sparsedp.certified`); from it
 
 lower bounds (kind "lower")
     ``ones``: c = 1 (the papers' choice);  ``local_search``: single-flip ascent from c = 1
-    and from the signs of the top eigenvector — each the value of a feasible c on ``M_low``.
-exact (kind "exact", when ``T`` is small enough)
-    exhaustive search over the 2^(T-1) classes {c, -c}, on ``M_low`` (a lower bound) and on
-    ``M_up`` (an upper bound); the difference is reported as ``exact_error``.
+    and from the signs of the top eigenvector;  ``multistart``: the same ascent from the signs
+    of the top eigenvectors of ``M_up`` and of ``M_up - diag(d)`` (d from ``diagonal_shift``)
+    and from Gaussian roundings of their top eigenspaces (fixed seed) — each the value of a
+    feasible c on ``M_low``, less the sandwich's quadratic slack.
+exact (kind "exact", when ``T`` is small enough: ``T <= 24`` by default)
+    exhaustive search over the 2^(T-1) classes {c, -c} (exact integer Gray code), on
+    ``M_low`` (a lower bound) and on ``M_up`` (an upper bound, plus the grid error); the
+    difference is reported as ``exact_error``.
 upper bounds (kind "certified upper")
     ``spectral``: ``T lambda_max(M_up)`` with a Cholesky-certified lambda_max;
+    ``diagonal_shift``: ``T lambda_max(M_up - diag d) + sum(d)`` (the SDP dual; valid for
+    every d, which is searched from d = 0), Cholesky-certified;
     ``entrywise``: ``sum |M_T|`` (v2 Thm 12; the matrix-mechanism bound), bounded through
     ``|M - M_low|_ij <= sqrt(E_ii E_jj)`` for ``E = M_up - M_low``;
     ``local_dp``: ``T`` (since ``M_T <= I``).
-The reported ``lower`` is the best lower bound, ``upper`` the best certified upper bound.
+The bounds are computed by :func:`sparsedp.sign_bounds.evaluate_bounds`; ``docs/bounds.md``
+gives the formulas and soundness arguments.
+The reported ``lower`` is the best lower bound, ``upper`` the best certified upper bound,
+``gap`` their difference.
 """
 
 from __future__ import annotations
@@ -31,34 +40,25 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from . import certified, kernels, validation
+from . import certified, validation
 from .certified import UNIT_ROUNDOFF, MatrixSandwich, gamma
 from .errors import GossipMatrixError, ParameterError
 from .gossip import as_square_sparse, check_gossip_matrix, has_property, symmetry_defect
 from .moments import LagPropagator, LagSequence
 from .operators import GossipSystem, k_from_moments, toeplitz_blocks
+from .sign_bounds import Bound, evaluate_bounds
 from .solvers import StationaryPreconditioner, block_pcg, cholesky_solve
 from .spectral import stationary_distribution
 from .threads import limit_blas_threads
 from .views import ObservationModel, resolve_view
 
 METHODS = ("auto", "structured", "matrix-free")
-EXHAUSTIVE_AUTO_MAX_T = 16
-EXHAUSTIVE_MAX_T = 28
+EXHAUSTIVE_AUTO_MAX_T = 24  # 2^23 classes: 0.03 s per search (integer Gray code, numba)
+EXHAUSTIVE_MAX_T = 30  # 2^29 classes: a few seconds per search
 STRUCTURED_MAX_DIM = 8000  # largest mT for which the structured path factorises K_T densely
 OPERATOR_ASSEMBLY_MAX_DIM = 1500  # largest mT assembled densely from the operator (no CG)
 FIRST_MIXING_LEVEL = 1e-6  # n eps^2 at which the truncated propagation first stops
 LAST_MIXING_LEVEL = 1e-40  # below this, propagate through every lag instead
-
-
-@dataclass(frozen=True)
-class Bound:
-    """One bound on the squared sensitivity, with its kind: lower, exact, certified upper."""
-
-    name: str
-    value: float
-    kind: str
-    description: str
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,11 @@ class SensitivityResult:
     notes: tuple[str, ...] = ()
 
     @property
+    def gap(self) -> float:
+        """``upper - lower`` (never negative)."""
+        return max(self.upper - self.lower, 0.0)
+
+    @property
     def relative_gap(self) -> float:
         """``(upper - lower) / upper`` (0 when they are equal, also both 0 or infinite)."""
         return 0.0 if self.upper == self.lower else (self.upper - self.lower) / self.upper
@@ -95,6 +100,7 @@ class SensitivityResult:
         out["observers"] = list(self.observers)
         out["signs"] = list(self.signs)
         out["bounds"] = [asdict(b) for b in self.bounds]
+        out["gap"] = self.gap
         out["relative_gap"] = self.relative_gap
         return out
 
@@ -170,8 +176,8 @@ def squared_sensitivity(
     method : ``"structured"`` (W exactly symmetric: K_T from the moments ``S W^l S^T``,
         dense Cholesky), ``"matrix-free"`` (preconditioned block CG on the matrix-free K_T;
         any W), or ``"auto"`` (structured when W is symmetric and ``m T <= 8000``).
-    exact : ``"auto"`` (exhaustive search when ``T <= EXHAUSTIVE_AUTO_MAX_T``), ``True``
-        (force; refused for ``T > EXHAUSTIVE_MAX_T``) or ``False``.
+    exact : ``"auto"`` (exhaustive search when ``T <= 24``), ``True`` (force; refused for
+        ``T > 30``) or ``False``.
     rtol : relative residual tolerance of the CG solve (its error is carried into the bounds
         either way).
     progress : show progress bars (sparse products of the structured path, CG iterations).
@@ -559,74 +565,6 @@ def _stationary_weight(W: sp.csr_matrix) -> float:
         return 1.0 / W.shape[0]
     pi = stationary_distribution(W)
     return float(pi @ pi)
-
-
-def evaluate_bounds(
-    sandwich: MatrixSandwich, do_exact: bool, backend: str = "auto"
-) -> tuple[list[Bound], np.ndarray]:
-    """All lower / exact / upper bounds on ``max_c c^T M c`` from a certified sandwich.
-
-    Returns the bounds and the best sign vector found.
-    """
-    T = sandwich.T
-    low, up, excess = sandwich.low, sandwich.up, sandwich.excess
-    slack = sandwich.quadratic_slack()
-    ones = np.ones(T)
-    bounds = [
-        Bound("ones", float(ones @ low @ ones) - slack, "lower", "c = 1 (the papers' choice)")
-    ]
-    _, top = kernels.top_eigenpair(low, backend=backend)
-    candidates = [kernels.local_sign_search(low, c0, backend=backend) for c0 in (ones, top)]
-    value, signs = max(candidates, key=lambda vc: vc[0])
-    bounds.append(
-        Bound(
-            "local_search",
-            value - slack,
-            "lower",
-            "single-flip ascent from c = 1 and from the top eigenvector's signs",
-        )
-    )
-    if do_exact:
-        value_low, signs = kernels.max_sign_quadratic(low, backend=backend)
-        value_up, _ = kernels.max_sign_quadratic(up, backend=backend)
-        value_up += kernels.max_sign_quadratic_drift(up)
-        bounds.append(
-            Bound("exhaustive", value_low - slack, "exact", "lower end of the exhaustive search")
-        )
-        bounds.append(
-            Bound(
-                "exhaustive_upper",
-                value_up + slack,
-                "certified upper",
-                "exhaustive search over sign vectors on M_up",
-            )
-        )
-    _, lam_up = certified.certified_lambda_max(up, backend=backend)
-    bounds.append(
-        Bound(
-            "spectral",
-            T * (lam_up + sandwich.eta),
-            "certified upper",
-            "T lambda_max(M_T) (v2 Sec. 3.4), Cholesky-certified",
-        )
-    )
-    # |M_ij| <= |low_ij| + |D_ij| + sqrt(F_ii F_jj) + |E_ij|, F_ii <= excess_ii + eta_excess,
-    # sum |D_ij| <= T ||D||_F <= T eta_low, sum |E_ij| <= model_sum
-    abs_sum = float(np.abs(low).sum()) * (1 + gamma(T * T))
-    root_diag = np.sqrt(np.clip(np.diag(excess), 0.0, None) + sandwich.eta_excess).sum()
-    bounds.append(
-        Bound(
-            "entrywise",
-            abs_sum
-            + T * sandwich.eta_low
-            + root_diag**2 * (1 + gamma(T + 2))
-            + sandwich.model_sum,
-            "certified upper",
-            "sum |M_T| (v2 Thm 12, the matrix-mechanism bound)",
-        )
-    )
-    bounds.append(Bound("local_dp", float(T), "certified upper", "T, since M_T <= I (local DP)"))
-    return bounds, signs
 
 
 def _lower_bounds_only(bounds: list[Bound]) -> list[Bound]:

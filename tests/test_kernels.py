@@ -35,7 +35,7 @@ def test_exhaustive_equals_brute_force(backend, T):
 
 
 def test_exhaustive_refresh_path_on_larger_T():
-    # T = 18 runs more than _REFRESH_STEPS steps per chunk; compare the two backends
+    # T = 18: 2^9 Gray-code steps in each of the 2^8 prefix chunks; compare the two backends
     M = random_psd(18, 5, rank=4)
     v_numba, _ = kernels.max_sign_quadratic(M, backend="numba")
     v_numpy, _ = kernels.max_sign_quadratic(M, backend="numpy")

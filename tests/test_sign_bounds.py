@@ -1,0 +1,291 @@
+"""Bounds on max_c c^T M c (sparsedp.sign_bounds) and the exact integer exhaustive search."""
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sparsedp
+from sparsedp import certified, kernels, sign_bounds
+from sparsedp.certified import MatrixSandwich
+from sparsedp.gossip import gossip_matrix
+from sparsedp.testing import brute_force_max, dense_reference
+
+from .conftest import connected_instance
+
+
+def random_psd(T, seed, rank=None):
+    """``0 <= M <= I`` with lambda_max = 1."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((T, rank or T))
+    M = A @ A.T
+    return M / np.linalg.eigvalsh(M)[-1]
+
+
+def exact_sandwich(M):
+    return MatrixSandwich(low=M, excess=np.zeros_like(M), eta_low=0.0, eta_excess=0.0)
+
+
+def hidden_sandwich(M, seed):
+    """A sandwich of M whose ``low`` misses a PSD part (put in ``excess``) and a rounding-size
+    part ``D`` (``||D||_F = eta_low``), both aimed along the maximiser: bounds computed from
+    ``low`` alone, or without ``T eta``, fall below the true maximum."""
+    T = M.shape[0]
+    if T <= 14:
+        _, s = kernels.max_sign_quadratic(M, backend="numpy")
+    else:
+        _, s = kernels.local_sign_search(M, np.linalg.eigh(M)[1][:, -1])
+    rng = np.random.default_rng(seed)
+    P = 0.05 * np.outer(s, s) / T
+    Q = rng.standard_normal((T, 2))
+    excess = P + 0.01 * Q @ Q.T / T
+    eta_low = 1e-3
+    D = eta_low * np.outer(s, s) / T  # ||D||_F = eta_low
+    low = M - P - D
+    return MatrixSandwich(low=low, excess=excess, eta_low=eta_low, eta_excess=0.0)
+
+
+def named(bounds):
+    return {b.name: b for b in bounds}
+
+
+def check_chain(bounds, truth, T):
+    """lower <= truth <= every certified upper; diagonal_shift <= spectral (up to rounding)."""
+    tol = 1e-12 * max(1.0, truth)
+    for b in bounds:
+        if b.kind in ("lower", "exact"):
+            assert b.value <= truth + tol, b
+        else:
+            assert b.value >= truth - tol, b
+    by = named(bounds)
+    assert by["diagonal_shift"].value <= by["spectral"].value * (1 + 1e-12) + 1e-12 * T
+
+
+# --- the exhaustive search --------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    T=st.integers(1, 14),
+    seed=st.integers(0, 10_000),
+    shape=st.sampled_from(["psd", "indefinite", "nonsymmetric", "low-rank", "tiny", "huge"]),
+)
+def test_exhaustive_backends_equal_brute_force(T, seed, shape):
+    rng = np.random.default_rng(seed)
+    if shape == "psd":
+        M = random_psd(T, seed)
+    elif shape == "low-rank":
+        M = random_psd(T, seed, rank=1)
+    elif shape == "indefinite":
+        M = rng.standard_normal((T, T))
+        M = M + M.T
+    elif shape == "nonsymmetric":
+        M = rng.standard_normal((T, T))
+    else:
+        M = random_psd(T, seed) * (1e-200 if shape == "tiny" else 1e200)
+    truth = brute_force_max(M)
+    v_numba, c_numba = kernels.max_sign_quadratic(M, backend="numba")
+    v_numpy, c_numpy = kernels.max_sign_quadratic(M, backend="numpy")
+    drift = kernels.max_sign_quadratic_drift(M)
+    scale = float(np.abs(M).sum())
+    for v, c in ((v_numba, c_numba), (v_numpy, c_numpy)):
+        assert c[0] == 1.0 and set(np.unique(c)) <= {-1.0, 1.0}
+        assert v == pytest.approx(c @ M @ c, rel=1e-14, abs=1e-14 * scale)
+        assert v == pytest.approx(truth, rel=1e-12, abs=1e-13 * scale)
+        assert truth <= v + drift + 1e-13 * scale
+    assert 0.0 <= drift <= 1e-11 * float(np.abs(M).max())
+
+
+def test_integer_grid_is_within_the_stated_error_and_fits_int64():
+    for T in (1, 2, 9, 24, 30):
+        M = random_psd(T, T) * 3.7
+        M[0, -1] += 1e-3  # not symmetric
+        Mi, s = kernels.integer_grid(M)
+        sym = 0.5 * (M + M.T)
+        assert np.all(np.abs(sym - Mi / (2 * s)) <= 1 / s)
+        assert (T + 2) ** 2 * int(np.abs(Mi).max()) <= 2**61
+        assert int(np.abs(Mi).max()) > 2**61 // (4 * (T + 2) ** 2)  # the grid is not wasted
+    Mi, s = kernels.integer_grid(np.zeros((3, 3)))
+    assert not Mi.any() and kernels.max_sign_quadratic_drift(np.zeros((3, 3))) == 0.0
+
+
+def chunked_float_max(M, chunk_bits=14):
+    """Independent float enumeration of max_c c^T M c (c_1 = +1), in chunks."""
+    T = M.shape[0]
+    free = T - 1
+    low = 1 - 2 * ((np.arange(2**chunk_bits)[:, None] >> np.arange(chunk_bits)) & 1)
+    best = -np.inf
+    for high in range(2 ** (free - chunk_bits)):
+        C = np.ones((2**chunk_bits, T))
+        C[:, 1 : 1 + chunk_bits] = low
+        C[:, 1 + chunk_bits :] = 1 - 2 * ((high >> np.arange(free - chunk_bits)) & 1)
+        best = max(best, float(np.max(np.einsum("ij,ij->i", C @ M, C))))
+    return best
+
+
+def test_exhaustive_at_T_20_equals_a_float_enumeration():
+    M = random_psd(20, 7)
+    value, _ = kernels.max_sign_quadratic(M, backend="numba")
+    assert value == pytest.approx(chunked_float_max(M), rel=1e-13)
+
+
+def rank_two_max(V):
+    """max_c ||V^T c||^2 for V (T x 2): c = sign(V u) for u between consecutive zero
+    crossings of the T lines V_i . u = 0 (an exact O(T^2) method independent of enumeration)."""
+    angles = np.arctan2(V[:, 1], V[:, 0]) + np.pi / 2
+    breaks = np.sort(np.concatenate([angles % np.pi, angles % np.pi + np.pi]))
+    mids = 0.5 * (breaks + np.roll(breaks, -1))
+    mids[-1] = breaks[-1] + 0.5 * (breaks[0] + 2 * np.pi - breaks[-1])
+    best = 0.0
+    for theta in mids:
+        c = np.where(V @ np.array([np.cos(theta), np.sin(theta)]) >= 0, 1.0, -1.0)
+        best = max(best, float(np.sum((V.T @ c) ** 2)))
+    return best
+
+
+@pytest.mark.parametrize("T", [22, 24])
+def test_exhaustive_at_T_24_equals_an_exact_rank_two_maximum(T):
+    rng = np.random.default_rng(T)
+    V = rng.standard_normal((T, 2))
+    M = V @ V.T
+    value, c = kernels.max_sign_quadratic(M, backend="numba")
+    assert value == pytest.approx(rank_two_max(V), rel=1e-13)
+    assert value == pytest.approx(c @ M @ c, rel=1e-14)
+
+
+# --- bounds on random matrices ----------------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(T=st.integers(1, 12), seed=st.integers(0, 10_000), rank=st.integers(1, 12))
+def test_chain_on_random_psd_matrices(T, seed, rank):
+    M = random_psd(T, seed, rank=min(rank, T))
+    truth = brute_force_max(M)
+    for sandwich in (exact_sandwich(M), hidden_sandwich(M, seed)):
+        bounds, signs = sign_bounds.evaluate_bounds(sandwich, True)
+        check_chain(bounds, truth, T)
+        assert set(np.unique(signs)) <= {-1.0, 1.0}
+        by = named(bounds)
+        assert by["exhaustive"].value >= by["multistart"].value - 1e-12 * T
+        assert by["exhaustive"].value >= by["local_search"].value - 1e-12 * T
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_chain_without_exhaustive_and_the_shift_search_runs(seed):
+    """T = 40 (no exhaustive search): the shift search must run and stay certified.
+
+    ``M`` = a sign-vector direction plus noise, so spectral is loose but the SDP bound is
+    close; the truth is bracketed by the multistart value and a local brute force."""
+    T = 40
+    rng = np.random.default_rng(seed)
+    s = np.where(rng.standard_normal(T) >= 0, 1.0, -1.0)
+    A = rng.standard_normal((T, 6))
+    M = 0.5 * np.outer(s, s) / T + A @ A.T / (3 * T)
+    M /= np.linalg.eigvalsh(M)[-1]
+    for sandwich in (exact_sandwich(M), hidden_sandwich(M, seed)):
+        bounds, _ = sign_bounds.evaluate_bounds(sandwich, False)
+        by = named(bounds)
+        lower = max(b.value for b in bounds if b.kind == "lower")
+        assert lower <= by["diagonal_shift"].value
+        assert by["diagonal_shift"].value < by["spectral"].value - 0.1
+    # the certified upper bounds must cover the true maximum of M, found by ascent from s
+    bounds, _ = sign_bounds.evaluate_bounds(hidden_sandwich(M, seed), False)
+    v, _ = kernels.local_sign_search(M, s)
+    for b in bounds:
+        if b.kind == "certified upper":
+            assert b.value >= v - 1e-12, b
+
+
+def test_diagonal_shift_is_exact_for_a_diagonal_matrix():
+    """max_c c^T diag(m) c = sum(m) = f(d = m); spectral gives T max(m)."""
+    m = np.linspace(0.1, 1.0, 30)
+    search = sign_bounds.minimise_diagonal_shift(np.diag(m))
+    assert search.value == pytest.approx(m.sum(), rel=1e-4)
+    assert search.evaluations <= sign_bounds.shift_evaluations(30)
+    bound = sign_bounds.certified_shift_bound(exact_sandwich(np.diag(m)), search.d)
+    assert m.sum() <= bound <= m.sum() * (1 + 1e-4)
+
+
+def test_shift_search_budget_and_reproducibility():
+    assert sign_bounds.shift_evaluations(100) == sign_bounds.SHIFT_MAX_EVALUATIONS
+    assert sign_bounds.shift_evaluations(1000) == 35
+    assert sign_bounds.shift_evaluations(10_000) == sign_bounds.SHIFT_MIN_EVALUATIONS
+    M = random_psd(60, 3, rank=8)
+    one = sign_bounds.minimise_diagonal_shift(M, evaluations=5)
+    assert one.evaluations == 5
+    assert one.value <= 60 * np.linalg.eigvalsh(M)[-1] * (1 + 1e-12)
+    a, _ = sign_bounds.evaluate_bounds(exact_sandwich(M), False)
+    b, _ = sign_bounds.evaluate_bounds(exact_sandwich(M), False)
+    assert [x.value for x in a] == [x.value for x in b]
+
+
+def test_certified_lambda_max_with_a_given_vector():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((50, 50))
+    A = A + A.T - 3 * np.eye(50)  # indefinite, lambda_max of either sign
+    for shift in (0.0, 30.0):
+        B = A - shift * np.eye(50)
+        lam = np.linalg.eigvalsh(B)[-1]
+        for vector in (np.linalg.eigh(B)[1][:, -1], rng.standard_normal(50)):
+            lower, upper = certified.certified_lambda_max(B, vector=vector)
+            assert lower <= lam <= upper
+
+
+# --- gossip instances -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kind,n,relation,T",
+    [("er", 20, "random", 9), ("ring", 12, "equal", 10), ("ba", 18, "hood", 8)],
+)
+def test_chain_on_dense_reference_instances(kind, n, relation, T):
+    G = connected_instance(kind, n, 5)
+    W = gossip_matrix(G)
+    i = 0
+    nb = sorted(G.neighbors(i))
+    target, observers = {
+        "random": (n - 1, [i]),
+        "equal": (i, [i]),
+        "hood": (nb[0], [i, *nb]),
+    }[relation]
+    ref = dense_reference(W, target, observers, T)
+    r = sparsedp.squared_sensitivity(W, target, observers, T, exact=False)
+    check_chain(r.bounds, ref.exact, T)
+    assert named(r.bounds)["diagonal_shift"].value >= ref.exact
+    assert r.lower <= ref.exact <= r.upper
+    assert r.gap == pytest.approx(r.upper - r.lower) and r.gap >= 0
+    assert r.to_dict()["gap"] == r.gap
+
+
+@pytest.fixture(scope="module")
+def er100():
+    G = nx.erdos_renyi_graph(100, 0.15, seed=1)
+    return G, gossip_matrix(G)
+
+
+def test_target_equal_to_observer_multistart_finds_the_exact_maximum(er100):
+    """i == j: c = 1 is far from optimal; the multistart finds the exhaustive maximum at
+    T = 24, which the plain local search misses."""
+    _, W = er100
+    r = sparsedp.squared_sensitivity(W, 0, [0], 24)
+    by = {b.name: b.value for b in r.bounds}
+    assert r.exact is not None and r.exact_error < 1e-8
+    assert by["ones"] < 0.7 * r.exact
+    assert by["local_search"] < r.exact - 1e-3
+    assert by["multistart"] == pytest.approx(r.exact, rel=1e-10)
+
+
+def test_neighbourhood_view_shift_and_multistart_close_the_gap(er100):
+    """Observers = closed neighbourhood of i, target a neighbour: at T = 100 the diagonal
+    shift cuts the spectral bound (100) to within 0.1 % of the multistart lower bound, and
+    the multistart beats c = 1 and the plain local search."""
+    G, W = er100
+    i = 0
+    nb = sorted(G.neighbors(i))
+    r = sparsedp.squared_sensitivity(W, nb[0], [i, *nb], 100)
+    by = {b.name: b.value for b in r.bounds}
+    assert by["multistart"] > by["local_search"] + 0.1 > by["ones"] + 1.0
+    assert by["diagonal_shift"] < by["spectral"] - 2.0
+    assert r.upper == by["diagonal_shift"] and r.lower == by["multistart"]
+    assert r.relative_gap < 1e-3
