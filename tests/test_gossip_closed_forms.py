@@ -382,7 +382,7 @@ def test_thm15_proof_step_h4_fails_for_several_observers(er40):
 def test_thm13_limit_contradicted_for_an_adjacent_pair_on_barabasi_albert():
     """Numerical evidence against Thm 13's limit for j != i: Barabasi-Albert n = 100 from a
     5-clique, 3 links per node, seed 1 (v2 Fig. 1b's model), Metropolis, observer 47, target
-    49 (adjacent).  Certified Delta^2 / T >= 0.0386 (T = 200), 0.0380 (T = 400), 0.0378
+    49 (adjacent).  Certified Delta^2 / T >= 0.0388 (T = 200), 0.0385 (T = 400), 0.0384
     (T = 1000, docs/figures/gossip_v2_fig1.json): about 3.8/n and flat, not -> 1/n.  The
     maximiser flips sign about every 36 rounds; c = 1 alone does tend to 1/n.  At T = 150 the
     engine's sign vector gives c^T M c / T = 0.03898 on the dense pseudo-inverse M too."""
