@@ -579,14 +579,24 @@ def _lower_bounds_only(bounds: list[Bound]) -> list[Bound]:
     return kept
 
 
-def _closed_form(target, model: ObservationModel, T: int, value: float, bound: Bound, note: str):
-    """Result of a view whose sensitivity is known exactly without solving."""
+def _result(target, model: ObservationModel, T: int, **fields) -> SensitivityResult:
+    """A :class:`SensitivityResult` for this query and view, with the given bound fields."""
     return SensitivityResult(
         target=int(target),
         observers=tuple(int(i) for i in model.observers),
         T=T,
         view=model.view,
         noise_removed=model.noise_removed,
+        **fields,
+    )
+
+
+def _closed_form(target, model: ObservationModel, T: int, value: float, bound: Bound, note: str):
+    """Result of a view whose sensitivity is known exactly without solving."""
+    return _result(
+        target,
+        model,
+        T,
         lower=value,
         upper=value,
         exact=value,
@@ -630,12 +640,10 @@ def _assemble(target, model, T, method, sandwich, bounds, signs, solver_info, no
     if exact is not None:  # the exhaustive maximum dominates every other feasible c
         exact = lower
         exact_error = float(upper - exact)
-    return SensitivityResult(
-        target=int(target),
-        observers=tuple(int(i) for i in model.observers),
-        T=T,
-        view=model.view,
-        noise_removed=model.noise_removed,
+    return _result(
+        target,
+        model,
+        T,
         lower=lower,
         upper=float(upper),
         exact=exact,
