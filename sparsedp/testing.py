@@ -93,6 +93,14 @@ def _noise_columns(H: np.ndarray, observers, T: int, noise_removed: bool) -> np.
     return H[:, np.tile(keep, T)]
 
 
+def random_psd(T: int, seed: int, rank: int | None = None) -> np.ndarray:
+    """A random symmetric ``0 <= M <= I`` with ``lambda_max = 1`` (rank ``rank`` or T)."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((T, rank or T))
+    M = A @ A.T
+    return M / np.linalg.eigvalsh(M)[-1]
+
+
 def brute_force_max(M: np.ndarray) -> float:
     """``max_c c^T M c`` over every sign vector (T <= 16)."""
     T = M.shape[0]

@@ -1,6 +1,5 @@
 """numba kernels against their numpy twins and against brute force."""
 
-import itertools
 
 import numpy as np
 import pytest
@@ -9,19 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparsedp import kernels
-
-
-def random_psd(T, seed, rank=None):
-    rng = np.random.default_rng(seed)
-    A = rng.standard_normal((T, rank or T))
-    M = A @ A.T
-    return M / np.linalg.eigvalsh(M)[-1]
-
-
-def brute(M):
-    T = M.shape[0]
-    C = np.array(list(itertools.product((1.0, -1.0), repeat=T)))
-    return np.max(np.einsum("ij,jk,ik->i", C, M, C))
+from sparsedp.testing import brute_force_max, random_psd
 
 
 @pytest.mark.parametrize("backend", ["numba", "numpy"])
@@ -29,7 +16,7 @@ def brute(M):
 def test_exhaustive_equals_brute_force(backend, T):
     M = random_psd(T, T)
     value, c = kernels.max_sign_quadratic(M, backend=backend)
-    assert value == pytest.approx(brute(M), rel=1e-12)
+    assert value == pytest.approx(brute_force_max(M), rel=1e-12)
     assert c[0] == 1.0 and set(np.unique(c)) <= {-1.0, 1.0}
     assert value == pytest.approx(c @ M @ c, rel=1e-14)
 

@@ -10,17 +10,9 @@ import sparsedp
 from sparsedp import certified, kernels, sign_bounds
 from sparsedp.certified import MatrixSandwich
 from sparsedp.gossip import gossip_matrix
-from sparsedp.testing import brute_force_max, dense_reference
+from sparsedp.testing import brute_force_max, dense_reference, random_psd
 
 from .conftest import connected_instance
-
-
-def random_psd(T, seed, rank=None):
-    """``0 <= M <= I`` with lambda_max = 1."""
-    rng = np.random.default_rng(seed)
-    A = rng.standard_normal((T, rank or T))
-    M = A @ A.T
-    return M / np.linalg.eigvalsh(M)[-1]
 
 
 def exact_sandwich(M):
