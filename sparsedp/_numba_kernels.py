@@ -76,29 +76,33 @@ def max_sign_quadratic(Mi, prefix_bits):
 
 
 @numba.njit(cache=True)
-def local_sign_search(M, c0):
+def local_sign_search(M, starts):
+    """Best-improvement single-flip ascent from each row of ``starts`` (k x T); the final
+    sign vectors, one row per start."""
     T = M.shape[0]
-    c = c0.copy()
+    out = starts.copy()
     y = np.empty(T)
-    refresh(M, c, y)
-    for _ in range(4 * T * T + 4):
-        q = 0.0
-        for i in range(T):
-            q += c[i] * y[i]
-        best_k = 0
-        best_gain = -np.inf
-        for i in range(T):
-            g = 4.0 * (M[i, i] - c[i] * y[i])
-            if g > best_gain:
-                best_gain = g
-                best_k = i
-        if best_gain <= 1e-14 * (1.0 + abs(q)):
-            break
-        ck = c[best_k]
-        for i in range(T):
-            y[i] -= 2.0 * ck * M[i, best_k]
-        c[best_k] = -ck
-    return c
+    for s in range(out.shape[0]):
+        c = out[s]
+        refresh(M, c, y)
+        for _ in range(4 * T * T + 4):
+            q = 0.0
+            for i in range(T):
+                q += c[i] * y[i]
+            best_k = 0
+            best_gain = -np.inf
+            for i in range(T):
+                g = 4.0 * (M[i, i] - c[i] * y[i])
+                if g > best_gain:
+                    best_gain = g
+                    best_k = i
+            if best_gain <= 1e-14 * (1.0 + abs(q)):
+                break
+            ck = c[best_k]
+            for i in range(T):
+                y[i] -= 2.0 * ck * M[i, best_k]
+            c[best_k] = -ck
+    return out
 
 
 @numba.njit(cache=True)
@@ -226,6 +230,33 @@ def csr_spmm_fused(indptr, indices, data, X, Y, shift, n_chunks):
                     cross[c, p, q] += xp * acc[q]
                     gram[c, p, q] += yp * acc[q]
     return cross.sum(axis=0), gram.sum(axis=0), centred.sum(axis=0)
+
+
+@numba.njit(cache=True)
+def csr_propagate_fused(indptr, indices, data, X, steps, shift):
+    """``steps`` fused products in a row, serially (small chains, where a parallel region per
+    product costs more than the product): ``V_0 = X``, ``V_(s+1) = W V_s``; returns
+    ``V_steps`` and, stacked over s, ``V_s^T V_(s+1)``, ``V_(s+1)^T V_(s+1)`` and
+    ``sum_r (V_(s+1)[r] - shift)^2``."""
+    n, b = X.shape
+    cross = np.zeros((steps, b, b))
+    gram = np.zeros((steps, b, b))
+    centred = np.zeros((steps, b))
+    V = X.copy()
+    Y = np.empty_like(X)
+    acc = np.empty(b)
+    for s in range(steps):
+        for r in range(n):
+            _csr_row(indptr, indices, data, V, r, acc)
+            for p in range(b):
+                Y[r, p] = acc[p]
+                d = acc[p] - shift
+                centred[s, p] += d * d
+                for q in range(b):
+                    cross[s, p, q] += V[r, p] * acc[q]
+                    gram[s, p, q] += acc[p] * acc[q]
+        V, Y = Y, V
+    return V, cross, gram, centred
 
 
 @numba.njit(cache=True, parallel=True)

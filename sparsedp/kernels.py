@@ -121,7 +121,8 @@ def _max_sign_quadratic_numpy(Mi: np.ndarray) -> tuple[int, np.ndarray]:
     return best_value, best_signs
 
 
-def _local_sign_search_numpy(M: np.ndarray, c0: np.ndarray) -> tuple[float, np.ndarray]:
+def _local_sign_search_numpy(M: np.ndarray, c0: np.ndarray) -> np.ndarray:
+    """The ascent of :func:`local_sign_search` from one start; the final sign vector."""
     c = c0.astype(np.float64).copy()
     y = M @ c
     diag = np.diag(M).copy()
@@ -132,7 +133,7 @@ def _local_sign_search_numpy(M: np.ndarray, c0: np.ndarray) -> tuple[float, np.n
             break
         y -= 2.0 * c[k] * M[:, k]
         c[k] = -c[k]
-    return float(c @ (M @ c)), c
+    return c
 
 
 def _top_eigenpair_numpy(
@@ -244,20 +245,25 @@ def max_sign_quadratic_drift(M: np.ndarray) -> float:
 def local_sign_search(
     M: np.ndarray, c0: np.ndarray | None = None, backend: str = "auto"
 ) -> tuple[float, np.ndarray]:
-    """Best-improvement single-flip ascent of ``c^T M c`` over sign vectors, from ``c0``.
+    """Best-improvement single-flip ascent of ``c^T M c`` over sign vectors.
 
     Flip gains are ``4 (M_kk - c_k (Mc)_k)``; the largest positive gain is taken until none is
-    left.  The value returned is ``c^T M c`` of the final (feasible) ``c``: a lower bound on
-    the maximum.  ``c0`` defaults to the all-ones vector.
+    left.  ``c0``: one start (T,) or several, one per row (k x T), run in one kernel call;
+    default the all-ones vector.  Returns the best final ``c`` over the starts (the first on
+    ties) and its value ``c^T M c``: a feasible point, so a lower bound on the maximum.
     """
     M = _as_square(M)
-    c0 = np.ones(M.shape[0]) if c0 is None else np.sign(np.asarray(c0, dtype=np.float64))
-    c0[c0 == 0] = 1.0
+    T = M.shape[0]
+    starts = np.ones((1, T)) if c0 is None else np.sign(np.asarray(c0, dtype=np.float64))
+    starts = np.array(starts.reshape(-1, T), dtype=np.float64)
+    starts[starts == 0] = 1.0
     if _resolve(backend) == "numpy":
-        _, c = _local_sign_search_numpy(M, c0)
+        finals = np.array([_local_sign_search_numpy(M, c) for c in starts])
     else:
-        c = _numba_module().local_sign_search(M, c0)
-    return float(c @ (M @ c)), c
+        finals = _numba_module().local_sign_search(M, starts)
+    values = np.einsum("ki,ij,kj->k", finals, M, finals)
+    best = int(np.argmax(values))
+    return float(finals[best] @ (M @ finals[best])), finals[best]
 
 
 def top_eigenpair(
@@ -334,6 +340,26 @@ def spmm_fused(
         *_csr_parts(W), X, Y, float(shift), _chunks(X.shape[0])
     )
     return Y, cross, gram, centred
+
+
+def propagate_fused(
+    W, X: np.ndarray, shift: float, steps: int, backend: str = "auto"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`spmm_fused` ``steps`` times in a row: ``V_0 = X``, ``V_(s+1) = W V_s``.
+
+    Returns ``V_steps`` and the per-step ``V_s^T V_(s+1)``, ``V_(s+1)^T V_(s+1)`` and
+    ``sum_r (V_(s+1)[r] - shift)^2`` stacked along a first axis of length ``steps``.  Small
+    chains (below ``PARALLEL_MIN_WORK`` per product) run in one serial numba call; larger
+    ones product by product with :func:`spmm_fused`.
+    """
+    small = W.nnz * X.shape[1] < PARALLEL_MIN_WORK
+    if small and _resolve(backend) == "numba":
+        return _numba_module().csr_propagate_fused(*_csr_parts(W), X, int(steps), float(shift))
+    b = X.shape[1]
+    cross, gram, centred = np.empty((steps, b, b)), np.empty((steps, b, b)), np.empty((steps, b))
+    for s in range(steps):
+        X, cross[s], gram[s], centred[s] = spmm_fused(W, X, shift, backend=backend)
+    return X, cross, gram, centred
 
 
 def spmm_rows(W, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, backend: str = "auto") -> None:

@@ -157,33 +157,47 @@ class LagPropagator:
         while not self.finished:
             if tol is not None and self.mixing_level <= tol:
                 break
-            lag = self.products
             if self.support is not None:
                 rows = _closed_neighbourhood(self.W, self.support)
                 if rows.size > FRONTIER_FRACTION * n:
                     self.support = None
-            if self.support is None:
-                V_next, cross, gram, centred = kernels.spmm_fused(
+            if self.support is None and tol is None:  # no stopping test: every product at once
+                steps = (self.C.shape[0] - self.exact) // 2
+                self.V, cross, gram, centred = kernels.propagate_fused(
+                    self.W, self.V, shift, steps, backend=self.backend
+                )
+                self._record(cross, gram, centred)
+            elif self.support is None:
+                self.V, cross, gram, centred = kernels.spmm_fused(
                     self.W, self.V, shift, backend=self.backend
                 )
+                self._record(cross[None], gram[None], centred[None])
             else:
                 V_next = np.zeros_like(self.V)
                 kernels.spmm_rows(self.W, self.V, V_next, rows, backend=self.backend)
                 Vr, Yr = self.V[rows], V_next[rows]
-                cross, gram = Vr.T @ Yr, Yr.T @ Yr
                 centred = ((Yr - shift) ** 2).sum(axis=0) + (n - rows.size) * shift**2
                 self.support = rows
                 self.frontier_products += 1
-            self.products += 1
-            if self.bar is not None:
-                self.bar.update(1)
-            self.C[2 * lag + 1] = 0.5 * (cross + cross.T)
-            self.C[2 * lag + 2] = gram
-            self.exact = 2 * lag + 3
-            self.V = V_next
-            self.drift += self.step_rounding * float(np.sqrt(np.diag(gram).max()))
-            self.eps = np.sqrt(np.maximum(centred, 0.0)) + self.drift
+                self.V = V_next
+                self._record((Vr.T @ Yr)[None], (Yr.T @ Yr)[None], centred[None])
         return self
+
+    def _record(self, cross: np.ndarray, gram: np.ndarray, centred: np.ndarray) -> None:
+        """Store the lags of ``k`` products just done (inputs stacked over the k steps):
+        ``C_(2l+1) = V_l^T V_(l+1)`` (symmetrised), ``C_(2l+2) = V_(l+1)^T V_(l+1)``, and
+        update the rounding drift and the mixing distances ``eps``."""
+        k = cross.shape[0]
+        lags = self.products + np.arange(k)
+        self.C[2 * lags + 1] = 0.5 * (cross + cross.transpose(0, 2, 1))
+        self.C[2 * lags + 2] = gram
+        self.products += k
+        self.exact = 2 * (self.products - 1) + 3
+        if self.bar is not None:
+            self.bar.update(k)
+        norms = np.sqrt(np.diagonal(gram, axis1=1, axis2=2).max(axis=1))
+        self.drift += self.step_rounding * float(norms.sum())
+        self.eps = np.sqrt(np.maximum(centred[-1], 0.0)) + self.drift
 
     def close(self) -> None:
         """Close the progress bar (the propagation may stop before the last lag)."""

@@ -58,6 +58,7 @@ EXHAUSTIVE_MAX_T = 30  # 2^29 classes: a few seconds per search
 STRUCTURED_MAX_DIM = 8000  # largest mT for which the structured path factorises K_T densely
 OPERATOR_ASSEMBLY_MAX_DIM = 1500  # largest mT assembled densely from the operator (no CG)
 FIRST_MIXING_LEVEL = 1e-6  # n eps^2 at which the truncated propagation first stops
+SMALL_PROPAGATION_WORK = 2e5  # nnz(W) (m + 1) T below which every lag is computed (no truncation)
 LAST_MIXING_LEVEL = 1e-40  # below this, propagate through every lag instead
 
 
@@ -356,15 +357,19 @@ def _structured_sandwich(
 ) -> tuple[MatrixSandwich, LagSequence, float | None]:
     """Certified sandwich from the lags, truncating the propagation as early as the bounds allow.
 
-    The propagation first stops at the mixing level ``n eps^2 <= FIRST_MIXING_LEVEL``; if the
-    certified widening caused by the truncation (``sum |E|`` of the model error) exceeds
+    Small chains (``nnz(W) (m + 1) T <= SMALL_PROPAGATION_WORK``, where the bookkeeping of a
+    truncation costs more than the products it saves) are propagated through every lag.
+    Otherwise the propagation first stops at the mixing level ``n eps^2 <= FIRST_MIXING_LEVEL``;
+    if the certified widening caused by the truncation (``sum |E|`` of the model error) exceeds
     ``truncation_rtol`` times the c = 1 lower bound, it resumes (never restarts) down to the
     level predicted to suffice — the widening is proportional to ``eps_a eps_b`` — with a
     factor 2 of margin, until it passes or every lag is computed.
     """
     T, p = system.T, system.power_offset
     propagator = LagPropagator(system.W, system.observers, target, T + p, progress=progress)
-    level = FIRST_MIXING_LEVEL if _doubly_stochastic_to_rounding(system.W) else None
+    full_work = system.W.nnz * (system.m + 1) * (T + p)
+    truncate = full_work > SMALL_PROPAGATION_WORK and _doubly_stochastic_to_rounding(system.W)
+    level = FIRST_MIXING_LEVEL if truncate else None
     try:
         while True:
             lags = _shifted(propagator.advance(level).result(), p, T)
@@ -502,15 +507,17 @@ def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float) -> tuple[MatrixSa
     K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
     dK_rounding = gamma(T + 1) * float(K.sum(axis=1).max())
     dK = dK_rounding + truncation_norm_bound(lags, T)
-    N = truncation_pattern(lags, T)
-    eps = lags.eps
+    apply_truncation_abs = F_abs = None
+    if lags.truncated:
+        N = truncation_pattern(lags, T)
+        eps = lags.eps
 
-    def apply_truncation_abs(V: np.ndarray) -> np.ndarray:
-        """``(N kron eps eps^T) V`` for ``V`` of shape (T m, k)."""
-        weighted = np.einsum("tbk,b->tk", V.reshape(T, m, -1), eps)
-        return ((N @ weighted)[:, None, :] * eps[None, :, None]).reshape(T * m, -1)
+        def apply_truncation_abs(V: np.ndarray) -> np.ndarray:
+            """``(N kron eps eps^T) V`` for ``V`` of shape (T m, k)."""
+            weighted = np.einsum("tbk,b->tk", V.reshape(T, m, -1), eps)
+            return ((N @ weighted)[:, None, :] * eps[None, :, None]).reshape(T * m, -1)
 
-    F_abs = toeplitz_blocks(np.outer(lags.a_truncated, lags.a_error))
+        F_abs = toeplitz_blocks(np.outer(lags.a_truncated, lags.a_error))
     sandwich, rounding_share = _dense_sandwich(
         K, G, lambda_lb, lambda_lb - dK, dK, dK_rounding, apply_truncation_abs, F_abs
     )

@@ -194,12 +194,13 @@ def certified_shift_bound(
     return value + 8 * UNIT_ROUNDOFF * (abs(spectral_part) + abs(total_d) + d_error)
 
 
-def _signs(v: np.ndarray) -> np.ndarray:
-    return np.where(v >= 0, 1.0, -1.0)
+def _signs(V: np.ndarray) -> np.ndarray:
+    """Sign vectors (+1 for 0) of the columns of ``V``, one per row."""
+    return np.where(V.T >= 0, 1.0, -1.0)
 
 
-def sign_candidates(search: ShiftSearch) -> list[np.ndarray]:
-    """Starting sign vectors for the multistart ascent (deterministic: fixed seed).
+def sign_candidates(search: ShiftSearch) -> np.ndarray:
+    """Starting sign vectors for the multistart ascent, one per row (deterministic: fixed seed).
 
     The signs of the top ``EIGENVECTOR_STARTS`` eigenvectors of ``M_up`` and of
     ``M_up - diag d``; ``ROUNDINGS`` Gaussian roundings ``sign(V diag(sqrt(lambda_+)) z)`` of
@@ -210,16 +211,14 @@ def sign_candidates(search: ShiftSearch) -> list[np.ndarray]:
     rng = np.random.default_rng(SEED)
     lam0, V0 = search.start
     _, V1, w1 = search.best
-    starts = [_signs(V0[:, -1 - i]) for i in range(min(EIGENVECTOR_STARTS, V0.shape[1]))]
-    starts += [_signs(V1[:, -1 - i]) for i in range(min(EIGENVECTOR_STARTS, V1.shape[1]))]
+    top = slice(None, -EIGENVECTOR_STARTS - 1, -1)  # the top eigenvectors, largest first
+    starts = [_signs(V0[:, top]), _signs(V1[:, top])]
     r = min(ROUNDING_DIM, V0.shape[1])
     basis = V0[:, -r:] * np.sqrt(np.clip(lam0[-r:], 0.0, None))
     if np.any(basis):
-        G = basis @ rng.standard_normal((r, ROUNDINGS))
-        starts += [_signs(G[:, i]) for i in range(ROUNDINGS)]
-    G = (V1 * np.sqrt(w1)) @ rng.standard_normal((V1.shape[1], ROUNDINGS))
-    starts += [_signs(G[:, i]) for i in range(ROUNDINGS)]
-    return starts
+        starts.append(_signs(basis @ rng.standard_normal((r, ROUNDINGS))))
+    starts.append(_signs((V1 * np.sqrt(w1)) @ rng.standard_normal((V1.shape[1], ROUNDINGS))))
+    return np.concatenate(starts)
 
 
 @limit_blas_threads
@@ -240,8 +239,7 @@ def evaluate_bounds(
     ones = np.ones(T)
     lower = [Bound("ones", float(ones @ low @ ones) - slack, "lower", "c = 1 (the papers' choice)")]
     _, top = kernels.top_eigenpair(low, backend=backend)
-    candidates = [kernels.local_sign_search(low, c0, backend=backend) for c0 in (ones, top)]
-    value, signs = max(candidates, key=lambda vc: vc[0])
+    value, signs = kernels.local_sign_search(low, np.stack([ones, top]), backend=backend)
     lower.append(
         Bound(
             "local_search",
@@ -298,10 +296,7 @@ def evaluate_bounds(
     best_upper = min(b.value for b in upper)
     closed = best_upper - best_lower <= SHIFT_SKIP_GAP * abs(best_upper)
     search = minimise_diagonal_shift(up, evaluations=1 if closed else None)
-    restarts = [
-        kernels.local_sign_search(low, c0, backend=backend) for c0 in sign_candidates(search)
-    ]
-    best_restart = max(restarts, key=lambda vc: vc[0])
+    best_restart = kernels.local_sign_search(low, sign_candidates(search), backend=backend)
     lower.append(
         Bound(
             "multistart",

@@ -133,10 +133,12 @@ def dense_reference(W, target: int, observers, T: int, **view) -> DenseReference
     """
     M = dense_M(W, target, observers, T, **view)
     ones = np.ones(T)
-    ls_ones, _ = _local_sign_search_numpy(M, ones)
+    c = _local_sign_search_numpy(M, ones)
+    ls_ones = float(c @ M @ c)
     top = np.linalg.eigh(M)[1][:, -1]
     top_signs = np.where(top >= 0, 1.0, -1.0)
-    ls_top, _ = _local_sign_search_numpy(M, top_signs)
+    c = _local_sign_search_numpy(M, top_signs)
+    ls_top = float(c @ M @ c)
     return DenseReference(
         M=M,
         ones=float(ones @ M @ ones),

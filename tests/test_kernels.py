@@ -107,6 +107,37 @@ def test_sparse_kernels_numba_equal_numpy(b):
     assert np.all(Y1[np.setdiff1d(np.arange(3000), rows)] == 0)
 
 
+# small chains run in the serial kernel, the large one product by product
+@pytest.mark.parametrize("n, b", [(300, 1), (300, 3), (3000, 12)])
+def test_propagate_fused_equals_repeated_products(n, b):
+    W = _random_csr(n, 5, n + b) / 5.0
+    X = np.ascontiguousarray(np.random.default_rng(b).random((n, b)))
+    steps = 6
+    V, cross, gram, centred = kernels.propagate_fused(W, X, 0.1, steps, backend="numba")
+    V_np, *parts_np = kernels.propagate_fused(W, X, 0.1, steps, backend="numpy")
+    np.testing.assert_allclose(V, V_np, rtol=1e-12)
+    for got, want in zip((cross, gram, centred), parts_np, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-11)
+    previous = X
+    for s in range(steps):  # against plain scipy products
+        current = W @ previous
+        np.testing.assert_allclose(cross[s], previous.T @ current, rtol=1e-11)
+        np.testing.assert_allclose(gram[s], current.T @ current, rtol=1e-11)
+        np.testing.assert_allclose(centred[s], ((current - 0.1) ** 2).sum(axis=0), rtol=1e-11)
+        previous = current
+    np.testing.assert_allclose(V, previous, rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_local_search_from_several_starts_is_the_best_single_start(backend):
+    M = random_psd(17, 3, rank=5)
+    starts = np.where(np.random.default_rng(1).standard_normal((9, 17)) >= 0, 1.0, -1.0)
+    value, c = kernels.local_sign_search(M, starts, backend=backend)
+    singles = [kernels.local_sign_search(M, s, backend=backend)[0] for s in starts]
+    assert value == max(singles)
+    assert value == pytest.approx(c @ M @ c, rel=1e-14)
+
+
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 12), density=st.floats(0.1, 0.9), seed=st.integers(0, 10**6),
        symmetric=st.booleans())
