@@ -7,7 +7,7 @@ import pytest
 from sparsedp.gossip import gossip_matrix
 from sparsedp.moments import gossip_lags
 from sparsedp.operators import GossipSystem, k_from_moments, toeplitz_blocks
-from sparsedp.testing import dense_H
+from sparsedp.testing import dense_H, dense_M, published_style_M
 
 from .conftest import connected_instance
 
@@ -75,3 +75,13 @@ def test_products_are_counted():
     system = GossipSystem(W, [0], 7)
     system.impulse_response(4)
     assert system.products == 6
+
+
+@pytest.mark.parametrize("observers", [[0], [1, 4]])
+def test_published_style_reference_equals_the_slim_one(observers):
+    """The benchmarks' nT x nT formulation (projector H^+ H of the papers) and dense_M agree."""
+    W = gossip_matrix(nx.cycle_graph(7))
+    T = 5
+    M = published_style_M(W, 3, observers, T)
+    np.testing.assert_allclose(M, dense_M(W, 3, observers, T), rtol=1e-9, atol=1e-12)
+    assert np.all(np.linalg.eigvalsh(M) <= 1 + 1e-10)
