@@ -21,7 +21,7 @@ from .gossip import SCHEMES, gossip_matrix
 from .graphs import as_graph, synthetic_social_graph
 from .ppac import cli as ppac_cli
 from .privacy import gaussian_epsilon
-from .sensitivity import METHODS, squared_sensitivity
+from .sensitivity import METHODS, PRECONDITIONERS, squared_sensitivity
 from .views import VIEWS, VIEWS_WITHOUT_OBSERVERS
 
 DEFAULT_GRAPH_NODES = 2000
@@ -59,7 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     acc.add_argument("--rounds", "-T", type=int, default=100, help="number of rounds T")
     acc.add_argument("--sigma", type=float, default=1.0, help="noise standard deviation")
     acc.add_argument("--delta", type=float, default=1e-5, help="target delta")
-    acc.add_argument("--method", default="auto", choices=METHODS, help="solver path")
+    acc.add_argument("--method", default="auto", choices=METHODS,
+                     help="solver path: structured (symmetric W), gram (any constant W), "
+                          "matrix-free (PCG), or auto")
+    acc.add_argument("--preconditioner", default="auto", choices=PRECONDITIONERS,
+                     help="matrix-free path: gram (Cholesky of the Gram-assembled K_T), "
+                          "stationary, or auto (gram when it fits in memory)")
     acc.add_argument("--exact", type=_exact_flag, default="auto",
                      help="exhaustive search over sign vectors: auto (T <= 24), true, false")
     acc.add_argument("--truncation-rtol", type=float, default=1e-9,
@@ -119,6 +124,7 @@ def account(args: argparse.Namespace) -> dict:
         exact=args.exact,
         progress=progress,
         truncation_rtol=args.truncation_rtol,
+        preconditioner=args.preconditioner,
     )
     return {
         "graph": {"source": graph_name, "nodes": graph.n, "edges": graph.num_edges},

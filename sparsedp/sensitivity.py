@@ -38,9 +38,10 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
-from . import certified, validation
+from . import certified, gram, validation
 from .certified import UNIT_ROUNDOFF, MatrixSandwich, gamma
 from .errors import GossipMatrixError, ParameterError
 from .gossip import as_square_sparse, check_gossip_matrix, has_property, symmetry_defect
@@ -52,11 +53,12 @@ from .spectral import stationary_distribution
 from .threads import limit_blas_threads
 from .views import ObservationModel, resolve_view
 
-METHODS = ("auto", "structured", "matrix-free")
+METHODS = ("auto", "structured", "gram", "matrix-free")
+PRECONDITIONERS = ("auto", "stationary", "gram")
 EXHAUSTIVE_AUTO_MAX_T = 24  # 2^23 classes: 0.03 s per search (integer Gray code, numba)
 EXHAUSTIVE_MAX_T = 30  # 2^29 classes: a few seconds per search
 STRUCTURED_MAX_DIM = 8000  # largest mT for which the structured path factorises K_T densely
-OPERATOR_ASSEMBLY_MAX_DIM = 1500  # largest mT assembled densely from the operator (no CG)
+OPERATOR_ASSEMBLY_MAX_DIM = 1500  # largest mT assembled densely when no lambda bound (no CG)
 FIRST_MIXING_LEVEL = 1e-6  # n eps^2 at which the truncated propagation first stops
 SMALL_PROPAGATION_WORK = 2e5  # nnz(W) (m + 1) T below which every lag is computed (no truncation)
 LAST_MIXING_LEVEL = 1e-40  # below this, propagate through every lag instead
@@ -153,6 +155,7 @@ def squared_sensitivity(
     progress: bool | None = None,
     backend: str = "auto",
     truncation_rtol: float = 1e-9,
+    preconditioner: str = "auto",
 ) -> SensitivityResult:
     """Certified bounds on the squared sensitivity ``Delta_T(target -> observers)^2``.
 
@@ -175,8 +178,12 @@ def squared_sensitivity(
     noise_removed : the observers know their own noise (v2 Sec. 3.3, Thm 16): its columns
         are deleted from H; infinite sensitivity when the target is an observer.
     method : ``"structured"`` (W exactly symmetric: K_T from the moments ``S W^l S^T``,
-        dense Cholesky), ``"matrix-free"`` (preconditioned block CG on the matrix-free K_T;
-        any W), or ``"auto"`` (structured when W is symmetric and ``m T <= 8000``).
+        dense Cholesky), ``"gram"`` (one constant W, symmetric or not: K_T and G_T from the
+        Gram of the lags ``(W^T)^l S^T``, :mod:`sparsedp.gram`, dense Cholesky),
+        ``"matrix-free"`` (preconditioned block CG on the matrix-free K_T; any W, also
+        time-varying), or ``"auto"``: structured when W is symmetric and ``m T <= 8000``,
+        else gram when W is constant, ``m T <= 8000`` and the lags fit in memory
+        (:func:`sparsedp.gram.gram_fits`), else matrix-free.
     exact : ``"auto"`` (exhaustive search when ``T <= 24``), ``True`` (force; refused for
         ``T > 30``) or ``False``.
     rtol : relative residual tolerance of the CG solve (its error is carried into the bounds
@@ -186,6 +193,13 @@ def squared_sensitivity(
     truncation_rtol : structured path, W doubly stochastic: stop propagating once the chain
         has mixed enough that the certified truncation error widens the bounds by at most
         this fraction of the lower bound (the widening is included in the bounds either way).
+    preconditioner : matrix-free path only: ``"stationary"`` (the explicit inverse of the
+        stationary part of K_T, :class:`sparsedp.solvers.StationaryPreconditioner`),
+        ``"gram"`` (Cholesky factor of the Gram-assembled K_T: PCG then converges in one
+        iteration and the matrix-free operator's true residual independently checks the
+        assembly; constant W only) or ``"auto"`` (gram when W is constant and the assembly
+        fits, :func:`sparsedp.gram.gram_fits`, else stationary).  The certificate always
+        comes from the matrix-free operator.
     """
     T = validation.rounds(T)
     Ws = gossip_sequence(W, T)
@@ -198,6 +212,10 @@ def squared_sensitivity(
         raise ParameterError(f"truncation_rtol must be > 0, got {truncation_rtol!r}")
     if method not in METHODS:
         raise ParameterError(f"unknown method {method!r}; choose one of {METHODS}")
+    if preconditioner not in PRECONDITIONERS:
+        raise ParameterError(
+            f"unknown preconditioner {preconditioner!r}; choose one of {PRECONDITIONERS}"
+        )
     pattern = Ws[0] if len(Ws) == 1 else sum(abs(w) for w in Ws)
     model = resolve_view(view, pattern, target, observers, noise_removed)
 
@@ -214,19 +232,19 @@ def squared_sensitivity(
     if method == "structured" and not symmetric:
         raise ParameterError(
             "method='structured' needs one exactly symmetric W (K_T from the moments "
-            "S W^l S^T); use method='matrix-free' for this W"
+            "S W^l S^T); use method='gram' or 'matrix-free' for this W"
+        )
+    if system.time_varying and "gram" in (method, preconditioner):
+        raise ParameterError(
+            "the Gram assembly (method='gram', preconditioner='gram') needs one constant W; "
+            "time-varying gossip has no single lag sequence: use method='matrix-free' with "
+            "preconditioner='stationary'"
         )
     if method == "auto":
-        method = "structured" if symmetric and system.m * T <= STRUCTURED_MAX_DIM else "matrix-free"
-        if system.time_varying:
-            notes.append("time-varying W: using the matrix-free PCG path")
-        elif not symmetric:
-            notes.append("W is not symmetric: using the matrix-free PCG path")
-        elif method == "matrix-free":
-            notes.append(
-                f"m T = {system.m * T} exceeds {STRUCTURED_MAX_DIM}: using the matrix-free PCG path"
-            )
-    sandwich, solver_info = _solve(system, target, method, rtol, maxiter, progress, truncation_rtol)
+        method = _auto_method(system, symmetric, notes)
+    sandwich, solver_info = _solve(
+        system, target, method, rtol, maxiter, progress, truncation_rtol, preconditioner
+    )
     bounds, signs = evaluate_bounds(sandwich, do_exact, backend)
     if not solver_info["upper_certified"]:
         bounds = _lower_bounds_only(bounds)
@@ -235,6 +253,32 @@ def squared_sensitivity(
             "view: the only certified upper bound is T (M_T <= I)"
         )
     return _assemble(target, model, T, method, sandwich, bounds, signs, solver_info, notes)
+
+
+def _auto_method(system: GossipSystem, symmetric: bool, notes: list[str]) -> str:
+    """``method="auto"``: structured, else gram, else matrix-free (with a note saying why)."""
+    mT = system.m * system.T
+    if symmetric and mT <= STRUCTURED_MAX_DIM:
+        return "structured"
+    if system.time_varying:
+        notes.append("time-varying W: using the matrix-free PCG path")
+        return "matrix-free"
+    reason = "W is not symmetric" if not symmetric else (
+        f"m T = {mT} exceeds {STRUCTURED_MAX_DIM}"
+    )
+    if mT <= STRUCTURED_MAX_DIM and gram.gram_fits(system.n, system.m, system.T):
+        notes.append(
+            f"{reason}: using the Gram assembly (K_T from the lags (W^T)^l S^T, dense Cholesky)"
+        )
+        return "gram"
+    lag_bytes, _ = gram.gram_memory(system.n, system.m, system.T)
+    if mT <= STRUCTURED_MAX_DIM:
+        reason += (
+            f" and the Gram assembly needs {lag_bytes / 2**30:.1f} GiB of lags (limit "
+            f"{gram.GRAM_MAX_LAG_BYTES / 2**30:.0f} GiB)"
+        )
+    notes.append(f"{reason}: using the matrix-free PCG path")
+    return "matrix-free"
 
 
 def _resolve_exact(exact, T: int) -> bool:
@@ -280,11 +324,15 @@ def _solve(
     maxiter: int,
     progress,
     truncation_rtol: float,
+    preconditioner: str = "auto",
 ) -> tuple[MatrixSandwich, dict]:
     """Approximate ``X = K^{-1} G`` by the chosen method and certify it.
 
     The solver info says whether the sandwich's upper side is certified (``upper_certified``:
-    a lower bound on ``lambda_min`` of the reduced K was found).
+    a lower bound on ``lambda_min`` of the reduced K was found).  Without an analytic
+    ``lambda_min`` bound and with ``m T <= OPERATOR_ASSEMBLY_MAX_DIM``, the matrix-free method
+    assembles K densely too (the Gram assembly for one constant W, the operator applied to
+    unit vectors for time-varying W) so that ``lambda_min`` can be certified numerically.
     """
     T, m = system.T, system.m
     lambda_lb = analytic_lambda_min_lower_bound(system)
@@ -312,7 +360,20 @@ def _solve(
             truncation_mixing_level=tol,
             truncation_error=sandwich.model_sum,
         )
-    elif lambda_lb is None and m * T <= OPERATOR_ASSEMBLY_MAX_DIM:
+    elif method == "gram" or (
+        lambda_lb is None
+        and m * T <= OPERATOR_ASSEMBLY_MAX_DIM
+        and not system.time_varying
+        and gram.gram_fits(system.n, m, T)
+    ):
+        sandwich, lambda_lb, assembly, dK_rounding = _gram_sandwich(system, target, keep, lambda_lb)
+        info.update(
+            solver="dense Cholesky of K_T assembled from the Gram of the lags (W^T)^l S^T",
+            lambda_min_lower_bound=lambda_lb,
+            sparse_products=assembly.products,
+            K_rounding=dK_rounding,
+        )
+    elif lambda_lb is None and m * T <= OPERATOR_ASSEMBLY_MAX_DIM and system.time_varying:
         K, dK_rounding = _operator_system(system, keep)
         G = system.G_matrix(target)[keep]
         sandwich, lambda_lb = _certified_dense_sandwich(K, G, dK_rounding)
@@ -323,8 +384,8 @@ def _solve(
         )
     else:
         G = system.G_matrix(target) * keep[:, None]
-        precondition = StationaryPreconditioner(T, m, _stationary_weight(system.W))
         mask = keep.reshape(T, m, 1)
+        precondition, preconditioner_info = _preconditioner(system, target, keep, preconditioner)
 
         def apply_K(Y):
             return system.apply_K(Y * mask) * mask
@@ -332,7 +393,7 @@ def _solve(
         X3, KX3, solve = block_pcg(
             apply_K,
             G.reshape(T, m, T),
-            lambda R: precondition(R * mask) * mask,
+            precondition,
             rtol=rtol,
             maxiter=maxiter,
             progress=progress,
@@ -344,7 +405,9 @@ def _solve(
             restarts=solve.restarts,
             max_relative_residual=solve.max_relative_residual,
             converged=solve.converged,
-            sparse_products=system.products,
+            operator_products=system.products,
+            sparse_products=system.products + preconditioner_info["preconditioner_products"],
+            **preconditioner_info,
         )
         sandwich = certified.sandwich_from_solve(G, X, KX, lambda_lb or np.inf)
     info["upper_certified"] = bool(lambda_lb)
@@ -426,9 +489,91 @@ def _moment_system(system: GossipSystem, lags: LagSequence) -> tuple[np.ndarray,
     return K, toeplitz_blocks(shifted.a), dK
 
 
+def _gram_sandwich(
+    system: GossipSystem, target: int, keep: np.ndarray, lambda_lb: float | None
+) -> tuple[MatrixSandwich, float, gram.GramSystem, float]:
+    """Certified sandwich from the Gram-assembled reduced ``K``, ``G`` (kept rows; one W).
+
+    With the analytic ``lambda_min(K) >= lambda_lb`` (when it exceeds twice the rounding
+    ``dK = ||fl(K) - K||``) the computed K has ``lambda_min >= lambda_lb - dK`` and the
+    rounding is charged as a model error, as on the structured path; otherwise
+    ``lambda_min`` is certified numerically (:func:`_certified_dense_sandwich`).  The
+    entrywise rounding of G (:mod:`sparsedp.gram`) is charged either way.  Returns the
+    sandwich, the lambda bound used (0.0: none), the assembly and ``dK``.
+    """
+    assembly = gram.assemble(
+        system.W,
+        system.observers,
+        target,
+        system.T,
+        power_offset=system.power_offset,
+        noise_removed=system.noise_removed,
+    )
+    K, G = assembly.K, assembly.G
+    if not keep.all():
+        K, G = K[keep][:, keep], G[keep]
+    dK = assembly.K_rounding(K)
+    G_error = assembly.G_relative_error * G  # G >= 0
+    if lambda_lb is not None and lambda_lb > 2 * dK:
+        sandwich, _ = _dense_sandwich(
+            K, G, lambda_lb, lambda_lb - dK, dK, dK, np.zeros_like, G_error
+        )
+    else:
+        sandwich, lambda_lb = _certified_dense_sandwich(K, G, dK, G_error)
+    return sandwich, lambda_lb, assembly, dK
+
+
+def _preconditioner(system: GossipSystem, target: int, keep: np.ndarray, choice: str):
+    """The PCG preconditioner on ``(T, m, r)`` blocks (respecting the kept rows) and its info.
+
+    ``"gram"``: the Cholesky factor of the Gram-assembled reduced K (:mod:`sparsedp.gram`),
+    i.e. the exact inverse up to rounding; a reduced K that is singular to working precision
+    falls back to the stationary preconditioner (said in the info).  ``"auto"``: gram for one
+    constant W when :func:`sparsedp.gram.gram_fits`, else stationary.
+    """
+    T, m = system.T, system.m
+    mask = keep.reshape(T, m, 1)
+    info: dict = {"preconditioner_products": 0}
+    if choice == "auto":
+        fits = not system.time_varying and gram.gram_fits(system.n, m, T)
+        choice = "gram" if fits else "stationary"
+    if choice == "gram":
+        assembly = gram.assemble(
+            system.W,
+            system.observers,
+            target,
+            T,
+            power_offset=system.power_offset,
+            noise_removed=system.noise_removed,
+        )
+        info["preconditioner_products"] = assembly.products
+        try:
+            factor = scipy.linalg.cho_factor(
+                assembly.K[keep][:, keep], lower=True, check_finite=False
+            )
+        except np.linalg.LinAlgError:
+            info["preconditioner_note"] = (
+                "the Gram-assembled reduced K is singular to working precision: stationary "
+                "preconditioner instead"
+            )
+        else:
+
+            def apply_gram(R: np.ndarray) -> np.ndarray:
+                flat = R.reshape(T * m, -1)
+                out = np.zeros_like(flat)
+                out[keep] = scipy.linalg.cho_solve(factor, flat[keep], check_finite=False)
+                return out.reshape(R.shape)
+
+            info["preconditioner"] = "gram"
+            return apply_gram, info
+    stationary = StationaryPreconditioner(T, m, _stationary_weight(system.W))
+    info["preconditioner"] = "stationary"
+    return (lambda R: stationary(R * mask) * mask), info
+
+
 def _operator_system(system: GossipSystem, keep: np.ndarray) -> tuple[np.ndarray, float]:
     """Dense reduced ``K`` (kept rows) by applying the operator to unit vectors, and
-    ``||fl(K) - K||_2``.
+    ``||fl(K) - K||_2`` (time-varying W; one constant W uses the Gram assembly).
 
     Every intermediate of ``H (H^T e_r)`` is a sum of non-negative products (W >= 0), at most
     ``2 T (d + 2)`` deep with d the longest row, so each entry is within ``gamma`` of that
@@ -445,7 +590,7 @@ def _operator_system(system: GossipSystem, keep: np.ndarray) -> tuple[np.ndarray
 
 
 def _certified_dense_sandwich(
-    K: np.ndarray, G: np.ndarray, dK_rounding: float
+    K: np.ndarray, G: np.ndarray, dK_rounding: float, G_error: np.ndarray | None = None
 ) -> tuple[MatrixSandwich, float]:
     """Sandwich of ``M = G^T K^+ G`` from a dense K with no analytic ``lambda_min`` bound.
 
@@ -454,16 +599,21 @@ def _certified_dense_sandwich(
     positive (K singular beyond its silent rows), ``X`` is the least-squares solution: every
     ``2 b^T x - x^T K x`` is still a lower bound for b in the range of K, with the rounding
     of K charged as ``||fl(K) - K|| ||X||_F^2``; the returned lambda is 0 and the caller keeps
-    only the lower bounds.
+    only the lower bounds.  ``G_error`` (optional): ``|G_true - G| <= G_error`` entrywise,
+    charged as a model error (:func:`_dense_sandwich`), or as ``2 ||G_error||_F ||X||_F`` on
+    the least-squares lower bound (``2 b^T x`` is linear in b).
     """
     tau = certified.certified_lambda_min(K)
     lambda_lb = tau - dK_rounding
     if lambda_lb > 0:
-        sandwich, _ = _dense_sandwich(K, G, lambda_lb, tau, dK_rounding, dK_rounding)
+        model = () if G_error is None else (np.zeros_like, G_error)
+        sandwich, _ = _dense_sandwich(K, G, lambda_lb, tau, dK_rounding, dK_rounding, *model)
         return sandwich, lambda_lb
     X = np.linalg.lstsq(K, G, rcond=None)[0]
     sandwich = certified.sandwich_from_solve(G, X, K @ X, np.inf, K_dense=K)
     charge = dK_rounding * float(np.linalg.norm(X)) ** 2
+    if G_error is not None:
+        charge += 2 * float(np.linalg.norm(G_error)) * float(np.linalg.norm(X))
     return dataclasses.replace(sandwich, eta_low=sandwich.eta_low + charge), 0.0
 
 

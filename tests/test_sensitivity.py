@@ -43,7 +43,7 @@ def assert_close(a, b, rel=1e-8):
     assert a == pytest.approx(b, rel=rel, abs=1e-12)
 
 
-@pytest.mark.parametrize("method", ["structured", "matrix-free"])
+@pytest.mark.parametrize("method", ["structured", "gram", "matrix-free"])
 @pytest.mark.parametrize("G,target,observers,T", random_instances())
 def test_agrees_with_dense_reference(G, target, observers, T, method):
     W = gossip_matrix(G, scheme="metropolis")
@@ -62,20 +62,27 @@ def test_agrees_with_dense_reference(G, target, observers, T, method):
 
 
 @pytest.mark.parametrize("scheme", ["row-normalised", "row-normalised-self-loops"])
-def test_non_symmetric_W_goes_matrix_free_and_agrees(scheme):
+def test_non_symmetric_W_goes_gram_and_agrees(scheme):
     G = connected_instance("ba", 30, 11)
     W = gossip_matrix(G, scheme=scheme)
     r = sparsedp.squared_sensitivity(W, 3, [0, 5], 8)
     ref = dense_reference(W, 3, [0, 5], 8)
-    assert r.method == "matrix-free"
-    assert any("not symmetric" in note for note in r.notes)
+    assert r.method == "gram"
+    assert any("not symmetric: using the Gram assembly" in note for note in r.notes)
     assert_close(r.exact, ref.exact)
     assert_close(r.upper, ref.upper)
+    for preconditioner in ("gram", "stationary"):
+        mf = sparsedp.squared_sensitivity(
+            W, 3, [0, 5], 8, method="matrix-free", preconditioner=preconditioner
+        )
+        assert mf.solver["preconditioner"] == preconditioner
+        assert_close(mf.exact, ref.exact)
+        assert_close(mf.upper, ref.upper)
     with pytest.raises(ParameterError, match="symmetric"):
         sparsedp.squared_sensitivity(W, 3, [0, 5], 8, method="structured")
 
 
-@pytest.mark.parametrize("method", ["structured", "matrix-free"])
+@pytest.mark.parametrize("method", ["structured", "gram", "matrix-free"])
 @pytest.mark.parametrize("T", [1, 5, 12, 40])
 def test_local_dp_oracle(method, T):
     """Observers = all nodes: H_T is square and invertible, M_T = I, Delta^2 = T exactly."""
@@ -154,6 +161,7 @@ def test_exact_policy():
         ({"observers": [3, 99]}, GraphError, "unknown node id 99"),
         ({"observers": []}, ParameterError, "at least one"),
         ({"method": "magic"}, ParameterError, "method"),
+        ({"preconditioner": "magic"}, ParameterError, "preconditioner"),
         ({"truncation_rtol": 0.0}, ParameterError, "truncation_rtol must be > 0"),
         ({"truncation_rtol": float("nan")}, ParameterError, "truncation_rtol"),
     ],

@@ -77,14 +77,18 @@ def _observers(G, target, kind):
 
 @pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.parametrize("view, kind, noise_removed", CASES)
-@pytest.mark.parametrize("method", ["structured", "matrix-free"])
-def test_view_agrees_with_dense_reference(seed, view, kind, noise_removed, method):
+@pytest.mark.parametrize("method, preconditioner", [
+    ("structured", "auto"), ("gram", "auto"), ("matrix-free", "gram"),
+    ("matrix-free", "stationary"),
+])
+def test_view_agrees_with_dense_reference(seed, view, kind, noise_removed, method, preconditioner):
     G = _graph(seed)
     W = sparsedp.gossip_matrix(G, scheme="metropolis")
     target, T = 5, 7
     observers = _observers(G, target, kind)
     r = sparsedp.squared_sensitivity(
-        W, target, observers, T, view=view, noise_removed=noise_removed, method=method
+        W, target, observers, T, view=view, noise_removed=noise_removed, method=method,
+        preconditioner=preconditioner,
     )
     assert r.view == view and r.noise_removed == noise_removed
     offset = 1 if view.endswith("v1") and view != "target-v1" else 0
