@@ -32,7 +32,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from . import kernels
 
-DEFAULT_MEMORY_BUDGET = 1 << 30  # bytes for the (T, n, r) intermediate of K
+DEFAULT_MEMORY_BUDGET = 2 << 30  # bytes for the (T, n, r) intermediate of one K application
 
 
 class GossipSystem:
