@@ -3,7 +3,9 @@
 import networkx as nx
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
+from sparsedp import operators
 from sparsedp.gossip import gossip_matrix
 from sparsedp.moments import gossip_lags
 from sparsedp.operators import GossipSystem, k_from_moments, toeplitz_blocks
@@ -41,6 +43,20 @@ def test_k_apply_chunks_agree_with_single_block():
     Y = np.random.default_rng(1).standard_normal((5, 2, 7))
     whole = GossipSystem(W, [1, 4], 5).apply_K(Y)
     np.testing.assert_allclose(system.apply_K(Y), whole, atol=1e-13)
+
+
+def test_chunk_columns():
+    """At least MIN_CHUNK_COLUMNS, wider for small n (an 8 MiB block), within the budget."""
+    W = gossip_matrix(connected_instance("er", 30, 2))
+    assert GossipSystem(W, [1], 5).chunk_columns(1000) == 1000  # n = 30: one chunk
+    assert GossipSystem(W, [1], 5).chunk_columns(3) == 3
+    assert GossipSystem(W, [1], 5, memory_budget=8 * 5 * 30 * 2).chunk_columns(1000) == 2
+    assert GossipSystem(W, [1], 5, memory_budget=1).chunk_columns(1000) == 1
+    big = sp.identity(10**5, format="csr")
+    assert GossipSystem(big, [1], 500).chunk_columns(500) == 10  # 4 GiB at n = 1e5, T = 500
+    assert GossipSystem(big, [1], 5).chunk_columns(500) == 10  # 2^20 // 1e5
+    huge = sp.identity(10**6, format="csr")
+    assert GossipSystem(huge, [1], 5).chunk_columns(500) == operators.MIN_CHUNK_COLUMNS
 
 
 @pytest.mark.parametrize("observers", [[3], [0, 1, 2, 9], [4, 12]])
