@@ -332,7 +332,8 @@ def _solve(
     a lower bound on ``lambda_min`` of the reduced K was found).  Without an analytic
     ``lambda_min`` bound and with ``m T <= OPERATOR_ASSEMBLY_MAX_DIM``, the matrix-free method
     assembles K densely too (the Gram assembly for one constant W, the operator applied to
-    unit vectors for time-varying W) so that ``lambda_min`` can be certified numerically.
+    unit vectors for time-varying W or lags too large for memory) so that ``lambda_min``
+    can be certified numerically.
     """
     T, m = system.T, system.m
     lambda_lb = analytic_lambda_min_lower_bound(system)
@@ -373,7 +374,7 @@ def _solve(
             sparse_products=assembly.products,
             K_rounding=dK_rounding,
         )
-    elif lambda_lb is None and m * T <= OPERATOR_ASSEMBLY_MAX_DIM and system.time_varying:
+    elif lambda_lb is None and m * T <= OPERATOR_ASSEMBLY_MAX_DIM:  # time-varying, or lags too big
         K, dK_rounding = _operator_system(system, keep)
         G = system.G_matrix(target)[keep]
         sandwich, lambda_lb = _certified_dense_sandwich(K, G, dK_rounding)

@@ -242,3 +242,13 @@ def test_bad_arguments():
     assert r.lower == pytest.approx(
         sparsedp.squared_sensitivity(W, 5, [2], 4, method="gram").lower, rel=1e-8
     )
+
+
+def test_lags_too_large_for_the_gram_fall_back_to_the_operator_assembly(monkeypatch):
+    """No analytic lambda bound and no room for the lags: K is assembled from the operator
+    (unit vectors) so that the upper bound is still certified."""
+    monkeypatch.setattr(gram, "GRAM_MAX_LAG_BYTES", 0)
+    W = directed_W(12, 2)
+    r = sparsedp.squared_sensitivity(W, 5, [1, 8], 7, noise_removed=True, method="matrix-free")
+    assert "operator" in r.solver["solver"] and r.solver["upper_certified"]
+    _check(r, W, 5, 7, 0, True)
