@@ -152,6 +152,34 @@ def top_eigenpair(M, v0, krylov_dim, tol, max_restarts):
     return v
 
 
+@numba.njit(cache=True)
+def k_from_moments(mu, T):
+    """Toeplitz-plus-Hankel recurrence ``K[t, s] = K[t-1, s-1] + mu_(t+s)`` for the blocks
+    ``t <= s``, then every block below the diagonal and every diagonal block replaced by the
+    transpose of its mirror (as the numpy twin assigns them)."""
+    m = mu.shape[1]
+    K = np.empty((T * m, T * m))
+    for t in range(T):
+        for s in range(t, T):
+            for a in range(m):
+                for b in range(m):
+                    value = mu[t + s, a, b]
+                    if t > 0:
+                        value = K[(t - 1) * m + a, (s - 1) * m + b] + value
+                    K[t * m + a, s * m + b] = value
+    for t in range(T):
+        for a in range(m):
+            for b in range(a + 1, m):
+                upper = K[t * m + a, t * m + b]
+                K[t * m + a, t * m + b] = K[t * m + b, t * m + a]
+                K[t * m + b, t * m + a] = upper
+        for s in range(t + 1, T):
+            for a in range(m):
+                for b in range(m):
+                    K[s * m + b, t * m + a] = K[t * m + a, s * m + b]
+    return K
+
+
 @numba.njit(cache=True, inline="always")
 def _csr_row(indptr, indices, data, X, r, acc):
     """``acc = (W X)[r]``."""
@@ -245,19 +273,47 @@ def csr_propagate_fused(indptr, indices, data, X, steps, shift):
     """``steps`` fused products in a row, serially (small chains, where a parallel region per
     product costs more than the product): ``V_0 = X``, ``V_(s+1) = W V_s``; returns
     ``V_steps`` and, stacked over s, ``V_s^T V_(s+1)``, ``V_(s+1)^T V_(s+1)`` and
-    ``sum_r (V_(s+1)[r] - shift)^2``."""
+    ``sum_r (V_(s+1)[r] - shift)^2``.  The block is kept transposed (one contiguous row per
+    column, a scalar accumulator per product row): twice as fast as the row-major update."""
     n, b = X.shape
     cross = np.zeros((steps, b, b))
     gram = np.zeros((steps, b, b))
     centred = np.zeros((steps, b))
-    V = X.copy()
-    Y = np.empty_like(X)
-    acc = np.empty(b)
+    V = np.ascontiguousarray(X.T)
+    Y = np.empty_like(V)
     for s in range(steps):
-        for r in range(n):
-            _fused_row(indptr, indices, data, V, Y, r, shift, acc, cross[s], gram[s], centred[s])
+        for q in range(0, b - 1, 2):  # two columns per sweep: two independent sums
+            for r in range(n):
+                acc0 = 0.0
+                acc1 = 0.0
+                for k in range(indptr[r], indptr[r + 1]):
+                    col = indices[k]
+                    acc0 += data[k] * V[q, col]
+                    acc1 += data[k] * V[q + 1, col]
+                Y[q, r] = acc0
+                Y[q + 1, r] = acc1
+        if b % 2:
+            for r in range(n):
+                acc0 = 0.0
+                for k in range(indptr[r], indptr[r + 1]):
+                    acc0 += data[k] * V[b - 1, indices[k]]
+                Y[b - 1, r] = acc0
+        for p in range(b):
+            total = 0.0
+            for r in range(n):
+                d = Y[p, r] - shift
+                total += d * d
+            centred[s, p] = total
+            for q in range(b):
+                xy = 0.0
+                yy = 0.0
+                for r in range(n):
+                    xy += V[p, r] * Y[q, r]
+                    yy += Y[p, r] * Y[q, r]
+                cross[s, p, q] = xy
+                gram[s, p, q] = yy
         V, Y = Y, V
-    return V, cross, gram, centred
+    return np.ascontiguousarray(V.T), cross, gram, centred
 
 
 @numba.njit(cache=True, parallel=True)
@@ -309,6 +365,30 @@ def csr_symmetry_defect(indptr, indices, data):
     return best, where_row, where_col
 
 
+@numba.njit(cache=True, inline="always")
+def _upper_mirrors(indptr, indices, data, i):
+    """Row i: entries above the diagonal without a mirror of equal value, and the number of
+    its entries above the diagonal less the number below."""
+    mismatches = 0
+    balance = 0
+    for k in range(indptr[i], indptr[i + 1]):
+        j = indices[k]
+        if j > i:
+            balance += 1
+            lo, hi = indptr[j], indptr[j + 1]  # binary search for column i in row j
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if indices[mid] < i:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo >= indptr[j + 1] or indices[lo] != i or data[lo] != data[k]:
+                mismatches += 1
+        elif j < i:
+            balance -= 1
+    return mismatches, balance
+
+
 @numba.njit(cache=True, parallel=True)
 def csr_upper_mirrors_match(indptr, indices, data):
     """Whether every entry above the diagonal has a mirror of equal value and the pattern has
@@ -318,13 +398,17 @@ def csr_upper_mirrors_match(indptr, indices, data):
     mismatches = np.zeros(n, dtype=np.int64)
     balance = np.zeros(n, dtype=np.int64)
     for i in numba.prange(n):
-        for k in range(indptr[i], indptr[i + 1]):
-            j = indices[k]
-            if j > i:
-                balance[i] += 1
-                mirror = _csr_find(indptr, indices, j, i)
-                if mirror < 0 or data[mirror] != data[k]:
-                    mismatches[i] += 1
-            elif j < i:
-                balance[i] -= 1
+        mismatches[i], balance[i] = _upper_mirrors(indptr, indices, data, i)
     return mismatches.sum() == 0 and balance.sum() == 0
+
+
+@numba.njit(cache=True)
+def csr_upper_mirrors_match_serial(indptr, indices, data):
+    """:func:`csr_upper_mirrors_match` on one thread (small matrices)."""
+    mismatches = 0
+    balance = 0
+    for i in range(indptr.shape[0] - 1):
+        row_mismatches, row_balance = _upper_mirrors(indptr, indices, data, i)
+        mismatches += row_mismatches
+        balance += row_balance
+    return mismatches == 0 and balance == 0

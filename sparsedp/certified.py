@@ -36,6 +36,7 @@ with ``||Delta||_2 <= gamma_{T+1} T ||s I - M||_2``; that amount is added to ``s
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,9 +56,16 @@ def gamma(k: int) -> float:
     return ku / (1.0 - ku)
 
 
+def frobenius(A: np.ndarray) -> float:
+    """``||A||_F`` (the 2-norm of a vector) as ``np.linalg.norm`` computes it,
+    ``sqrt(dot(a, a))`` over the flattened array, without its per-call overhead."""
+    a = A.ravel()
+    return math.sqrt(float(a @ a))
+
+
 def product_rounding_bound(A: np.ndarray, B: np.ndarray) -> float:
     """Bound on ``||fl(A^T B) - A^T B||_2``: ``gamma_k ||A||_F ||B||_F`` with k rows."""
-    return gamma(A.shape[0] + 1) * float(np.linalg.norm(A) * np.linalg.norm(B))
+    return gamma(A.shape[0] + 1) * frobenius(A) * frobenius(B)
 
 
 def gossip_lambda_min_lower_bound(W: sp.spmatrix) -> float:
@@ -67,11 +75,10 @@ def gossip_lambda_min_lower_bound(W: sp.spmatrix) -> float:
     (1/4 for a doubly stochastic non-negative W).  The norms are inflated by a relative
     ``gamma_n`` to cover rounding in the row and column sums.
     """
-    W = sp.csr_matrix(W)
+    W = W if isinstance(W, sp.csr_matrix) else sp.csr_matrix(W)
     n = W.shape[0]
-    absW = W if W.nnz == 0 or W.data.min() >= 0 else abs(W)
-    row_sums = np.asarray(absW.sum(axis=1)).ravel()
-    column_sums = np.asarray(absW.sum(axis=0)).ravel()
+    row_sums = kernels.csr_line_sums(W, 1, absolute=True)
+    column_sums = kernels.csr_line_sums(W, 0, absolute=True)
     inflate = 1.0 + gamma(n + 1)
     norm_1 = float(column_sums.max()) * inflate
     norm_inf = float(row_sums.max()) * inflate
@@ -133,7 +140,7 @@ class MatrixSandwich:
         quadratic form itself.
         """
         T = self.T
-        rounding = gamma(T + 1) * float(np.linalg.norm(self.up))
+        rounding = gamma(T + 1) * frobenius(self.up)
         return T * (self.eta_low + self.eta_excess + rounding) + self.model_sum
 
 
@@ -160,17 +167,17 @@ def sandwich_from_solve(
     excess = 0.5 * (excess + excess.T)
     # rounding of ``low``: the products and the additions (Frobenius-norm bounds)
     eta_low = 2 * product_rounding_bound(G, X) + product_rounding_bound(X, KX)
-    eta_low += gamma(4) * (2 * float(np.linalg.norm(GX)) + float(np.linalg.norm(XKX)))
+    eta_low += gamma(4) * (2 * frobenius(GX) + frobenius(XKX))
     # rounding of ``excess``: the product R^T R and the subtraction forming R
     # (fl(a - b) = (a - b)(1 + d), |d| <= u, so ||R_true c||^2 exceeds ||R c||^2 by at most
     # 5 u ||c||^2 ||R||_F^2)
-    r_norm = float(np.linalg.norm(R))
+    r_norm = frobenius(R)
     eta_excess = (product_rounding_bound(R, R) + 8 * UNIT_ROUNDOFF * r_norm**2) / lambda_lb
     # rounding of ``up = low + excess`` itself
-    eta_excess += UNIT_ROUNDOFF * (float(np.linalg.norm(low)) + float(np.linalg.norm(excess)))
+    eta_excess += UNIT_ROUNDOFF * (frobenius(low) + frobenius(excess))
     if K_dense is not None:
-        x_norm = float(np.linalg.norm(X))
-        e_norm = gamma(K_dense.shape[0] + 1) * float(np.linalg.norm(K_dense)) * x_norm
+        x_norm = frobenius(X)
+        e_norm = gamma(K_dense.shape[0] + 1) * frobenius(K_dense) * x_norm
         eta_low += x_norm * e_norm
         eta_excess += (2 * r_norm * e_norm + e_norm**2) / lambda_lb
     return MatrixSandwich(low=low, excess=excess, eta_low=eta_low, eta_excess=eta_excess)
@@ -251,14 +258,14 @@ def certified_lambda_max(
     """
     M = np.asarray(M, dtype=np.float64)
     T = M.shape[0]
-    scale = float(np.linalg.norm(M))
+    scale = frobenius(M)
     if scale == 0.0:
         return 0.0, 0.0
     if vector is None:
         theta, v = kernels.top_eigenpair(M, backend=backend)
     else:
         v = np.asarray(vector, dtype=np.float64)
-        v = v / np.linalg.norm(v)
+        v = v / frobenius(v)
         theta = float(v @ (M @ v))
     tau = 64 * UNIT_ROUNDOFF * T * scale
     identity = np.eye(T)
@@ -289,9 +296,9 @@ def certified_lambda_min(K: np.ndarray, iterations: int = 30) -> float:
     estimate = np.inf
     for _ in range(iterations):
         w = scipy.linalg.cho_solve(factor, v, check_finite=False)
-        norm = float(np.linalg.norm(w))
+        norm = frobenius(w)
         estimate, v = 1.0 / norm, w / norm
-    scale = float(np.linalg.norm(K))
+    scale = frobenius(K)
     tau = 0.5 * estimate
     identity = np.eye(N)
     for _ in range(5):

@@ -187,7 +187,7 @@ class _Diagnosis:
         return int(np.gcd.reduce(np.abs(level[rows] + 1 - level[self.W.indices])))
 
     def _sums(self, axis: int, label: str, prop: str) -> str | None:
-        sums = np.asarray(self.W.sum(axis=axis)).ravel()
+        sums = kernels.csr_line_sums(self.W, axis)
         bad = np.flatnonzero(np.abs(sums - 1.0) > self.atol)
         if bad.size:
             return f"{label} {bad[0]} of W sums to {_fmt(sums[bad[0]])}, not 1 (not {prop})"

@@ -26,10 +26,10 @@ Kernels
     CSR sparse times dense block (n x b), parallel over row chunks; the fused variant also
     returns ``X^T Y``, ``Y^T Y`` and the centred norms ``sum_r (Y[r] - shift)^2`` from the same
     pass over ``Y``; the row variant updates only the listed rows (a frontier).
-``symmetry_defect(W)``
-    ``max |W - W^T|`` of a canonical CSR matrix and the row-major first entry attaining it,
-    by looking up each entry's mirror with a binary search (no transpose is formed); a first
-    pass looks up only the entries above the diagonal and settles the symmetric case.
+``is_symmetric(W)`` / ``symmetry_defect(W)``
+    whether a canonical CSR matrix equals its transpose, by looking up the mirror of each
+    entry above the diagonal with a binary search (no transpose is formed; one thread for
+    small W); then ``max |W - W^T|`` and the row-major first entry attaining it.
 ``top_eigenpair(M)``
     restarted Lanczos with full reorthogonalisation for the largest eigenvalue of a symmetric
     M: ``(v^T M v, v)`` for the final Ritz vector; the value never exceeds lambda_max (certified
@@ -175,6 +175,17 @@ def _top_eigenpair_numpy(
     return v
 
 
+def _k_from_moments_numpy(mu: np.ndarray, T: int) -> np.ndarray:
+    m = mu.shape[1]
+    K = np.empty((T, m, T, m))
+    idx = np.arange(T)
+    for d in range(T):
+        blocks = np.cumsum(mu[d : d + 2 * (T - d) : 2], axis=0)  # K[t, t+d] for t < T - d
+        K[idx[: T - d], :, idx[d:], :] = blocks
+        K[idx[d:], :, idx[: T - d], :] = blocks.transpose(0, 2, 1)
+    return K.reshape(T * m, T * m)
+
+
 def _start_vector(T: int) -> np.ndarray:
     v = 1.0 + 0.01 * np.sin(np.arange(1, T + 1))
     return v / np.linalg.norm(v)
@@ -261,7 +272,7 @@ def local_sign_search(
         finals = np.array([_local_sign_search_numpy(M, c) for c in starts])
     else:
         finals = _numba_module().local_sign_search(M, starts)
-    values = np.einsum("ki,ij,kj->k", finals, M, finals)
+    values = ((finals @ M) * finals).sum(axis=1)
     best = int(np.argmax(values))
     return float(finals[best] @ (M @ finals[best])), finals[best]
 
@@ -285,6 +296,19 @@ def top_eigenpair(
             M, _start_vector(M.shape[0]), krylov_dim, tol, max_restarts
         )
     return float(v @ (M @ v)), v
+
+
+def k_from_moments(mu: np.ndarray, T: int, backend: str = "auto") -> np.ndarray:
+    """Dense ``K`` (Tm x Tm) from the lags ``mu`` (2T-1, m, m): block ``(t, s)`` for
+    ``t <= s`` is ``sum_{i=0}^{t} mu_(s-t+2i)``, summed in that order, and block ``(s, t)``
+    its transpose (:func:`sparsedp.operators.k_from_moments`).  Both backends do the same
+    additions in the same order, so they agree bit for bit."""
+    mu = np.ascontiguousarray(mu, dtype=np.float64)
+    if mu.ndim != 3 or mu.shape[0] < 2 * T - 1 or mu.shape[1] != mu.shape[2]:
+        raise ValueError(f"expected lags of shape (>= {2 * T - 1}, m, m), got {mu.shape}")
+    if _resolve(backend) == "numpy":
+        return _k_from_moments_numpy(mu, T)
+    return _numba_module().k_from_moments(mu, T)
 
 
 def _csr_parts(W):
@@ -370,10 +394,43 @@ def spmm_rows(W, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, backend: str = 
     _numba_module().csr_spmm_rows(*_csr_parts(W), X, Y, rows)
 
 
+def csr_line_sums(W, axis: int, absolute: bool = False) -> np.ndarray:
+    """Row (``axis=1``) or column (``axis=0``) sums of the stored entries of a CSR matrix
+    (of their absolute values with ``absolute``), each a plain running sum (rounding within
+    ``gamma_k`` of the k entries summed), without scipy's per-call overhead."""
+    data = np.abs(W.data) if absolute else W.data
+    n_rows, n_cols = W.shape
+    if axis == 0:
+        return np.bincount(W.indices, weights=data, minlength=n_cols).astype(np.float64)
+    starts = W.indptr[:-1]
+    if data.size == 0:
+        return np.zeros(n_rows)
+    sums = np.add.reduceat(data, np.minimum(starts, data.size - 1))
+    sums[starts == W.indptr[1:]] = 0.0  # reduceat gives the entry at the start of empty rows
+    return sums
+
+
+def is_symmetric(W, backend: str = "auto") -> bool:
+    """Whether ``W == W^T`` entry for entry (CSR, sorted indices, no duplicates, no explicit
+    zeros).  numpy: the arrays of ``W`` and of its transpose converted back to CSR are equal;
+    numba: every entry above the diagonal has its mirror (one thread below
+    ``PARALLEL_MIN_WORK`` stored entries)."""
+    if _resolve(backend) == "numpy":
+        Wt = W.T.tocsr()  # sorted like W: equal arrays iff W == W^T entry for entry
+        return (np.array_equal(W.indptr, Wt.indptr) and np.array_equal(W.indices, Wt.indices)
+                and np.array_equal(W.data, Wt.data))
+    if W.nnz < PARALLEL_MIN_WORK:
+        return bool(_numba_module().csr_upper_mirrors_match_serial(*_csr_parts(W)))
+    return bool(_numba_module().csr_upper_mirrors_match(*_csr_parts(W)))
+
+
 def symmetry_defect(W, backend: str = "auto") -> tuple[float, tuple[int, int]]:
     """``max |W - W^T|`` and the row-major first entry ``(i, j)`` attaining it (``(0, 0)`` for a
-    symmetric W).  ``W``: CSR with sorted indices and no duplicates.  ``auto`` uses numpy
-    below ``PARALLEL_MIN_WORK`` stored entries (a parallel region costs more than it saves)."""
+    symmetric W).  ``W``: CSR with sorted indices and no duplicates.  :func:`is_symmetric`
+    first; the defect itself with numpy below ``PARALLEL_MIN_WORK`` stored entries under
+    ``auto`` (a parallel region costs more than it saves)."""
+    if is_symmetric(W, backend):
+        return 0.0, (0, 0)
     if backend == "auto" and W.nnz < PARALLEL_MIN_WORK:
         backend = "numpy"
     if _resolve(backend) == "numpy":
@@ -385,8 +442,6 @@ def symmetry_defect(W, backend: str = "auto") -> tuple[float, tuple[int, int]]:
         k = int(np.argmax(np.abs(D.data)))
         i = int(np.searchsorted(D.indptr, k, side="right") - 1)
         return float(abs(D.data[k])), (i, int(D.indices[k]))
-    if _numba_module().csr_upper_mirrors_match(*_csr_parts(W)):
-        return 0.0, (0, 0)
     best, rows, cols = _numba_module().csr_symmetry_defect(*_csr_parts(W))
     value = float(best.max()) if best.size else 0.0
     if value == 0.0:

@@ -105,7 +105,8 @@ class LagPropagator:
     :meth:`advance` propagates until the chain has mixed to ``n eps^2 <= tol`` (or to the
     last lag); calling it again with a smaller ``tol`` continues where it stopped, so a
     caller can tighten the truncation only when the bounds need it.  :meth:`result` returns
-    the current :class:`LagSequence`.
+    the current :class:`LagSequence`.  ``frontier=False`` propagates whole columns from the
+    start (small chains, where finding the frontier costs more than it saves).
     """
 
     def __init__(
@@ -116,6 +117,7 @@ class LagPropagator:
         T: int,
         backend: str = "auto",
         progress: bool | None = None,
+        frontier: bool = True,
     ):
         self.W, self.T, self.backend = W, T, backend
         self.bar = (
@@ -136,7 +138,7 @@ class LagPropagator:
             self.V[target, m] = 1.0
         self.C[0] = self.V.T @ self.V
         self.eps = np.full(b, np.sqrt(1.0 - 1.0 / n))  # ||e_a - 1/n||
-        self.support = np.unique(np.concatenate([observers, [target]]))
+        self.support = np.unique(np.concatenate([observers, [target]])) if frontier else None
         self.products = self.frontier_products = 0
         self.exact = 1  # lags 0 .. exact-1 are computed
         self.step_rounding = 8.0 * np.sqrt(np.diff(W.indptr).max() + 1.0) * UNIT_ROUNDOFF

@@ -73,7 +73,11 @@ class GossipSystem:
     ):
         self.T = int(T)
         sequence = list(W) if isinstance(W, (list, tuple)) else [W]
-        self.Ws = [sp.csr_matrix(w, dtype=np.float64) for w in sequence]
+        self.Ws = [
+            w if isinstance(w, sp.csr_matrix) and w.dtype == np.float64
+            else sp.csr_matrix(w, dtype=np.float64)
+            for w in sequence
+        ]
         self.time_varying = len(self.Ws) > 1
         self.W = self.Ws[0]
         self.observers = np.asarray(observers, dtype=np.int64)
@@ -292,13 +296,11 @@ def toeplitz_blocks(a: np.ndarray) -> np.ndarray:
     return G.reshape(T * m, T * r)
 
 
-def k_from_moments(mu: np.ndarray, T: int) -> np.ndarray:
-    """``K[t, t+d] = sum_{i=0}^{t} mu_(d+2i)`` (0-based t), ``K[t+d, t] = K[t, t+d]^T``."""
-    m = mu.shape[1]
-    K = np.empty((T, m, T, m))
-    idx = np.arange(T)
-    for d in range(T):
-        blocks = np.cumsum(mu[d : d + 2 * (T - d) : 2], axis=0)  # (T-d, m, m)
-        K[idx[: T - d], :, idx[d:], :] = blocks
-        K[idx[d:], :, idx[: T - d], :] = blocks.transpose(0, 2, 1)
-    return K.reshape(T * m, T * m)
+def k_from_moments(mu: np.ndarray, T: int, backend: str = "auto") -> np.ndarray:
+    """``K[t, t+d] = sum_{i=0}^{t} mu_(d+2i)`` (0-based t), ``K[t+d, t] = K[t, t+d]^T``.
+
+    Equivalently the Toeplitz-plus-Hankel recurrence ``K[t, s] = K[t-1, s-1] + mu_(t+s)``;
+    each block is summed in increasing lag order by either backend
+    (:func:`sparsedp.kernels.k_from_moments`).
+    """
+    return kernels.k_from_moments(mu, T, backend=backend)

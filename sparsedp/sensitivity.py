@@ -41,10 +41,10 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from . import certified, gram, validation
-from .certified import UNIT_ROUNDOFF, MatrixSandwich, gamma
+from . import certified, gram, kernels, validation
+from .certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
 from .errors import GossipMatrixError, ParameterError
-from .gossip import as_square_sparse, check_gossip_matrix, has_property, symmetry_defect
+from .gossip import as_square_sparse, check_gossip_matrix, has_property
 from .moments import LagPropagator, LagSequence
 from .operators import GossipSystem, k_from_moments, toeplitz_blocks
 from .sign_bounds import Bound, evaluate_bounds
@@ -110,7 +110,7 @@ class SensitivityResult:
 
 def is_exactly_symmetric(W: sp.csr_matrix) -> bool:
     """Whether ``W == W^T`` entry for entry (the structured path needs exact symmetry)."""
-    return symmetry_defect(W)[0] == 0.0
+    return kernels.is_symmetric(as_square_sparse(W))
 
 
 def gossip_sequence(W, T: int) -> list[sp.csr_matrix]:
@@ -422,7 +422,8 @@ def _structured_sandwich(
     """Certified sandwich from the lags, truncating the propagation as early as the bounds allow.
 
     Small chains (``nnz(W) (m + 1) T <= SMALL_PROPAGATION_WORK``, where the bookkeeping of a
-    truncation costs more than the products it saves) are propagated through every lag.
+    truncation or of a frontier costs more than the products it saves) are propagated
+    through every lag, whole columns from the start.
     Otherwise the propagation first stops at the mixing level ``n eps^2 <= FIRST_MIXING_LEVEL``;
     if the certified widening caused by the truncation (``sum |E|`` of the model error) exceeds
     ``truncation_rtol`` times the c = 1 lower bound, it resumes (never restarts) down to the
@@ -430,9 +431,11 @@ def _structured_sandwich(
     factor 2 of margin, until it passes or every lag is computed.
     """
     T, p = system.T, system.power_offset
-    propagator = LagPropagator(system.W, system.observers, target, T + p, progress=progress)
-    full_work = system.W.nnz * (system.m + 1) * (T + p)
-    truncate = full_work > SMALL_PROPAGATION_WORK and _doubly_stochastic_to_rounding(system.W)
+    small = system.W.nnz * (system.m + 1) * (T + p) <= SMALL_PROPAGATION_WORK
+    propagator = LagPropagator(
+        system.W, system.observers, target, T + p, progress=progress, frontier=not small
+    )
+    truncate = not small and _doubly_stochastic_to_rounding(system.W)
     level = FIRST_MIXING_LEVEL if truncate else None
     try:
         while True:
@@ -612,9 +615,9 @@ def _certified_dense_sandwich(
         return sandwich, lambda_lb
     X = np.linalg.lstsq(K, G, rcond=None)[0]
     sandwich = certified.sandwich_from_solve(G, X, K @ X, np.inf, K_dense=K)
-    charge = dK_rounding * float(np.linalg.norm(X)) ** 2
+    charge = dK_rounding * frobenius(X) ** 2
     if G_error is not None:
-        charge += 2 * float(np.linalg.norm(G_error)) * float(np.linalg.norm(X))
+        charge += 2 * frobenius(G_error) * frobenius(X)
     return dataclasses.replace(sandwich, eta_low=sandwich.eta_low + charge), 0.0
 
 
@@ -700,7 +703,7 @@ def _dense_sandwich(
     if apply_E_abs is None:
         apply_E_abs, F_abs = np.zeros_like, np.zeros_like(G)
     model, rounding_share = certified.model_perturbation(
-        X, G - KX, float(np.linalg.norm(K)), lambda_lb, dK, dK_rounding, apply_E_abs, F_abs
+        X, G - KX, frobenius(K), lambda_lb, dK, dK_rounding, apply_E_abs, F_abs
     )
     return dataclasses.replace(sandwich, model=model), rounding_share
 

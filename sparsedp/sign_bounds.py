@@ -23,6 +23,7 @@ diagonal-shift search (skipped, 0.01 s at T = 100, when the other bounds already
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +31,7 @@ import scipy.linalg
 import scipy.optimize
 
 from . import certified, kernels
-from .certified import UNIT_ROUNDOFF, MatrixSandwich, gamma
+from .certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
 from .threads import limit_blas_threads
 
 TOP_EIGENPAIRS = 32  # eigenpairs per partial eigen-decomposition (LAPACK evr)
@@ -82,8 +83,12 @@ def shift_evaluations(T: int) -> int:
     return int(np.clip(SHIFT_WORK / float(T) ** 3, SHIFT_MIN_EVALUATIONS, SHIFT_MAX_EVALUATIONS))
 
 
-def _top_pairs(A: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def top_pairs(A: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The top ``k`` eigenpairs of a symmetric ``A`` (ascending), by LAPACK: the whole
+    decomposition (``syevd``, least overhead) when ``k`` is all of them, else ``evr``."""
     T = A.shape[0]
+    if k >= T:
+        return np.linalg.eigh(A)
     return scipy.linalg.eigh(
         A, subset_by_index=[T - k, T - 1], driver="evr", check_finite=False
     )
@@ -96,7 +101,11 @@ def _softmax_weights(lam: np.ndarray, mu: float) -> tuple[np.ndarray, float]:
     return z / total, float(np.log(total))
 
 
-def minimise_diagonal_shift(M: np.ndarray, evaluations: int | None = None) -> ShiftSearch:
+def minimise_diagonal_shift(
+    M: np.ndarray,
+    evaluations: int | None = None,
+    start: tuple[np.ndarray, np.ndarray] | None = None,
+) -> ShiftSearch:
     """Search ``d`` minimising ``f(d) = T lambda_max(M - diag d) + sum(d)`` (convex).
 
     ``f`` is the dual of the SDP relaxation of ``max_c c^T M c`` and every ``d`` gives an
@@ -107,7 +116,9 @@ def minimise_diagonal_shift(M: np.ndarray, evaluations: int | None = None) -> Sh
     v_i^2`` with the softmax weights ``w``), for each width in ``SMOOTHING`` (relative to
     ``lambda_max(M)``) in turn, warm-started at the best ``d`` so far.  Every evaluation is
     one partial eigen-decomposition; the best ``f`` seen is kept, and the search stops after
-    ``evaluations`` of them (default :func:`shift_evaluations`).  Deterministic.
+    ``evaluations`` of them (default :func:`shift_evaluations`).  ``start``: the top
+    ``min(TOP_EIGENPAIRS, T)`` eigenpairs of ``M`` when the caller has them (the evaluation
+    at ``d = 0``, counted but not repeated).  Deterministic.
     """
     M = np.asarray(M, dtype=np.float64)
     T = M.shape[0]
@@ -120,7 +131,10 @@ def minimise_diagonal_shift(M: np.ndarray, evaluations: int | None = None) -> Sh
         if state["count"] >= budget:
             raise _BudgetSpent
         state["count"] += 1
-        lam, V = _top_pairs(M - np.diag(d), k)
+        if start is not None and not d.any():
+            lam, V = start
+        else:
+            lam, V = top_pairs(M - np.diag(d), k)
         value = T * float(lam[-1]) + float(d.sum())
         if np.isfinite(value) and value < state["value"]:
             state.update(value=value, d=d.copy(), lam=lam, V=V)
@@ -131,7 +145,7 @@ def minimise_diagonal_shift(M: np.ndarray, evaluations: int | None = None) -> Sh
     state.setdefault("V", V0)
     scale = max(float(lam0[-1]), float(np.abs(lam0).max()), np.finfo(np.float64).tiny)
     mu = SMOOTHING[0] * scale
-    if T > 1:
+    if T > 1 and state["count"] < budget:
         try:
             for stage, factor in enumerate(SMOOTHING):
                 mu = factor * scale
@@ -186,7 +200,7 @@ def certified_shift_bound(
     A = sandwich.up - np.diag(d)
     _, lam = certified.certified_lambda_max(A, backend=backend, vector=vector)
     diagonal = float(np.abs(np.diag(A)).max())
-    lam += 2 * UNIT_ROUNDOFF * (abs(lam) + 2 * diagonal + float(np.linalg.norm(A)))
+    lam += 2 * UNIT_ROUNDOFF * (abs(lam) + 2 * diagonal + frobenius(A))
     total_d = float(d.sum())
     d_error = gamma(T) * float(np.abs(d).sum())
     spectral_part = T * (lam + sandwich.eta)
@@ -208,17 +222,31 @@ def sign_candidates(search: ShiftSearch) -> np.ndarray:
     of ``M_up - diag d`` weighted by the final smoothing weights (Goemans-Williamson with the
     dual's eigenspace standing in for the SDP solution).
     """
-    rng = np.random.default_rng(SEED)
     lam0, V0 = search.start
     _, V1, w1 = search.best
     top = slice(None, -EIGENVECTOR_STARTS - 1, -1)  # the top eigenvectors, largest first
     starts = [_signs(V0[:, top]), _signs(V1[:, top])]
     r = min(ROUNDING_DIM, V0.shape[1])
     basis = V0[:, -r:] * np.sqrt(np.clip(lam0[-r:], 0.0, None))
-    if np.any(basis):
-        starts.append(_signs(basis @ rng.standard_normal((r, ROUNDINGS))))
-    starts.append(_signs((V1 * np.sqrt(w1)) @ rng.standard_normal((V1.shape[1], ROUNDINGS))))
+    first = bool(np.any(basis))
+    draws = _gaussian_draws(r if first else 0, V1.shape[1])
+    if first:
+        starts.append(_signs(basis @ draws[0]))
+    starts.append(_signs((V1 * np.sqrt(w1)) @ draws[-1]))
     return np.concatenate(starts)
+
+
+@functools.lru_cache(maxsize=16)
+def _gaussian_draws(r: int, k: int) -> tuple[np.ndarray, ...]:
+    """The standard normal draws of :func:`sign_candidates`: ``(r x ROUNDINGS,
+    k x ROUNDINGS)`` in this order from ``SEED`` (only the second when ``r = 0``); drawn once
+    per shape, read-only."""
+    rng = np.random.default_rng(SEED)
+    shapes = [(r, ROUNDINGS)] if r else []
+    draws = tuple(rng.standard_normal(shape) for shape in [*shapes, (k, ROUNDINGS)])
+    for draw in draws:
+        draw.setflags(write=False)
+    return draws
 
 
 @limit_blas_threads
@@ -238,14 +266,15 @@ def evaluate_bounds(
     slack = sandwich.quadratic_slack()
     ones = np.ones(T)
     lower = [Bound("ones", float(ones @ low @ ones) - slack, "lower", "c = 1 (the papers' choice)")]
-    _, top = kernels.top_eigenpair(low, backend=backend)
+    start = top_pairs(up, min(TOP_EIGENPAIRS, T))  # M_up's top eigenpairs, used throughout
+    top = start[1][:, -1]
     value, signs = kernels.local_sign_search(low, np.stack([ones, top]), backend=backend)
     lower.append(
         Bound(
             "local_search",
             value - slack,
             "lower",
-            "single-flip ascent from c = 1 and from the top eigenvector's signs",
+            "single-flip ascent from c = 1 and from the signs of the top eigenvector of M_up",
         )
     )
     upper = []
@@ -266,7 +295,7 @@ def evaluate_bounds(
                 "exhaustive search over sign vectors on M_up",
             )
         )
-    _, lam_up = certified.certified_lambda_max(up, backend=backend)
+    _, lam_up = certified.certified_lambda_max(up, backend=backend, vector=top)
     upper.append(
         Bound(
             "spectral",
@@ -295,7 +324,7 @@ def evaluate_bounds(
     best_lower = max(b.value for b in lower)
     best_upper = min(b.value for b in upper)
     closed = best_upper - best_lower <= SHIFT_SKIP_GAP * abs(best_upper)
-    search = minimise_diagonal_shift(up, evaluations=1 if closed else None)
+    search = minimise_diagonal_shift(up, evaluations=1 if closed else None, start=start)
     best_restart = kernels.local_sign_search(low, sign_candidates(search), backend=backend)
     lower.append(
         Bound(

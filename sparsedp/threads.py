@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 
 from threadpoolctl import ThreadpoolController
 
@@ -20,14 +21,24 @@ def blas_threads() -> int:
 
 
 def limit_blas_threads(function):
-    """Decorator: run ``function`` with the BLAS thread pool limited to :func:`blas_threads`."""
+    """Decorator: run ``function`` with the BLAS thread pool limited to :func:`blas_threads`
+    (inside another such function, the limit is already in place and is not set again)."""
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
-        with _controller().limit(limits=blas_threads(), user_api="blas"):
+        if getattr(_state, "limited", False):
             return function(*args, **kwargs)
+        with _controller().limit(limits=blas_threads(), user_api="blas"):
+            _state.limited = True
+            try:
+                return function(*args, **kwargs)
+            finally:
+                _state.limited = False
 
     return wrapper
+
+
+_state = threading.local()  # whether this thread runs inside limit_blas_threads
 
 
 @functools.lru_cache(maxsize=1)

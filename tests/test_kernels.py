@@ -151,6 +151,34 @@ def test_symmetry_defect_numba_matches_numpy(n, density, seed, symmetric):
     A.sort_indices()
     expected = kernels.symmetry_defect(A, backend="numpy")
     assert kernels.symmetry_defect(A, backend="numba") == expected
+    exactly = (A != A.T).nnz == 0
+    assert kernels.is_symmetric(A, backend="numpy") == exactly
+    assert kernels.is_symmetric(A, backend="numba") == exactly
     assert expected[0] == pytest.approx(float(np.abs((A - A.T).toarray()).max()))
     if symmetric:
         assert expected == (0.0, (0, 0))
+
+
+@pytest.mark.parametrize("T, m", [(1, 1), (2, 3), (7, 1), (9, 4)])
+def test_k_from_moments_backends_agree_bit_for_bit(T, m):
+    """The numba recurrence and the numpy cumulative sums do the same additions in the same
+    order, also for blocks that are not symmetric (the diagonal block is the transposed sum)."""
+    mu = np.random.default_rng(T * 10 + m).random((2 * T - 1, m, m))
+    K_numba = kernels.k_from_moments(mu, T, backend="numba")
+    K_numpy = kernels.k_from_moments(mu, T, backend="numpy")
+    np.testing.assert_array_equal(K_numba, K_numpy)
+    t, s = T - 1, T - 1  # last diagonal block: sum_i mu_(2i), transposed
+    np.testing.assert_allclose(K_numpy[t * m : (t + 1) * m, s * m : (s + 1) * m],
+                               mu[0 : 2 * T - 1 : 2].sum(axis=0).T, rtol=1e-12)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_is_symmetric_serial_and_parallel_kernels_agree(monkeypatch, symmetric):
+    A = sp.random(300, 300, density=0.05, random_state=np.random.default_rng(3), format="csr")
+    A = (A + A.T).tocsr() if symmetric else A
+    A.sort_indices()
+    answers = {kernels.is_symmetric(A, backend="numba")}  # one thread: nnz < PARALLEL_MIN_WORK
+    monkeypatch.setattr(kernels, "PARALLEL_MIN_WORK", 0)
+    answers.add(kernels.is_symmetric(A, backend="numba"))
+    answers.add(kernels.is_symmetric(A, backend="numpy"))
+    assert answers == {symmetric}
