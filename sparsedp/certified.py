@@ -21,7 +21,8 @@ Floating-point rounding
 -----------------------
 The sandwich is rigorous for the solver error.  Rounding in forming ``M_low`` is covered by
 an explicit allowance ``eta`` with ``||fl(M_low) - M_low||_2 <= eta`` (a standard
-``gamma_k``-style bound on the matrix products, see :func:`product_rounding_bound`), which is
+``gamma_k``-style bound on the matrix products: ``||fl(A^T B) - A^T B||_2 <= gamma_{k+1}
+||A||_F ||B||_F`` for k rows), which is
 subtracted from lower bounds and added to upper bounds.  The allowance assumes that the
 operator applications themselves (sparse products with ``W``) are accurate to working
 precision, the usual assumption of residual-based error bounds.
@@ -36,11 +37,13 @@ with ``||Delta||_2 <= gamma_{T+1} T ||s I - M||_2``; that amount is added to ``s
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.lapack
 import scipy.sparse as sp
 
 from . import kernels
@@ -61,11 +64,6 @@ def frobenius(A: np.ndarray) -> float:
     ``sqrt(dot(a, a))`` over the flattened array, without its per-call overhead."""
     a = A.ravel()
     return math.sqrt(float(a @ a))
-
-
-def product_rounding_bound(A: np.ndarray, B: np.ndarray) -> float:
-    """Bound on ``||fl(A^T B) - A^T B||_2``: ``gamma_k ||A||_F ||B||_F`` with k rows."""
-    return gamma(A.shape[0] + 1) * frobenius(A) * frobenius(B)
 
 
 def gossip_lambda_min_lower_bound(W: sp.spmatrix) -> float:
@@ -97,7 +95,8 @@ class MatrixSandwich:
     approximate ``(K, G)`` (truncated lags, :func:`model_perturbation`), bounded entrywise by
     the non-negative matrix ``model`` (``None``: no model error).  Hence
     ``low - eta I <= M <= up + eta I`` with ``eta = eta_low + eta_excess + eta_model``, where
-    ``eta_model`` (the largest row sum of ``model``) bounds ``||E||_2``.
+    ``eta_model`` (the largest row sum of ``model``) bounds ``||E||_2``.  The derived
+    quantities are computed once per sandwich (the arrays are not to be modified).
     """
 
     low: np.ndarray
@@ -106,25 +105,25 @@ class MatrixSandwich:
     eta_excess: float
     model: np.ndarray | None = None
 
-    @property
+    @functools.cached_property
     def eta_model(self) -> float:
         """``||E||_2 <= max_i sum_j model_ij`` (``|E| <= model`` entrywise, E symmetric)."""
         if self.model is None:
             return 0.0
         return float(self.model.sum(axis=1).max()) * (1 + gamma(self.T))
 
-    @property
+    @functools.cached_property
     def model_sum(self) -> float:
         """``sum_ij |E_ij| <= sum_ij model_ij``, which also bounds ``|c^T E c|`` for signs c."""
         if self.model is None:
             return 0.0
         return float(self.model.sum()) * (1 + gamma(self.T * self.T))
 
-    @property
+    @functools.cached_property
     def eta(self) -> float:
         return self.eta_low + self.eta_excess + self.eta_model
 
-    @property
+    @functools.cached_property
     def up(self) -> np.ndarray:
         return self.low + self.excess
 
@@ -165,18 +164,19 @@ def sandwich_from_solve(
     R = G - KX
     excess = (R.T @ R) / lambda_lb
     excess = 0.5 * (excess + excess.T)
-    # rounding of ``low``: the products and the additions (Frobenius-norm bounds)
-    eta_low = 2 * product_rounding_bound(G, X) + product_rounding_bound(X, KX)
+    # rounding of ``low``: the products (``gamma_{k+1} ||A||_F ||B||_F`` for ``A^T B`` with k
+    # rows, k = the rows of G, X, K X and R) and the additions
+    x_norm, r_norm = frobenius(X), frobenius(R)
+    gamma_k = gamma(G.shape[0] + 1)
+    eta_low = gamma_k * x_norm * (2 * frobenius(G) + frobenius(KX))
     eta_low += gamma(4) * (2 * frobenius(GX) + frobenius(XKX))
     # rounding of ``excess``: the product R^T R and the subtraction forming R
     # (fl(a - b) = (a - b)(1 + d), |d| <= u, so ||R_true c||^2 exceeds ||R c||^2 by at most
     # 5 u ||c||^2 ||R||_F^2)
-    r_norm = frobenius(R)
-    eta_excess = (product_rounding_bound(R, R) + 8 * UNIT_ROUNDOFF * r_norm**2) / lambda_lb
+    eta_excess = (gamma_k + 8 * UNIT_ROUNDOFF) * r_norm**2 / lambda_lb
     # rounding of ``up = low + excess`` itself
     eta_excess += UNIT_ROUNDOFF * (frobenius(low) + frobenius(excess))
     if K_dense is not None:
-        x_norm = frobenius(X)
         e_norm = gamma(K_dense.shape[0] + 1) * frobenius(K_dense) * x_norm
         eta_low += x_norm * e_norm
         eta_excess += (2 * r_norm * e_norm + e_norm**2) / lambda_lb
@@ -191,7 +191,7 @@ def model_perturbation(
     E_norm: float,
     E_norm_part: float,
     apply_E_abs,
-    F_abs: np.ndarray,
+    F_abs: np.ndarray | None,
 ) -> tuple[np.ndarray, float]:
     """Entrywise bound ``B >= |M - M_hat|`` for ``(K_hat, G_hat)`` in place of ``(K, G)``.
 
@@ -199,7 +199,8 @@ def model_perturbation(
     computed residual ``R = fl(G_hat - K_hat X)``.  The model error ``E = K - K_hat`` splits
     into a part bounded entrywise, ``|E_1| V <= apply_E_abs(V)`` for non-negative V, and a part
     bounded in norm, ``||E_2||_2 <= E_norm_part``; ``||E||_2 <= E_norm``;
-    ``|G - G_hat| <= F_abs`` entrywise; ``lambda_min(K) >= lambda_lb``.
+    ``|G - G_hat| <= F_abs`` entrywise; ``lambda_min(K) >= lambda_lb``.  ``apply_E_abs=None``
+    (then ``F_abs`` is ignored): ``E_1 = 0`` and ``G = G_hat``.
 
     With ``Y = K_hat^{-1} G_hat`` (exact), ``F = G - G_hat`` and ``Z = E Y - F`` the identity
 
@@ -225,21 +226,22 @@ def model_perturbation(
     residuals += gamma(k + 1) * K_frobenius * np.linalg.norm(X, axis=0)
     Y = np.abs(X) + (residuals / (lambda_lb - E_norm))[None, :]
     y = np.linalg.norm(Y, axis=0)
-    EY = apply_E_abs(Y)
-    YF = Y.T @ F_abs
-    z = np.linalg.norm(EY, axis=0) + E_norm_part * y + np.linalg.norm(F_abs, axis=0)
-    B = Y.T @ EY + YF + YF.T + E_norm_part * np.outer(y, y) + np.outer(z, z) / lambda_lb
+    if apply_E_abs is None:  # no entrywise part: E bounded in norm only, G exact
+        z = E_norm_part * y
+        B = E_norm_part * np.outer(y, y) + np.outer(z, z) / lambda_lb
+    else:
+        EY = apply_E_abs(Y)
+        YF = Y.T @ F_abs
+        z = np.linalg.norm(EY, axis=0) + E_norm_part * y + np.linalg.norm(F_abs, axis=0)
+        B = Y.T @ EY + YF + YF.T + E_norm_part * np.outer(y, y) + np.outer(z, z) / lambda_lb
     inflate = 1 + gamma(3 * k + 8)
     return 0.5 * (B + B.T) * inflate, E_norm_part * float(y.sum()) ** 2 * inflate
 
 
 def cholesky_succeeds(A: np.ndarray) -> bool:
-    """Whether LAPACK's Cholesky factorisation of the symmetric ``A`` runs to completion."""
-    try:
-        scipy.linalg.cholesky(A, lower=True, check_finite=False, overwrite_a=False)
-    except np.linalg.LinAlgError:
-        return False
-    return True
+    """Whether LAPACK's Cholesky factorisation (``potrf``) of the symmetric ``A`` runs to
+    completion."""
+    return scipy.linalg.lapack.dpotrf(A, lower=1, clean=0)[1] == 0
 
 
 def certified_lambda_max(

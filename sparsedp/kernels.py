@@ -58,6 +58,11 @@ def numba_enabled() -> bool:
     """True when numba can be imported and ``SPARSEDP_DISABLE_NUMBA`` is not set."""
     if os.environ.get("SPARSEDP_DISABLE_NUMBA", "") not in ("", "0"):
         return False
+    return _numba_importable()
+
+
+@functools.lru_cache(maxsize=1)
+def _numba_importable() -> bool:
     try:
         import numba  # noqa: F401
     except ImportError:
@@ -265,16 +270,15 @@ def local_sign_search(
     """
     M = _as_square(M)
     T = M.shape[0]
-    starts = np.ones((1, T)) if c0 is None else np.sign(np.asarray(c0, dtype=np.float64))
-    starts = np.array(starts.reshape(-1, T), dtype=np.float64)
-    starts[starts == 0] = 1.0
+    c0 = np.ones(T) if c0 is None else np.asarray(c0, dtype=np.float64)
+    starts = np.where(c0.reshape(-1, T) < 0, -1.0, 1.0)  # signs, +1 for 0
     if _resolve(backend) == "numpy":
         finals = np.array([_local_sign_search_numpy(M, c) for c in starts])
     else:
         finals = _numba_module().local_sign_search(M, starts)
     values = ((finals @ M) * finals).sum(axis=1)
     best = int(np.argmax(values))
-    return float(finals[best] @ (M @ finals[best])), finals[best]
+    return float(values[best]), finals[best]
 
 
 def top_eigenpair(

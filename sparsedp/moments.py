@@ -77,7 +77,8 @@ class LagSequence:
 
     @property
     def truncated(self) -> bool:
-        return bool(self.mu_truncated.any())
+        """Whether any lag is truncated (the last one of ``mu`` is)."""
+        return self.mu.shape[0] - 1 + 2 * self.offset >= self.exact_lags
 
     @property
     def mu_error(self) -> np.ndarray:
@@ -211,11 +212,11 @@ class LagPropagator:
         C = self.C.copy()
         C[self.exact :] = 1.0 / self.n
         eps = np.zeros_like(self.eps) if self.finished else self.eps
-        obs = np.arange(self.m)
+        m = self.m  # the observers are the block's first m columns
         return LagSequence(
-            mu=C[:, obs[:, None], obs[None, :]],
-            a=C[: self.T, obs, self.tcol],
-            eps=eps[obs].copy(),
+            mu=np.ascontiguousarray(C[:, :m, :m]),
+            a=C[: self.T, :m, self.tcol],
+            eps=eps[:m].copy(),
             eps_target=float(eps[self.tcol]),
             exact_lags=self.exact,
             products=self.products,

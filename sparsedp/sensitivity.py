@@ -228,7 +228,7 @@ def squared_sensitivity(
     system = GossipSystem(
         Ws, model.observers, T, power_offset=model.power_offset, noise_removed=model.noise_removed
     )
-    symmetric = not system.time_varying and is_exactly_symmetric(system.W)
+    symmetric = not system.time_varying and kernels.is_symmetric(system.W)  # W canonical
     if method == "structured" and not symmetric:
         raise ParameterError(
             "method='structured' needs one exactly symmetric W (K_T from the moments "
@@ -700,8 +700,8 @@ def _dense_sandwich(
     X = cholesky_solve(K, G)
     KX = K @ X
     sandwich = certified.sandwich_from_solve(G, X, KX, lambda_hat_lb, K_dense=K)
-    if apply_E_abs is None:
-        apply_E_abs, F_abs = np.zeros_like, np.zeros_like(G)
+    if apply_E_abs is None and F_abs is not None:  # G inexact only
+        apply_E_abs = np.zeros_like
     model, rounding_share = certified.model_perturbation(
         X, G - KX, frobenius(K), lambda_lb, dK, dK_rounding, apply_E_abs, F_abs
     )

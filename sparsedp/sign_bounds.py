@@ -225,15 +225,17 @@ def sign_candidates(search: ShiftSearch) -> np.ndarray:
     lam0, V0 = search.start
     _, V1, w1 = search.best
     top = slice(None, -EIGENVECTOR_STARTS - 1, -1)  # the top eigenvectors, largest first
-    starts = [_signs(V0[:, top]), _signs(V1[:, top])]
+    directions = [V0[:, top]]
+    if V1 is not V0:  # (the search kept d = 0: the same eigenvectors, the same starts)
+        directions.append(V1[:, top])
     r = min(ROUNDING_DIM, V0.shape[1])
     basis = V0[:, -r:] * np.sqrt(np.clip(lam0[-r:], 0.0, None))
     first = bool(np.any(basis))
     draws = _gaussian_draws(r if first else 0, V1.shape[1])
     if first:
-        starts.append(_signs(basis @ draws[0]))
-    starts.append(_signs((V1 * np.sqrt(w1)) @ draws[-1]))
-    return np.concatenate(starts)
+        directions.append(basis @ draws[0])
+    directions.append((V1 * np.sqrt(w1)) @ draws[-1])
+    return _signs(np.hstack(directions))
 
 
 @functools.lru_cache(maxsize=16)
@@ -296,10 +298,11 @@ def evaluate_bounds(
             )
         )
     _, lam_up = certified.certified_lambda_max(up, backend=backend, vector=top)
+    spectral = T * (lam_up + sandwich.eta)
     upper.append(
         Bound(
             "spectral",
-            T * (lam_up + sandwich.eta),
+            spectral,
             "certified upper",
             "T lambda_max(M_T) (v2 Sec. 3.4), Cholesky-certified",
         )
@@ -337,12 +340,16 @@ def evaluate_bounds(
     )
     if best_restart[0] > value:
         signs = best_restart[1]
-    shift_vector = search.best[1][:, -1]
+    if search.d.any():
+        shift_vector = search.best[1][:, -1]
+        shift = certified_shift_bound(sandwich, search.d, backend=backend, vector=shift_vector)
+    else:  # d = 0: the bound is the spectral one (up - diag 0 = up, formed without rounding)
+        shift = spectral
     upper.insert(
         -2,
         Bound(
             "diagonal_shift",
-            certified_shift_bound(sandwich, search.d, backend=backend, vector=shift_vector),
+            shift,
             "certified upper",
             "T lambda_max(M_T - diag d) + sum(d) (SDP dual), d searched, Cholesky-certified"
             + (" (search skipped: d = 0, the other bounds already meet)" if closed else ""),

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.lapack
 from tqdm.auto import tqdm
 
 
@@ -152,6 +153,13 @@ def _coldot(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 
 
 def cholesky_solve(K: np.ndarray, G: np.ndarray) -> np.ndarray:
-    """``X = K^{-1} G`` by LAPACK Cholesky (``K`` symmetric positive definite)."""
-    factor = scipy.linalg.cho_factor(K, lower=True, check_finite=False)
-    return scipy.linalg.cho_solve(factor, G, check_finite=False)
+    """``X = K^{-1} G`` by LAPACK Cholesky (``K`` symmetric positive definite): ``potrf``
+    and ``potrs`` called directly, as ``scipy.linalg.cho_factor`` / ``cho_solve`` do, without
+    their per-call checks (tens of microseconds on the small systems)."""
+    factor, info = scipy.linalg.lapack.dpotrf(K, lower=1, clean=0)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"K is not positive definite (potrf info {info})")
+    X, info = scipy.linalg.lapack.dpotrs(factor, G, lower=1)
+    if info != 0:
+        raise ValueError(f"potrs failed (info {info})")
+    return X

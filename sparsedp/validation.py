@@ -36,8 +36,7 @@ def node_set(nodes, n: int, role: str) -> np.ndarray:
     indices = [node_index(v, n, role) for v in np.asarray(nodes, dtype=object).ravel()]
     if not indices:
         raise ParameterError(f"{role} must name at least one node")
-    _, first = np.unique(indices, return_index=True)
-    return np.asarray(indices, dtype=np.int64)[np.sort(first)]
+    return np.fromiter(dict.fromkeys(indices), dtype=np.int64)  # first occurrences, in order
 
 
 def real(name: str, value: object) -> float:
