@@ -290,10 +290,11 @@ def toeplitz_blocks(a: np.ndarray) -> np.ndarray:
     T, m = a.shape[:2]
     blocks = a.reshape(T, m, -1)
     r = blocks.shape[2]
-    G = np.zeros((T, m, T, r))
-    for k in range(T):
-        G[k:, :, k, :] = blocks[: T - k]
-    return G.reshape(T * m, T * r)
+    # Q[i] = a[T-1-i] (i < T), 0 after; block (t, k) = Q[T-1-t+k], a window of Q
+    Q = np.concatenate([blocks[::-1], np.zeros((T - 1, m, r))])
+    windows = np.lib.stride_tricks.sliding_window_view(Q, T, axis=0)  # [s, :, :, k] = Q[s+k]
+    G = windows[::-1].transpose(0, 1, 3, 2).reshape(T * m, T * r)
+    return G if G.flags.writeable else G.copy()  # a view of the (overlapping) windows: copy
 
 
 def k_from_moments(mu: np.ndarray, T: int, backend: str = "auto") -> np.ndarray:

@@ -44,6 +44,7 @@ ROUNDINGS = 32  # Gaussian roundings of each top eigenspace
 ROUNDING_DIM = 4  # dimension of the top eigenspace of M_up that is rounded
 SEED = 20_240_404  # of the roundings: the bounds are reproducible
 SHIFT_SKIP_GAP = 1e-6  # relative gap of the other bounds below which the shift search is skipped
+SETTLED_GAP = 1e-12  # relative gap below which neither refinement (shift, multistart) runs
 
 
 @dataclass(frozen=True)
@@ -261,7 +262,10 @@ def evaluate_bounds(
     sign vectors on ``low`` less ``sandwich.quadratic_slack()``; upper bounds are certified
     for the true ``M`` (see each bound's construction).  The diagonal-shift search is skipped
     (only ``d = 0`` is certified) when the cheaper bounds already agree to a relative
-    ``SHIFT_SKIP_GAP``: no upper bound can then improve on them by more.
+    ``SHIFT_SKIP_GAP``: no upper bound can then improve on them by more.  When they agree to
+    ``SETTLED_GAP`` (rounding level) the two refinements, ``multistart`` and
+    ``diagonal_shift``, are not computed at all and are absent from the list: neither could
+    move the reported interval by more than that.
     """
     T = sandwich.T
     low, up, excess = sandwich.low, sandwich.up, sandwich.excess
@@ -326,6 +330,8 @@ def evaluate_bounds(
 
     best_lower = max(b.value for b in lower)
     best_upper = min(b.value for b in upper)
+    if best_upper - best_lower <= SETTLED_GAP * abs(best_upper):
+        return lower + upper, signs
     closed = best_upper - best_lower <= SHIFT_SKIP_GAP * abs(best_upper)
     search = minimise_diagonal_shift(up, evaluations=1 if closed else None, start=start)
     best_restart = kernels.local_sign_search(low, sign_candidates(search), backend=backend)

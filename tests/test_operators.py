@@ -101,3 +101,21 @@ def test_published_style_reference_equals_the_slim_one(observers):
     M = published_style_M(W, 3, observers, T)
     np.testing.assert_allclose(M, dense_M(W, 3, observers, T), rtol=1e-9, atol=1e-12)
     assert np.all(np.linalg.eigvalsh(M) <= 1 + 1e-10)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 1), (7, 3), (6, 2, 4), (1, 3, 2)])
+def test_toeplitz_blocks_by_hand(shape):
+    """Block (t, k) is a[t - k] below and on the diagonal, zero above; a fresh, writable
+    array (not a view of the overlapping windows it is cut from)."""
+    a = np.random.default_rng(len(shape)).random(shape)
+    T, m = shape[:2]
+    r = shape[2] if len(shape) == 3 else 1
+    G = toeplitz_blocks(a)
+    assert G.shape == (T * m, T * r) and G.flags.c_contiguous and G.flags.writeable
+    for t in range(T):
+        for k in range(T):
+            block = G[t * m : (t + 1) * m, k * r : (k + 1) * r]
+            expected = a[t - k].reshape(m, r) if k <= t else np.zeros((m, r))
+            np.testing.assert_array_equal(block, expected)
+    G[...] = -1.0
+    assert np.all(G == -1.0)

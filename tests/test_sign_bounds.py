@@ -51,7 +51,13 @@ def check_chain(bounds, truth, T):
         else:
             assert b.value >= truth - tol, b
     by = named(bounds)
-    assert by["diagonal_shift"].value <= by["spectral"].value * (1 + 1e-12) + 1e-12 * T
+    if "diagonal_shift" in by:
+        assert by["diagonal_shift"].value <= by["spectral"].value * (1 + 1e-12) + 1e-12 * T
+    else:  # settled: the refinements were not needed
+        lower = max(b.value for b in bounds if b.kind in ("lower", "exact"))
+        upper = min(b.value for b in bounds if b.kind == "certified upper")
+        assert upper - lower <= sign_bounds.SETTLED_GAP * abs(upper)
+        assert "multistart" not in by
 
 
 # --- the exhaustive search --------------------------------------------------------------------
@@ -159,7 +165,8 @@ def test_chain_on_random_psd_matrices(T, seed, rank):
         check_chain(bounds, truth, T)
         assert set(np.unique(signs)) <= {-1.0, 1.0}
         by = named(bounds)
-        assert by["exhaustive"].value >= by["multistart"].value - 1e-12 * T
+        if "multistart" in by:  # (absent when the bounds were settled without it)
+            assert by["exhaustive"].value >= by["multistart"].value - 1e-12 * T
         assert by["exhaustive"].value >= by["local_search"].value - 1e-12 * T
 
 
@@ -244,7 +251,8 @@ def test_chain_on_dense_reference_instances(kind, n, relation, T):
     ref = dense_reference(W, target, observers, T)
     r = sparsedp.squared_sensitivity(W, target, observers, T, exact=False)
     check_chain(r.bounds, ref.exact, T)
-    assert named(r.bounds)["diagonal_shift"].value >= ref.exact
+    by = named(r.bounds)
+    assert by.get("diagonal_shift", by["spectral"]).value >= ref.exact
     assert r.lower <= ref.exact <= r.upper
     assert r.gap == pytest.approx(r.upper - r.lower) and r.gap >= 0
     assert r.to_dict()["gap"] == r.gap
