@@ -269,20 +269,23 @@ def csr_spmm_fused(indptr, indices, data, X, Y, shift, n_chunks):
 
 
 @numba.njit(cache=True)
-def csr_propagate_fused(indptr, indices, data, X, steps, shift):
+def csr_propagate_fused(indptr, indices, data, X, steps, shift, watch):
     """``steps`` fused products in a row, serially (small chains, where a parallel region per
     product costs more than the product): ``V_0 = X``, ``V_(s+1) = W V_s``; returns
-    ``V_steps`` and, stacked over s, ``V_s^T V_(s+1)``, ``V_(s+1)^T V_(s+1)`` and
-    ``sum_r (V_(s+1)[r] - shift)^2``.  The block is kept transposed (one contiguous row per
-    column, a scalar accumulator per product row): twice as fast as the row-major update."""
+    ``V_steps`` and, stacked over s, ``V_s^T V_(s+1)``, ``V_(s+1)^T V_(s+1)``,
+    ``sum_r (V_(s+1)[r] - shift)^2`` and the row ``V_(s+1)[watch]``.  The block is kept
+    transposed (one contiguous row per column) with two independent scalar sums per product
+    row (two columns at a time; a lone column sums its even and odd entries apart): about
+    three times as fast as a row-major update at n = 200."""
     n, b = X.shape
     cross = np.zeros((steps, b, b))
     gram = np.zeros((steps, b, b))
     centred = np.zeros((steps, b))
+    watched = np.empty((steps, b))
     V = np.ascontiguousarray(X.T)
     Y = np.empty_like(V)
     for s in range(steps):
-        for q in range(0, b - 1, 2):  # two columns per sweep: two independent sums
+        for q in range(0, b - 1, 2):
             for r in range(n):
                 acc0 = 0.0
                 acc1 = 0.0
@@ -295,10 +298,17 @@ def csr_propagate_fused(indptr, indices, data, X, steps, shift):
         if b % 2:
             for r in range(n):
                 acc0 = 0.0
-                for k in range(indptr[r], indptr[r + 1]):
+                acc1 = 0.0
+                k = indptr[r]
+                while k + 1 < indptr[r + 1]:
                     acc0 += data[k] * V[b - 1, indices[k]]
-                Y[b - 1, r] = acc0
+                    acc1 += data[k + 1] * V[b - 1, indices[k + 1]]
+                    k += 2
+                if k < indptr[r + 1]:
+                    acc0 += data[k] * V[b - 1, indices[k]]
+                Y[b - 1, r] = acc0 + acc1
         for p in range(b):
+            watched[s, p] = Y[p, watch]
             total = 0.0
             for r in range(n):
                 d = Y[p, r] - shift
@@ -313,7 +323,7 @@ def csr_propagate_fused(indptr, indices, data, X, steps, shift):
                 cross[s, p, q] = xy
                 gram[s, p, q] = yy
         V, Y = Y, V
-    return np.ascontiguousarray(V.T), cross, gram, centred
+    return np.ascontiguousarray(V.T), cross, gram, centred, watched
 
 
 @numba.njit(cache=True, parallel=True)

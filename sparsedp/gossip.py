@@ -220,22 +220,24 @@ class _Diagnosis:
             return f"W is periodic (period {self.period}): the chain is not aperiodic"
         return None
 
+    def _row_stochastic(self) -> str | None:
+        return self._sums(1, "row", "row-stochastic")
+
+    def _column_stochastic(self) -> str | None:
+        return self._sums(0, "column", "column-stochastic")
+
+    def _doubly_stochastic(self) -> str | None:
+        return (self._sums(1, "row", "doubly stochastic")
+                or self._sums(0, "column", "doubly stochastic"))
+
+    def _primitive(self) -> str | None:
+        return self._irreducible() or self._aperiodic()
+
     def failure(self, prop: str) -> str | None:
         """``None`` if W has property ``prop`` (one of :data:`PROPERTIES`), else the reason."""
-        checks = {
-            "square": lambda: None,  # enforced by as_square_sparse
-            "finite": lambda: None,
-            "nonnegative": self._nonnegative,
-            "row_stochastic": lambda: self._sums(1, "row", "row-stochastic"),
-            "column_stochastic": lambda: self._sums(0, "column", "column-stochastic"),
-            "doubly_stochastic": lambda: (self._sums(1, "row", "doubly stochastic")
-                                          or self._sums(0, "column", "doubly stochastic")),
-            "symmetric": self._symmetric,
-            "irreducible": self._irreducible,
-            "aperiodic": self._aperiodic,
-            "primitive": lambda: self._irreducible() or self._aperiodic(),
-        }
-        return checks[prop]()
+        if prop in ("square", "finite"):  # enforced by as_square_sparse
+            return None
+        return getattr(self, "_" + prop)()
 
 
 def _check_property_names(props: tuple[str, ...]) -> None:
@@ -246,8 +248,9 @@ def _check_property_names(props: tuple[str, ...]) -> None:
 
 
 def check_gossip_matrix(W: Any, require: tuple[str, ...] = ("nonnegative", "row_stochastic"),
-                        atol: float = 1e-10) -> None:
-    """Raise ``GossipMatrixError`` naming the first property in ``require`` that W lacks.
+                        atol: float = 1e-10) -> sp.csr_matrix:
+    """Raise ``GossipMatrixError`` naming the first property in ``require`` that W lacks;
+    return W in canonical CSR form (:func:`as_square_sparse`) when it has them all.
 
     Properties (:data:`PROPERTIES`): ``square``, ``finite`` (always enforced), ``nonnegative``,
     ``row_stochastic`` (``|sum_j W_ij - 1| <= atol``), ``column_stochastic``,
@@ -264,6 +267,7 @@ def check_gossip_matrix(W: Any, require: tuple[str, ...] = ("nonnegative", "row_
         reason = diagnosis.failure(prop)
         if reason is not None:
             raise GossipMatrixError(reason)
+    return diagnosis.W
 
 
 def gossip_properties(W: Any, atol: float = 1e-10) -> dict[str, Any]:

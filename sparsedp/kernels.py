@@ -371,23 +371,27 @@ def spmm_fused(
 
 
 def propagate_fused(
-    W, X: np.ndarray, shift: float, steps: int, backend: str = "auto"
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    W, X: np.ndarray, shift: float, steps: int, watch: int = 0, backend: str = "auto"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`spmm_fused` ``steps`` times in a row: ``V_0 = X``, ``V_(s+1) = W V_s``.
 
-    Returns ``V_steps`` and the per-step ``V_s^T V_(s+1)``, ``V_(s+1)^T V_(s+1)`` and
-    ``sum_r (V_(s+1)[r] - shift)^2`` stacked along a first axis of length ``steps``.  Small
-    chains (below ``PARALLEL_MIN_WORK`` per product) run in one serial numba call; larger
-    ones product by product with :func:`spmm_fused`.
+    Returns ``V_steps`` and the per-step ``V_s^T V_(s+1)``, ``V_(s+1)^T V_(s+1)``,
+    ``sum_r (V_(s+1)[r] - shift)^2`` and row ``V_(s+1)[watch]``, stacked along a first axis
+    of length ``steps``.  Small chains (below ``PARALLEL_MIN_WORK`` per product) run in one
+    serial numba call; larger ones product by product with :func:`spmm_fused`.
     """
     small = W.nnz * X.shape[1] < PARALLEL_MIN_WORK
     if small and _resolve(backend) == "numba":
-        return _numba_module().csr_propagate_fused(*_csr_parts(W), X, int(steps), float(shift))
+        return _numba_module().csr_propagate_fused(
+            *_csr_parts(W), X, int(steps), float(shift), int(watch)
+        )
     b = X.shape[1]
     cross, gram, centred = np.empty((steps, b, b)), np.empty((steps, b, b)), np.empty((steps, b))
+    watched = np.empty((steps, b))
     for s in range(steps):
         X, cross[s], gram[s], centred[s] = spmm_fused(W, X, shift, backend=backend)
-    return X, cross, gram, centred
+        watched[s] = X[watch]
+    return X, cross, gram, centred, watched
 
 
 def spmm_rows(W, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, backend: str = "auto") -> None:

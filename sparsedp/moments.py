@@ -9,7 +9,9 @@ is the lag sequence
 both entries of ``C_l = V_0^T W^l V_0`` for the block ``V_0 = [S^T, e_j]`` (b = m or m+1
 columns).  Propagating ``V_{l+1} = W V_l`` gives two lags per product:
 ``C_{2l+1} = V_l^T V_{l+1}`` and ``C_{2l+2} = V_{l+1}^T V_{l+1}`` (fused into the sparse
-product, :func:`sparsedp.kernels.spmm_fused`), so T-1 products give every lag.
+product, :func:`sparsedp.kernels.spmm_fused`), so T-1 products give every lag.  When every
+lag is propagated, the target needs no column of its own: ``a_l = (W^l S^T)[j]`` is the
+target's row of the observers' block (W symmetric), which halves the work for one observer.
 
 Frontier: ``W^l e_i`` is supported on the l-ball around i; while the support of the block is
 small, only the rows of its closed neighbourhood are computed.
@@ -108,6 +110,9 @@ class LagPropagator:
     caller can tighten the truncation only when the bounds need it.  :meth:`result` returns
     the current :class:`LagSequence`.  ``frontier=False`` propagates whole columns from the
     start (small chains, where finding the frontier costs more than it saves).
+    ``target_column=False`` propagates only the observers' columns and reads ``a_l`` off
+    their target rows: half the work for one observer, but ``a`` then reaches only the
+    lags actually propagated, so the propagation must run through every lag.
     """
 
     def __init__(
@@ -119,6 +124,7 @@ class LagPropagator:
         backend: str = "auto",
         progress: bool | None = None,
         frontier: bool = True,
+        target_column: bool = True,
     ):
         self.W, self.T, self.backend = W, T, backend
         self.bar = (
@@ -130,14 +136,17 @@ class LagPropagator:
         observers = np.asarray(observers, dtype=np.int64)
         self.m = m = observers.size
         hits = np.flatnonzero(observers == target)
-        self.tcol = int(hits[0]) if hits.size else m
-        b = m if hits.size else m + 1
+        self.target = target
+        self.tcol = int(hits[0]) if hits.size else (m if target_column else None)
+        b = m + 1 if self.tcol == m else m
         self.C = np.empty((2 * T - 1, b, b))
         self.V = np.zeros((n, b))
         self.V[observers, np.arange(m)] = 1.0
         if b > m:
             self.V[target, m] = 1.0
         self.C[0] = self.V.T @ self.V
+        self.target_rows = np.empty((T, b))  # V_l[target]: a_l without a target column
+        self.target_rows[0] = self.V[target]
         self.eps = np.full(b, np.sqrt(1.0 - 1.0 / n))  # ||e_a - 1/n||
         self.support = np.unique(np.concatenate([observers, [target]])) if frontier else None
         self.products = self.frontier_products = 0
@@ -166,15 +175,15 @@ class LagPropagator:
                     self.support = None
             if self.support is None and tol is None:  # no stopping test: every product at once
                 steps = (self.C.shape[0] - self.exact) // 2
-                self.V, cross, gram, centred = kernels.propagate_fused(
-                    self.W, self.V, shift, steps, backend=self.backend
+                self.V, cross, gram, centred, rows = kernels.propagate_fused(
+                    self.W, self.V, shift, steps, self.target, backend=self.backend
                 )
-                self._record(cross, gram, centred)
+                self._record(cross, gram, centred, rows)
             elif self.support is None:
                 self.V, cross, gram, centred = kernels.spmm_fused(
                     self.W, self.V, shift, backend=self.backend
                 )
-                self._record(cross[None], gram[None], centred[None])
+                self._record(cross[None], gram[None], centred[None], self.V[self.target][None])
             else:
                 V_next = np.zeros_like(self.V)
                 kernels.spmm_rows(self.W, self.V, V_next, rows, backend=self.backend)
@@ -183,17 +192,23 @@ class LagPropagator:
                 self.support = rows
                 self.frontier_products += 1
                 self.V = V_next
-                self._record((Vr.T @ Yr)[None], (Yr.T @ Yr)[None], centred[None])
+                self._record(
+                    (Vr.T @ Yr)[None], (Yr.T @ Yr)[None], centred[None], V_next[self.target][None]
+                )
         return self
 
-    def _record(self, cross: np.ndarray, gram: np.ndarray, centred: np.ndarray) -> None:
+    def _record(
+        self, cross: np.ndarray, gram: np.ndarray, centred: np.ndarray, rows: np.ndarray
+    ) -> None:
         """Store the lags of ``k`` products just done (inputs stacked over the k steps):
-        ``C_(2l+1) = V_l^T V_(l+1)`` (symmetrised), ``C_(2l+2) = V_(l+1)^T V_(l+1)``, and
-        update the rounding drift and the mixing distances ``eps``."""
-        k = cross.shape[0]
-        lags = self.products + np.arange(k)
-        self.C[2 * lags + 1] = 0.5 * (cross + cross.transpose(0, 2, 1))
-        self.C[2 * lags + 2] = gram
+        ``C_(2l+1) = V_l^T V_(l+1)`` (symmetrised), ``C_(2l+2) = V_(l+1)^T V_(l+1)``, the
+        target's rows ``V_(l+1)[target]`` (while ``l + 1 < T``), and update the rounding drift
+        and the mixing distances ``eps``."""
+        k, first = cross.shape[0], 2 * self.products
+        self.C[first + 1 : first + 2 * k : 2] = 0.5 * (cross + cross.transpose(0, 2, 1))
+        self.C[first + 2 : first + 2 * k + 1 : 2] = gram
+        kept = rows[: max(self.T - 1 - self.products, 0)]
+        self.target_rows[self.products + 1 : self.products + 1 + kept.shape[0]] = kept
         self.products += k
         self.exact = 2 * (self.products - 1) + 3
         if self.bar is not None:
@@ -208,16 +223,27 @@ class LagPropagator:
             self.bar.close()
 
     def result(self) -> LagSequence:
-        """The lags so far; truncated lags are ``1/n`` with error ``eps_a eps_b``."""
+        """The lags so far; truncated lags are ``1/n`` with error ``eps_a eps_b``.
+
+        Without a target column (``target_column=False``, target not an observer) ``a_l`` is
+        read off ``V_l[target]`` (``a_l = (W^l e_i)_j`` for symmetric W), so every lag must
+        have been propagated: ``ValueError`` otherwise.
+        """
         C = self.C.copy()
         C[self.exact :] = 1.0 / self.n
         eps = np.zeros_like(self.eps) if self.finished else self.eps
         m = self.m  # the observers are the block's first m columns
+        if self.tcol is None:
+            if not self.finished:
+                raise ValueError("without a target column the propagation cannot be truncated")
+            a, eps_target = self.target_rows[:, :m].copy(), 0.0
+        else:
+            a, eps_target = C[: self.T, :m, self.tcol], float(eps[self.tcol])
         return LagSequence(
             mu=np.ascontiguousarray(C[:, :m, :m]),
-            a=C[: self.T, :m, self.tcol],
+            a=a,
             eps=eps[:m].copy(),
-            eps_target=float(eps[self.tcol]),
+            eps_target=eps_target,
             exact_lags=self.exact,
             products=self.products,
             frontier_products=self.frontier_products,

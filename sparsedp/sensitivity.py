@@ -124,18 +124,18 @@ def gossip_sequence(W, T: int) -> list[sp.csr_matrix]:
             raise ParameterError(
                 f"time-varying gossip needs one matrix per round: T = {T}, got {len(W)}"
             )
-        sequence = [as_square_sparse(w) for w in W]
+        sequence = list(W)
     else:
-        sequence = [as_square_sparse(W)]
+        sequence = [W]
     for t, w in enumerate(sequence):
-        if w.shape != sequence[0].shape:
-            raise ParameterError(f"W_{t} has shape {w.shape}, W_0 has {sequence[0].shape}")
-        try:
-            check_gossip_matrix(w, require=("nonnegative", "row_stochastic"))
+        try:  # canonical CSR (as_square_sparse), non-negative, row-stochastic
+            w = sequence[t] = check_gossip_matrix(w, require=("nonnegative", "row_stochastic"))
         except GossipMatrixError as error:
             if len(sequence) == 1:
                 raise
             raise GossipMatrixError(f"W_{t}: {error}") from error
+        if w.shape != sequence[0].shape:
+            raise ParameterError(f"W_{t} has shape {w.shape}, W_0 has {sequence[0].shape}")
     return sequence
 
 
@@ -423,7 +423,7 @@ def _structured_sandwich(
 
     Small chains (``nnz(W) (m + 1) T <= SMALL_PROPAGATION_WORK``, where the bookkeeping of a
     truncation or of a frontier costs more than the products it saves) are propagated
-    through every lag, whole columns from the start.
+    through every lag, whole columns from the start, without a column for the target.
     Otherwise the propagation first stops at the mixing level ``n eps^2 <= FIRST_MIXING_LEVEL``;
     if the certified widening caused by the truncation (``sum |E|`` of the model error) exceeds
     ``truncation_rtol`` times the c = 1 lower bound, it resumes (never restarts) down to the
@@ -433,7 +433,8 @@ def _structured_sandwich(
     T, p = system.T, system.power_offset
     small = system.W.nnz * (system.m + 1) * (T + p) <= SMALL_PROPAGATION_WORK
     propagator = LagPropagator(
-        system.W, system.observers, target, T + p, progress=progress, frontier=not small
+        system.W, system.observers, target, T + p, progress=progress, frontier=not small,
+        target_column=not small,
     )
     truncate = not small and _doubly_stochastic_to_rounding(system.W)
     level = FIRST_MIXING_LEVEL if truncate else None

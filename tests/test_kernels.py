@@ -112,17 +112,20 @@ def test_sparse_kernels_numba_equal_numpy(b):
 def test_propagate_fused_equals_repeated_products(n, b):
     W = _random_csr(n, 5, n + b) / 5.0
     X = np.ascontiguousarray(np.random.default_rng(b).random((n, b)))
-    steps = 6
-    V, cross, gram, centred = kernels.propagate_fused(W, X, 0.1, steps, backend="numba")
-    V_np, *parts_np = kernels.propagate_fused(W, X, 0.1, steps, backend="numpy")
+    steps, watch = 6, n // 3
+    V, cross, gram, centred, rows = kernels.propagate_fused(
+        W, X, 0.1, steps, watch, backend="numba"
+    )
+    V_np, *parts_np = kernels.propagate_fused(W, X, 0.1, steps, watch, backend="numpy")
     np.testing.assert_allclose(V, V_np, rtol=1e-12)
-    for got, want in zip((cross, gram, centred), parts_np, strict=True):
+    for got, want in zip((cross, gram, centred, rows), parts_np, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-11)
     previous = X
     for s in range(steps):  # against plain scipy products
         current = W @ previous
         np.testing.assert_allclose(cross[s], previous.T @ current, rtol=1e-11)
         np.testing.assert_allclose(gram[s], current.T @ current, rtol=1e-11)
+        np.testing.assert_allclose(rows[s], current[watch], rtol=1e-12)
         np.testing.assert_allclose(centred[s], ((current - 0.1) ** 2).sum(axis=0), rtol=1e-11)
         previous = current
     np.testing.assert_allclose(V, previous, rtol=1e-12)

@@ -7,7 +7,7 @@ import pytest
 import sparsedp
 from sparsedp import sensitivity
 from sparsedp.gossip import gossip_matrix
-from sparsedp.moments import gossip_lags
+from sparsedp.moments import LagPropagator, gossip_lags
 from sparsedp.testing import dense_H
 
 from .conftest import connected_instance
@@ -36,6 +36,21 @@ def test_untruncated_lags_equal_dense_powers(kind, observers, target):
     np.testing.assert_allclose(lags.mu, mu, atol=1e-15)
     np.testing.assert_allclose(lags.a, a, atol=1e-15)
     assert not lags.truncated and lags.products == T - 1
+    # without a column for the target: a_l read off the target's row of the observers' block
+    propagator = LagPropagator(W, np.array(observers), target, T, target_column=False)
+    short = propagator.advance(None).result()
+    np.testing.assert_allclose(short.mu, mu, atol=1e-15)
+    np.testing.assert_allclose(short.a, a, atol=1e-15)
+    assert short.products == T - 1 and short.eps_target == 0.0
+
+
+def test_no_target_column_refuses_a_truncated_result():
+    W = gossip_matrix(connected_instance("er", 60, 1))
+    propagator = LagPropagator(W, np.array([0]), 5, 40, frontier=False, target_column=False)
+    propagator.advance(1e-2)  # stops early: the chain mixes quickly
+    assert not propagator.finished
+    with pytest.raises(ValueError, match="target column"):
+        propagator.result()
 
 
 def test_frontier_products_on_a_large_diameter_graph():
