@@ -153,6 +153,19 @@ def top_eigenpair(M, v0, krylov_dim, tol, max_restarts):
 
 
 @numba.njit(cache=True)
+def toeplitz_blocks(blocks):
+    """Block ``(t, k)`` = ``blocks[t - k]`` for ``k <= t``, zero above."""
+    T, m, r = blocks.shape
+    G = np.zeros((T * m, T * r))
+    for t in range(T):
+        for k in range(t + 1):
+            for a in range(m):
+                for b in range(r):
+                    G[t * m + a, k * r + b] = blocks[t - k, a, b]
+    return G
+
+
+@numba.njit(cache=True)
 def k_from_moments(mu, T):
     """Toeplitz-plus-Hankel recurrence ``K[t, s] = K[t-1, s-1] + mu_(t+s)`` for the blocks
     ``t <= s``, then every block below the diagonal and every diagonal block replaced by the
@@ -335,6 +348,23 @@ def csr_spmm_rows(indptr, indices, data, X, Y, rows):
         _csr_row(indptr, indices, data, X, rows[t], acc)
         for q in range(b):
             Y[rows[t], q] = acc[q]
+
+
+@numba.njit(cache=True)
+def csr_line_sums(indptr, indices, data, n_cols, absolute):
+    """Row and column sums (of absolute values with ``absolute``) in one pass over the
+    stored entries, in storage order."""
+    n = indptr.shape[0] - 1
+    rows = np.zeros(n)
+    columns = np.zeros(n_cols)
+    for i in range(n):
+        total = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            value = abs(data[k]) if absolute else data[k]
+            total += value
+            columns[indices[k]] += value
+        rows[i] = total
+    return rows, columns
 
 
 @numba.njit(cache=True)

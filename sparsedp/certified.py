@@ -75,8 +75,7 @@ def gossip_lambda_min_lower_bound(W: sp.spmatrix) -> float:
     """
     W = W if isinstance(W, sp.csr_matrix) else sp.csr_matrix(W)
     n = W.shape[0]
-    row_sums = kernels.csr_line_sums(W, 1, absolute=True)
-    column_sums = kernels.csr_line_sums(W, 0, absolute=True)
+    row_sums, column_sums = kernels.csr_line_sums(W, absolute=True)
     inflate = 1.0 + gamma(n + 1)
     norm_1 = float(column_sums.max()) * inflate
     norm_inf = float(row_sums.max()) * inflate

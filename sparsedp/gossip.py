@@ -168,6 +168,10 @@ class _Diagnosis:
         self.atol = atol
 
     @cached_property
+    def line_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        return kernels.csr_line_sums(self.W)
+
+    @cached_property
     def n_strong_components(self) -> int:
         return connected_components(self.W, directed=True, connection="strong")[0]
 
@@ -187,7 +191,7 @@ class _Diagnosis:
         return int(np.gcd.reduce(np.abs(level[rows] + 1 - level[self.W.indices])))
 
     def _sums(self, axis: int, label: str, prop: str) -> str | None:
-        sums = kernels.csr_line_sums(self.W, axis)
+        sums = self.line_sums[1 - axis]  # (rows, columns)
         bad = np.flatnonzero(np.abs(sums - 1.0) > self.atol)
         if bad.size:
             return f"{label} {bad[0]} of W sums to {_fmt(sums[bad[0]])}, not 1 (not {prop})"

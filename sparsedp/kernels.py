@@ -26,6 +26,10 @@ Kernels
     CSR sparse times dense block (n x b), parallel over row chunks; the fused variant also
     returns ``X^T Y``, ``Y^T Y`` and the centred norms ``sum_r (Y[r] - shift)^2`` from the same
     pass over ``Y``; the row variant updates only the listed rows (a frontier).
+``k_from_moments(mu, T)`` / ``toeplitz_blocks(a)``
+    the dense ``K`` and ``G`` of the structured path from the lags.
+``csr_line_sums(W)``
+    row and column sums of a CSR matrix (or of its absolute values) in one pass.
 ``is_symmetric(W)`` / ``symmetry_defect(W)``
     whether a canonical CSR matrix equals its transpose, by looking up the mirror of each
     entry above the diagonal with a binary search (no transpose is formed; one thread for
@@ -191,6 +195,15 @@ def _k_from_moments_numpy(mu: np.ndarray, T: int) -> np.ndarray:
     return K.reshape(T * m, T * m)
 
 
+def _toeplitz_blocks_numpy(blocks: np.ndarray) -> np.ndarray:
+    T, m, r = blocks.shape
+    # Q[i] = a[T-1-i] (i < T), 0 after; block (t, k) = Q[T-1-t+k], a window of Q
+    Q = np.concatenate([blocks[::-1], np.zeros((T - 1, m, r))])
+    windows = np.lib.stride_tricks.sliding_window_view(Q, T, axis=0)  # [s, :, :, k] = Q[s+k]
+    G = windows[::-1].transpose(0, 1, 3, 2).reshape(T * m, T * r)
+    return G if G.flags.writeable else G.copy()  # a view of the (overlapping) windows: copy
+
+
 def _start_vector(T: int) -> np.ndarray:
     v = 1.0 + 0.01 * np.sin(np.arange(1, T + 1))
     return v / np.linalg.norm(v)
@@ -302,6 +315,17 @@ def top_eigenpair(
     return float(v @ (M @ v)), v
 
 
+def toeplitz_blocks(a: np.ndarray, backend: str = "auto") -> np.ndarray:
+    """Block lower-triangular Toeplitz matrix, block ``(t, k) = a[t-k]`` for ``k <= t``
+    (:func:`sparsedp.operators.toeplitz_blocks`); copies only, so both backends agree bit
+    for bit."""
+    T, m = a.shape[:2]
+    blocks = np.ascontiguousarray(a, dtype=np.float64).reshape(T, m, -1)
+    if _resolve(backend) == "numpy":
+        return _toeplitz_blocks_numpy(blocks)
+    return _numba_module().toeplitz_blocks(blocks)
+
+
 def k_from_moments(mu: np.ndarray, T: int, backend: str = "auto") -> np.ndarray:
     """Dense ``K`` (Tm x Tm) from the lags ``mu`` (2T-1, m, m): block ``(t, s)`` for
     ``t <= s`` is ``sum_{i=0}^{t} mu_(s-t+2i)``, summed in that order, and block ``(s, t)``
@@ -402,20 +426,22 @@ def spmm_rows(W, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, backend: str = 
     _numba_module().csr_spmm_rows(*_csr_parts(W), X, Y, rows)
 
 
-def csr_line_sums(W, axis: int, absolute: bool = False) -> np.ndarray:
-    """Row (``axis=1``) or column (``axis=0``) sums of the stored entries of a CSR matrix
-    (of their absolute values with ``absolute``), each a plain running sum (rounding within
-    ``gamma_k`` of the k entries summed), without scipy's per-call overhead."""
-    data = np.abs(W.data) if absolute else W.data
+def csr_line_sums(W, absolute: bool = False, backend: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+    """Row and column sums of the stored entries of a CSR matrix (of their absolute values
+    with ``absolute``), each a plain running sum in storage order (rounding within
+    ``gamma_k`` of the k entries summed).  numba: one serial pass; numpy: ``reduceat`` and
+    ``bincount``."""
     n_rows, n_cols = W.shape
-    if axis == 0:
-        return np.bincount(W.indices, weights=data, minlength=n_cols).astype(np.float64)
-    starts = W.indptr[:-1]
+    if _resolve(backend) == "numba":
+        return _numba_module().csr_line_sums(*_csr_parts(W), n_cols, absolute)
+    data = np.abs(W.data) if absolute else W.data
+    columns = np.bincount(W.indices, weights=data, minlength=n_cols).astype(np.float64)
     if data.size == 0:
-        return np.zeros(n_rows)
-    sums = np.add.reduceat(data, np.minimum(starts, data.size - 1))
-    sums[starts == W.indptr[1:]] = 0.0  # reduceat gives the entry at the start of empty rows
-    return sums
+        return np.zeros(n_rows), columns
+    starts = W.indptr[:-1]
+    rows = np.add.reduceat(data, np.minimum(starts, data.size - 1))
+    rows[starts == W.indptr[1:]] = 0.0  # reduceat gives the entry at the start of empty rows
+    return rows, columns
 
 
 def is_symmetric(W, backend: str = "auto") -> bool:

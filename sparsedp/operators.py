@@ -281,20 +281,13 @@ def _operator(shape, matmat, rmatmat) -> LinearOperator:
     )
 
 
-def toeplitz_blocks(a: np.ndarray) -> np.ndarray:
+def toeplitz_blocks(a: np.ndarray, backend: str = "auto") -> np.ndarray:
     """Block lower-triangular Toeplitz with block (t, k) = ``a[t-k]`` for k <= t, else 0.
 
     ``a`` of shape ``(T, m)`` gives ``(T*m, T)`` (m-vector blocks); ``(T, m, r)`` gives
-    ``(T*m, T*r)``.
+    ``(T*m, T*r)``.  A fresh array (:func:`sparsedp.kernels.toeplitz_blocks`).
     """
-    T, m = a.shape[:2]
-    blocks = a.reshape(T, m, -1)
-    r = blocks.shape[2]
-    # Q[i] = a[T-1-i] (i < T), 0 after; block (t, k) = Q[T-1-t+k], a window of Q
-    Q = np.concatenate([blocks[::-1], np.zeros((T - 1, m, r))])
-    windows = np.lib.stride_tricks.sliding_window_view(Q, T, axis=0)  # [s, :, :, k] = Q[s+k]
-    G = windows[::-1].transpose(0, 1, 3, 2).reshape(T * m, T * r)
-    return G if G.flags.writeable else G.copy()  # a view of the (overlapping) windows: copy
+    return kernels.toeplitz_blocks(a, backend=backend)
 
 
 def k_from_moments(mu: np.ndarray, T: int, backend: str = "auto") -> np.ndarray:

@@ -185,3 +185,24 @@ def test_is_symmetric_serial_and_parallel_kernels_agree(monkeypatch, symmetric):
     answers.add(kernels.is_symmetric(A, backend="numba"))
     answers.add(kernels.is_symmetric(A, backend="numpy"))
     assert answers == {symmetric}
+
+
+@pytest.mark.parametrize("absolute", [False, True])
+def test_line_sums_backends_agree_with_dense(absolute):
+    A = sp.random(40, 30, density=0.2, random_state=np.random.default_rng(5), format="csr")
+    A.data -= 0.5  # signed entries
+    A = sp.csr_matrix(A.toarray() * (np.arange(40)[:, None] % 7 != 3))  # some empty rows
+    dense = np.abs(A.toarray()) if absolute else A.toarray()
+    for backend in ("numba", "numpy"):
+        rows, columns = kernels.csr_line_sums(A, absolute, backend=backend)
+        np.testing.assert_allclose(rows, dense.sum(axis=1), rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(columns, dense.sum(axis=0), rtol=1e-13, atol=1e-15)
+        assert np.all(rows[3::7] == 0.0)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (6, 1), (5, 3), (4, 2, 3)])
+def test_toeplitz_blocks_backends_agree_bit_for_bit(shape):
+    a = np.random.default_rng(sum(shape)).random(shape)
+    np.testing.assert_array_equal(
+        kernels.toeplitz_blocks(a, backend="numba"), kernels.toeplitz_blocks(a, backend="numpy")
+    )
