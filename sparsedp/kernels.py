@@ -426,7 +426,9 @@ def spmm_rows(W, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, backend: str = 
     _numba_module().csr_spmm_rows(*_csr_parts(W), X, Y, rows)
 
 
-def csr_line_sums(W, absolute: bool = False, backend: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+def csr_line_sums(
+    W, absolute: bool = False, backend: str = "auto"
+) -> tuple[np.ndarray, np.ndarray]:
     """Row and column sums of the stored entries of a CSR matrix (of their absolute values
     with ``absolute``), each a plain running sum in storage order (rounding within
     ``gamma_k`` of the k entries summed).  numba: one serial pass; numpy: ``reduceat`` and
