@@ -444,11 +444,22 @@ def csr_upper_mirrors_match(indptr, indices, data):
 
 @numba.njit(cache=True)
 def csr_upper_mirrors_match_serial(indptr, indices, data):
-    """:func:`csr_upper_mirrors_match` on one thread (small matrices)."""
-    mismatches = 0
-    balance = 0
-    for i in range(indptr.shape[0] - 1):
-        row_mismatches, row_balance = _upper_mirrors(indptr, indices, data, i)
-        mismatches += row_mismatches
-        balance += row_balance
-    return mismatches == 0 and balance == 0
+    """:func:`csr_upper_mirrors_match` on one thread, without searching: visiting the rows in
+    order, the mirrors ``(j, i)`` of the entries above the diagonal in column j arrive in
+    increasing i, so they must be row j's entries below the diagonal, consumed in storage
+    order by one cursor per row; W is symmetric iff every mirror is the next one and every
+    entry below the diagonal is consumed."""
+    n = indptr.shape[0] - 1
+    cursor = indptr[:-1].copy()  # next unconsumed entry below the diagonal in each row
+    for i in range(n):
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            if j > i:
+                c = cursor[j]
+                if c >= indptr[j + 1] or indices[c] != i or data[c] != data[k]:
+                    return False
+                cursor[j] = c + 1
+    for j in range(n):  # every entry below the diagonal consumed
+        if cursor[j] < indptr[j + 1] and indices[cursor[j]] < j:
+            return False
+    return True

@@ -77,12 +77,12 @@ def as_square_sparse(W: Any) -> sp.csr_matrix:
         M = W
     else:
         M = sp.csr_matrix(W, dtype=np.float64)
-    if not M.has_canonical_format or not np.all(M.data != 0):
+    if not M.has_canonical_format or not M.data.all():  # duplicates or explicit zeros
         M = M.copy()
         M.sum_duplicates()
         M.eliminate_zeros()
-    bad = np.flatnonzero(~np.isfinite(M.data))
-    if bad.size:
+    if not np.isfinite(M.data).all():
+        bad = np.flatnonzero(~np.isfinite(M.data))
         i, j = _entry(M, bad[0])
         raise GossipMatrixError(f"W[{i}, {j}] = {M.data[bad[0]]} is not finite")
     return M

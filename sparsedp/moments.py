@@ -135,9 +135,12 @@ class LagPropagator:
         self.n = n = W.shape[0]
         observers = np.asarray(observers, dtype=np.int64)
         self.m = m = observers.size
-        hits = np.flatnonzero(observers == target)
+        listed = observers.tolist()
         self.target = target
-        self.tcol = int(hits[0]) if hits.size else (m if target_column else None)
+        if target in listed:
+            self.tcol = listed.index(target)
+        else:
+            self.tcol = m if target_column else None
         b = m + 1 if self.tcol == m else m
         self.C = np.empty((2 * T - 1, b, b))
         self.V = np.zeros((n, b))
@@ -151,7 +154,8 @@ class LagPropagator:
         self.support = np.unique(np.concatenate([observers, [target]])) if frontier else None
         self.products = self.frontier_products = 0
         self.exact = 1  # lags 0 .. exact-1 are computed
-        self.step_rounding = 8.0 * np.sqrt(np.diff(W.indptr).max() + 1.0) * UNIT_ROUNDOFF
+        longest_row = int((W.indptr[1:] - W.indptr[:-1]).max())
+        self.step_rounding = 8.0 * np.sqrt(longest_row + 1.0) * UNIT_ROUNDOFF
         self.drift = 0.0  # accumulated rounding in the propagated columns (2-norm)
 
     @property

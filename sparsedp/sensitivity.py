@@ -811,7 +811,7 @@ def _assemble(target, model, T, method, sandwich, bounds, signs, solver_info, no
         exact=exact,
         exact_error=exact_error,
         method=method,
-        signs=tuple(int(s) for s in signs),
+        signs=tuple(int(s) for s in np.asarray(signs).tolist()),
         bounds=tuple(bounds),
         solver=solver_info,
         notes=tuple(notes),

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.lapack
 import scipy.optimize
 
 from . import certified, kernels
@@ -86,13 +87,15 @@ def shift_evaluations(T: int) -> int:
 
 def top_pairs(A: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The top ``k`` eigenpairs of a symmetric ``A`` (ascending), by LAPACK: the whole
-    decomposition (``syevd``, least overhead) when ``k`` is all of them, else ``evr``."""
+    decomposition (``syevd``) when ``k`` is all of them, else ``syevr`` for the index range
+    (called directly, as ``scipy.linalg.eigh(subset_by_index=..., driver="evr")`` does)."""
     T = A.shape[0]
     if k >= T:
         return np.linalg.eigh(A)
-    return scipy.linalg.eigh(
-        A, subset_by_index=[T - k, T - 1], driver="evr", check_finite=False
-    )
+    lam, V, found, _, info = scipy.linalg.lapack.dsyevr(A, range="I", il=T - k + 1, iu=T)
+    if info != 0 or found != k:
+        raise np.linalg.LinAlgError(f"syevr failed (info {info}, {found} of {k} eigenpairs)")
+    return lam[:k], V[:, :k]
 
 
 def _softmax_weights(lam: np.ndarray, mu: float) -> tuple[np.ndarray, float]:
@@ -272,8 +275,7 @@ def evaluate_bounds(
     slack = sandwich.quadratic_slack()
     ones = np.ones(T)
     lower = [Bound("ones", float(ones @ low @ ones) - slack, "lower", "c = 1 (the papers' choice)")]
-    start = top_pairs(up, min(TOP_EIGENPAIRS, T))  # M_up's top eigenpairs, used throughout
-    top = start[1][:, -1]
+    top = top_pairs(up, 1)[1][:, 0]  # M_up's top eigenvector: a start, and for lambda_max
     value, signs = kernels.local_sign_search(low, np.stack([ones, top]), backend=backend)
     lower.append(
         Bound(
@@ -333,6 +335,7 @@ def evaluate_bounds(
     if best_upper - best_lower <= SETTLED_GAP * abs(best_upper):
         return lower + upper, signs
     closed = best_upper - best_lower <= SHIFT_SKIP_GAP * abs(best_upper)
+    start = top_pairs(up, min(TOP_EIGENPAIRS, T))
     search = minimise_diagonal_shift(up, evaluations=1 if closed else None, start=start)
     best_restart = kernels.local_sign_search(low, sign_candidates(search), backend=backend)
     lower.append(

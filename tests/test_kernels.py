@@ -206,3 +206,19 @@ def test_toeplitz_blocks_backends_agree_bit_for_bit(shape):
     np.testing.assert_array_equal(
         kernels.toeplitz_blocks(a, backend="numba"), kernels.toeplitz_blocks(a, backend="numpy")
     )
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_is_symmetric_edge_cases(backend):
+    def csr(dense):
+        return sp.csr_matrix(np.array(dense, dtype=float))
+
+    assert kernels.is_symmetric(csr([[1, 2], [2, 0]]), backend=backend)
+    assert not kernels.is_symmetric(csr([[1, 2], [3, 0]]), backend=backend)  # values differ
+    assert not kernels.is_symmetric(csr([[1, 0], [2, 0]]), backend=backend)  # lower only
+    assert not kernels.is_symmetric(csr([[0, 2], [0, 1]]), backend=backend)  # upper only
+    assert not kernels.is_symmetric(  # mirrors present but one extra entry below
+        csr([[0, 1, 0], [1, 0, 0], [5, 0, 0]]), backend=backend
+    )
+    assert kernels.is_symmetric(csr([[0, 1, 4], [1, 0, 0], [4, 0, 7]]), backend=backend)
+    assert kernels.is_symmetric(sp.csr_matrix((3, 3)), backend=backend)
