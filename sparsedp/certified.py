@@ -59,6 +59,12 @@ def gamma(k: int) -> float:
     return ku / (1.0 - ku)
 
 
+def column_norms(A: np.ndarray) -> np.ndarray:
+    """The 2-norms of the columns of ``A`` as ``np.linalg.norm(A, axis=0)`` computes them,
+    ``sqrt(sum(A * A))``, without its per-call overhead."""
+    return np.sqrt(np.add.reduce(A * A, axis=0))
+
+
 def frobenius(A: np.ndarray) -> float:
     """``||A||_F`` (the 2-norm of a vector) as ``np.linalg.norm`` computes it,
     ``sqrt(dot(a, a))`` over the flattened array, without its per-call overhead."""
@@ -221,19 +227,19 @@ def model_perturbation(
     if E_norm >= lambda_lb:
         raise ValueError("model perturbation too large for the lambda_min(K) bound")
     k = X.shape[0]
-    residuals = np.linalg.norm(R, axis=0) * (1 + UNIT_ROUNDOFF)
-    residuals += gamma(k + 1) * K_frobenius * np.linalg.norm(X, axis=0)
+    residuals = column_norms(R) * (1 + UNIT_ROUNDOFF)
+    residuals += gamma(k + 1) * K_frobenius * column_norms(X)
     Y = np.abs(X) + (residuals / (lambda_lb - E_norm))[None, :]
-    y = np.linalg.norm(Y, axis=0)
-    if apply_E_abs is None:  # no entrywise part: E bounded in norm only, G exact
-        z = E_norm_part * y
-        B = E_norm_part * np.outer(y, y) + np.outer(z, z) / lambda_lb
-    else:
-        EY = apply_E_abs(Y)
-        YF = Y.T @ F_abs
-        z = np.linalg.norm(EY, axis=0) + E_norm_part * y + np.linalg.norm(F_abs, axis=0)
-        B = Y.T @ EY + YF + YF.T + E_norm_part * np.outer(y, y) + np.outer(z, z) / lambda_lb
+    y = column_norms(Y)
     inflate = 1 + gamma(3 * k + 8)
+    if apply_E_abs is None:  # no entrywise part: E bounded in norm only, G exact
+        z = E_norm_part * y  # B = E y y^T + z z^T / lambda, symmetric as computed
+        B = E_norm_part * np.outer(y, y) + np.outer(z, z) / lambda_lb
+        return B * inflate, E_norm_part * float(y.sum()) ** 2 * inflate
+    EY = apply_E_abs(Y)
+    YF = Y.T @ F_abs
+    z = column_norms(EY) + E_norm_part * y + column_norms(F_abs)
+    B = Y.T @ EY + YF + YF.T + E_norm_part * np.outer(y, y) + np.outer(z, z) / lambda_lb
     return 0.5 * (B + B.T) * inflate, E_norm_part * float(y.sum()) ** 2 * inflate
 
 

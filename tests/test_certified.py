@@ -52,3 +52,13 @@ def test_sandwich_brackets_M_for_a_poor_solution():
     assert np.linalg.eigvalsh(M - sw.low).min() >= -1e-12
     assert np.linalg.eigvalsh(sw.up - M).min() >= -1e-12
     assert np.trace(sw.excess) > 1e-6  # the poor solve is visible in the certificate
+
+
+@pytest.mark.parametrize("shape", [(20, 20), (400, 7), (3, 1), (5,)])
+def test_fast_norms_are_numpys_bit_for_bit(shape):
+    """The bounds use these in place of ``np.linalg.norm``: the same arithmetic, so the same
+    numbers."""
+    A = np.random.default_rng(len(shape)).standard_normal(shape)
+    assert certified.frobenius(A) == float(np.linalg.norm(A))
+    if A.ndim == 2:
+        np.testing.assert_array_equal(certified.column_norms(A), np.linalg.norm(A, axis=0))
