@@ -60,7 +60,7 @@ EXHAUSTIVE_MAX_T = 30  # 2^29 classes: a few seconds per search
 STRUCTURED_MAX_DIM = 8000  # largest mT for which the structured path factorises K_T densely
 OPERATOR_ASSEMBLY_MAX_DIM = 1500  # largest mT assembled densely when no lambda bound (no CG)
 FIRST_MIXING_LEVEL = 1e-6  # n eps^2 at which the truncated propagation first stops
-SMALL_PROPAGATION_WORK = 2e5  # nnz(W) (m + 1) T below which every lag is computed (no truncation)
+SMALL_PROPAGATION_WORK = 2e7  # nnz(W) (m + 1) T up to which every lag is computed (no truncation)
 LAST_MIXING_LEVEL = 1e-40  # below this, propagate through every lag instead
 
 
