@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     acc.add_argument("--delta", type=float, default=1e-5, help="target delta")
     acc.add_argument("--method", default="auto", choices=METHODS,
                      help="solver path: structured (symmetric W), gram (any constant W), "
+                          "dense (K_T assembled from the operator, small mT), "
                           "matrix-free (PCG), or auto")
     acc.add_argument("--preconditioner", default="auto", choices=PRECONDITIONERS,
                      help="matrix-free path: gram (Cholesky of the Gram-assembled K_T), "

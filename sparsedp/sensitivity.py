@@ -53,7 +53,7 @@ from .spectral import stationary_distribution
 from .threads import limit_blas_threads
 from .views import ObservationModel, resolve_view
 
-METHODS = ("auto", "structured", "gram", "matrix-free")
+METHODS = ("auto", "structured", "gram", "dense", "matrix-free")
 PRECONDITIONERS = ("auto", "stationary", "gram")
 EXHAUSTIVE_AUTO_MAX_T = 24  # 2^23 classes: 0.03 s per search (integer Gray code, numba)
 EXHAUSTIVE_MAX_T = 30  # 2^29 classes: a few seconds per search
@@ -183,7 +183,10 @@ def squared_sensitivity(
         ``"matrix-free"`` (preconditioned block CG on the matrix-free K_T; any W, also
         time-varying), or ``"auto"``: structured when W is symmetric and ``m T <= 8000``,
         else gram when W is constant, ``m T <= 8000`` and the lags fit in memory
-        (:func:`sparsedp.gram.gram_fits`), else matrix-free.
+        (:func:`sparsedp.gram.gram_fits`), else matrix-free.  ``"dense"`` (never chosen by
+        auto; ``m T <= 8000``): ``K_T`` assembled densely by applying the matrix-free
+        operator to the ``m T`` unit vectors, ``G_T`` from the operator, dense Cholesky —
+        any W, also time-varying; the engine's own dense reference, independent of the lags.
     exact : ``"auto"`` (exhaustive search when ``T <= 24``), ``True`` (force; refused for
         ``T > 30``) or ``False``.
     rtol : relative residual tolerance of the CG solve (its error is carried into the bounds
@@ -239,6 +242,11 @@ def squared_sensitivity(
             "the Gram assembly (method='gram', preconditioner='gram') needs one constant W; "
             "time-varying gossip has no single lag sequence: use method='matrix-free' with "
             "preconditioner='stationary'"
+        )
+    if method == "dense" and system.m * T > STRUCTURED_MAX_DIM:
+        raise ParameterError(
+            f"method='dense' assembles the m T x m T matrix K_T: m T = {system.m * T} exceeds "
+            f"{STRUCTURED_MAX_DIM}; use method='structured', 'gram' or 'matrix-free'"
         )
     if method == "auto":
         method = _auto_method(system, symmetric, notes)
@@ -362,7 +370,8 @@ def _solve(
             truncation_error=sandwich.model_sum,
         )
     elif method == "gram" or (
-        lambda_lb is None
+        method == "matrix-free"
+        and lambda_lb is None
         and m * T <= OPERATOR_ASSEMBLY_MAX_DIM
         and not system.time_varying
         and gram.gram_fits(system.n, m, T)
@@ -374,10 +383,16 @@ def _solve(
             sparse_products=assembly.products,
             K_rounding=dK_rounding,
         )
-    elif lambda_lb is None and m * T <= OPERATOR_ASSEMBLY_MAX_DIM:  # time-varying, or lags too big
+    elif method == "dense" or (lambda_lb is None and m * T <= OPERATOR_ASSEMBLY_MAX_DIM):
+        # forced, or no lambda bound with time-varying W or lags too big for the Gram assembly
         K, dK_rounding = _operator_system(system, keep)
         G = system.G_matrix(target)[keep]
-        sandwich, lambda_lb = _certified_dense_sandwich(K, G, dK_rounding)
+        if lambda_lb is not None and lambda_lb > 2 * dK_rounding:
+            sandwich, _ = _dense_sandwich(
+                K, G, lambda_lb, lambda_lb - dK_rounding, dK_rounding, dK_rounding
+            )
+        else:
+            sandwich, lambda_lb = _certified_dense_sandwich(K, G, dK_rounding)
         info.update(
             solver="dense Cholesky of K_T assembled from the matrix-free operator",
             lambda_min_lower_bound=lambda_lb,
@@ -578,7 +593,7 @@ def _preconditioner(system: GossipSystem, target: int, keep: np.ndarray, choice:
 
 def _operator_system(system: GossipSystem, keep: np.ndarray) -> tuple[np.ndarray, float]:
     """Dense reduced ``K`` (kept rows) by applying the operator to unit vectors, and
-    ``||fl(K) - K||_2`` (time-varying W; one constant W uses the Gram assembly).
+    ``||fl(K) - K||_2`` (``method="dense"``, and time-varying W without a lambda bound).
 
     Every intermediate of ``H (H^T e_r)`` is a sum of non-negative products (W >= 0), at most
     ``2 T (d + 2)`` deep with d the longest row, so each entry is within ``gamma`` of that

@@ -252,3 +252,30 @@ def test_lags_too_large_for_the_gram_fall_back_to_the_operator_assembly(monkeypa
     r = sparsedp.squared_sensitivity(W, 5, [1, 8], 7, noise_removed=True, method="matrix-free")
     assert "operator" in r.solver["solver"] and r.solver["upper_certified"]
     _check(r, W, 5, 7, 0, True)
+
+
+@pytest.mark.parametrize("kind", W_KINDS)
+@pytest.mark.parametrize("view, observers, noise_removed", VIEWS)
+def test_dense_method_agrees_with_dense_reference(kind, view, observers, noise_removed):
+    """method="dense": K_T from the operator applied to unit vectors, any W and view."""
+    W = W_KINDS[kind]()
+    target, T = 5, 7
+    r = sparsedp.squared_sensitivity(
+        W, target, observers, T, view=view, noise_removed=noise_removed, method="dense"
+    )
+    if target in r.observers and noise_removed:
+        assert r.upper == np.inf
+        return
+    assert r.method == "dense"
+    assert r.solver["solver"] == "dense Cholesky of K_T assembled from the matrix-free operator"
+    _check(r, W, target, T, 1 if view.endswith("v1") else 0, noise_removed)
+
+
+def test_dense_method_time_varying_and_its_size_limit():
+    Ws = [symmetric_W(25, seed) for seed in range(6)]
+    d = sparsedp.squared_sensitivity(Ws, 3, [0, 7], 6, method="dense")
+    m = sparsedp.squared_sensitivity(Ws, 3, [0, 7], 6, method="matrix-free")
+    assert d.lower <= m.upper and m.lower <= d.upper
+    assert d.upper == pytest.approx(m.upper, rel=1e-8)
+    with pytest.raises(ParameterError, match="method='dense'"):
+        sparsedp.squared_sensitivity(symmetric_W(30, 1), 3, [0, 1], 4001, method="dense")

@@ -43,7 +43,7 @@ def assert_close(a, b, rel=1e-8):
     assert a == pytest.approx(b, rel=rel, abs=1e-12)
 
 
-@pytest.mark.parametrize("method", ["structured", "gram", "matrix-free"])
+@pytest.mark.parametrize("method", ["structured", "gram", "dense", "matrix-free"])
 @pytest.mark.parametrize("G,target,observers,T", random_instances())
 def test_agrees_with_dense_reference(G, target, observers, T, method):
     W = gossip_matrix(G, scheme="metropolis")
