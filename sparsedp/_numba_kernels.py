@@ -281,6 +281,48 @@ def csr_spmm_fused(indptr, indices, data, X, Y, shift, n_chunks):
     return cross.sum(axis=0), gram.sum(axis=0), centred.sum(axis=0)
 
 
+@numba.njit(cache=True, parallel=True)
+def csr_spmm_fused_pair(indptr, indices, data, X, Y, shift, n_chunks):
+    """:func:`csr_spmm_fused` for a block of exactly two columns (one observer and the
+    target), every sum in a scalar: about twice as fast at n = 10^6 (0.06 s against 0.13 s
+    per product, median of alternating runs), where the general kernel's per-row
+    accumulator array costs a store and a reload per stored entry."""
+    n = X.shape[0]
+    chunk = (n + n_chunks - 1) // n_chunks
+    cross = np.zeros((n_chunks, 2, 2))
+    gram = np.zeros((n_chunks, 2, 2))
+    centred = np.zeros((n_chunks, 2))
+    for c in numba.prange(n_chunks):
+        c00 = c01 = c10 = c11 = g00 = g01 = g11 = e0 = e1 = 0.0
+        for r in range(c * chunk, min(n, (c + 1) * chunk)):
+            a0 = 0.0
+            a1 = 0.0
+            for k in range(indptr[r], indptr[r + 1]):
+                col = indices[k]
+                w = data[k]
+                a0 += w * X[col, 0]
+                a1 += w * X[col, 1]
+            Y[r, 0] = a0
+            Y[r, 1] = a1
+            x0 = X[r, 0]
+            x1 = X[r, 1]
+            c00 += x0 * a0
+            c01 += x0 * a1
+            c10 += x1 * a0
+            c11 += x1 * a1
+            g00 += a0 * a0
+            g01 += a0 * a1
+            g11 += a1 * a1
+            d0 = a0 - shift
+            d1 = a1 - shift
+            e0 += d0 * d0
+            e1 += d1 * d1
+        cross[c, 0, 0], cross[c, 0, 1], cross[c, 1, 0], cross[c, 1, 1] = c00, c01, c10, c11
+        gram[c, 0, 0], gram[c, 0, 1], gram[c, 1, 0], gram[c, 1, 1] = g00, g01, g01, g11
+        centred[c, 0], centred[c, 1] = e0, e1
+    return cross.sum(axis=0), gram.sum(axis=0), centred.sum(axis=0)
+
+
 @numba.njit(cache=True)
 def csr_propagate_fused(indptr, indices, data, X, steps, shift, watch):
     """``steps`` fused products in a row, serially (small chains, where a parallel region per

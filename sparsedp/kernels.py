@@ -388,9 +388,10 @@ def spmm_fused(
         )
         return Y, cross, gram, centred
     Y = np.empty_like(X)
-    cross, gram, centred = _numba_module().csr_spmm_fused(
-        *_csr_parts(W), X, Y, float(shift), _chunks(X.shape[0])
+    fused = _numba_module().csr_spmm_fused_pair if X.shape[1] == 2 else (
+        _numba_module().csr_spmm_fused
     )
+    cross, gram, centred = fused(*_csr_parts(W), X, Y, float(shift), _chunks(X.shape[0]))
     return Y, cross, gram, centred
 
 
