@@ -259,9 +259,10 @@ def certified_lambda_max(
     useful when the top eigenvalue is a tight cluster, where restarted Lanczos is slow), less a
     rounding allowance.  ``upper``: the first shift ``s = theta + tau_0 8^k`` for which
     Cholesky of ``s I - M`` succeeds, plus the Cholesky backward-error allowance
-    ``gamma_{T+1} T (|s| + ||M||_F)``.  ``tau_0`` is at rounding level (the Rayleigh quotient
-    of a converged power iteration is accurate to the square of its residual), so one
-    factorisation usually suffices.
+    ``gamma_{T+1} T (|s| + ||M||_F)`` and ``4 u (|s| + ||M||_F)`` for the rounding of forming
+    ``s I - M`` (its diagonal, ``u |s - M_ii|``) and of the final sum.  ``tau_0`` is at
+    rounding level (the Rayleigh quotient of a converged power iteration is accurate to the
+    square of its residual), so one factorisation usually suffices.
     """
     M = np.asarray(M, dtype=np.float64)
     T = M.shape[0]
@@ -279,7 +280,7 @@ def certified_lambda_max(
     while not cholesky_succeeds((theta + tau) * identity - M):
         tau *= 8.0
     s = theta + tau
-    upper = s + gamma(T + 1) * T * (abs(s) + scale)
+    upper = s + (gamma(T + 1) * T + 4 * UNIT_ROUNDOFF) * (abs(s) + scale)
     lower = theta - gamma(T + 1) * T * scale
     return lower, upper
 

@@ -439,19 +439,23 @@ def csr_line_sums(
         return _numba_module().csr_line_sums(*_csr_parts(W), n_cols, absolute)
     data = np.abs(W.data) if absolute else W.data
     columns = np.bincount(W.indices, weights=data, minlength=n_cols).astype(np.float64)
-    if data.size == 0:
-        return np.zeros(n_rows), columns
     starts = W.indptr[:-1]
-    rows = np.add.reduceat(data, np.minimum(starts, data.size - 1))
-    rows[starts == W.indptr[1:]] = 0.0  # reduceat gives the entry at the start of empty rows
+    filled = starts < W.indptr[1:]  # reduceat cannot sum an empty segment: non-empty rows only
+    rows = np.zeros(n_rows)
+    rows[filled] = np.add.reduceat(data, starts[filled]) if data.size else 0.0
     return rows, columns
 
 
 def is_symmetric(W, backend: str = "auto") -> bool:
-    """Whether ``W == W^T`` entry for entry (CSR, sorted indices, no duplicates, no explicit
-    zeros).  numpy: the arrays of ``W`` and of its transpose converted back to CSR are equal;
-    numba: every entry above the diagonal is matched to its mirror by one cursor per row,
-    in one serial pass."""
+    """Whether ``W == W^T`` entry for entry (square CSR, put in canonical form first when it
+    is not; an explicit zero without a stored mirror counts as asymmetric).  numpy: the
+    arrays of ``W`` and of its transpose converted back to CSR are equal; numba: every entry
+    above the diagonal is matched to its mirror by one cursor per row, in one serial pass."""
+    if W.shape[0] != W.shape[1]:
+        raise ValueError(f"a symmetric matrix must be square, got shape {W.shape}")
+    if not W.has_canonical_format:  # the cursors need sorted rows without duplicates
+        W = W.copy()
+        W.sum_duplicates()
     if _resolve(backend) == "numpy":
         Wt = W.T.tocsr()  # sorted like W: equal arrays iff W == W^T entry for entry
         return (np.array_equal(W.indptr, Wt.indptr) and np.array_equal(W.indices, Wt.indices)

@@ -387,12 +387,14 @@ def _solve(
         # forced, or no lambda bound with time-varying W or lags too big for the Gram assembly
         K, dK_rounding = _operator_system(system, keep)
         G = system.G_matrix(target)[keep]
+        G_error = _operator_rounding(system) * G  # G >= 0, entrywise
         if lambda_lb is not None and lambda_lb > 2 * dK_rounding:
             sandwich, _ = _dense_sandwich(
-                K, G, lambda_lb, lambda_lb - dK_rounding, dK_rounding, dK_rounding
+                K, G, lambda_lb, lambda_lb - dK_rounding, dK_rounding, dK_rounding,
+                np.zeros_like, G_error,
             )
         else:
-            sandwich, lambda_lb = _certified_dense_sandwich(K, G, dK_rounding)
+            sandwich, lambda_lb = _certified_dense_sandwich(K, G, dK_rounding, G_error)
         info.update(
             solver="dense Cholesky of K_T assembled from the matrix-free operator",
             lambda_min_lower_bound=lambda_lb,
@@ -596,8 +598,8 @@ def _operator_system(system: GossipSystem, keep: np.ndarray) -> tuple[np.ndarray
     ``||fl(K) - K||_2`` (``method="dense"``, and time-varying W without a lambda bound).
 
     Every intermediate of ``H (H^T e_r)`` is a sum of non-negative products (W >= 0), at most
-    ``2 T (d + 2)`` deep with d the longest row, so each entry is within ``gamma`` of that
-    length relative, and ``||.||_2 <= gamma ||K||_inf``.
+    ``2 T (d + 2)`` deep with d the longest row, so each entry is within
+    :func:`_operator_rounding` relative, and ``||.||_2 <= gamma ||K||_inf``.
     """
     T, m = system.T, system.m
     columns = np.flatnonzero(keep)
@@ -605,8 +607,15 @@ def _operator_system(system: GossipSystem, keep: np.ndarray) -> tuple[np.ndarray
     Y[columns, np.arange(columns.size)] = 1.0
     K = system.apply_K(Y.reshape(T, m, -1)).reshape(T * m, -1)[keep]
     K = 0.5 * (K + K.T)
+    return K, _operator_rounding(system) * float(np.abs(K).sum(axis=1).max())
+
+
+def _operator_rounding(system: GossipSystem) -> float:
+    """``gamma_(2 T (d + 2) + 2)``, d the longest row of any ``W_t``: the relative rounding of
+    every entry of ``K`` and ``G`` formed by the operator's recursions (sums of non-negative
+    products at most ``2 T (d + 2)`` deep)."""
     d = max(int(np.diff(w.indptr).max()) for w in system.Ws)
-    return K, gamma(2 * T * (d + 2) + 2) * float(np.abs(K).sum(axis=1).max())
+    return gamma(2 * system.T * (d + 2) + 2)
 
 
 def _certified_dense_sandwich(

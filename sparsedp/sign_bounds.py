@@ -185,7 +185,11 @@ def minimise_diagonal_shift(
 
 
 def certified_shift_bound(
-    sandwich: MatrixSandwich, d: np.ndarray, backend: str = "auto", vector=None
+    sandwich: MatrixSandwich,
+    d: np.ndarray,
+    backend: str = "auto",
+    vector=None,
+    lambda_upper: float | None = None,
 ) -> float:
     """Certified upper bound on ``max_c c^T M c`` from the shift ``d``, for the true ``M``.
 
@@ -195,15 +199,21 @@ def certified_shift_bound(
     <= T lambda_max(up - diag d) + sum(d) + T eta``.  The computed ``A = fl(up - diag d)``
     differs from ``up - diag d`` on the diagonal only, by at most ``u |A_ii|`` (a diagonal
     perturbation, norm ``max_i``); :func:`certified.certified_lambda_max` bounds
-    ``lambda_max(A)``, and the rounding of forming ``s I - A`` inside it (``u (|s| +
-    |A_ii|)``) is charged here as well.  ``fl(sum d)`` is off by at most ``gamma_T sum |d|``,
-    and the final three operations by ``8 u`` of the magnitudes involved.  ``vector``: an
-    approximate top eigenvector of ``A`` (passed on to :func:`certified.certified_lambda_max`).
+    ``lambda_max(A)`` (charging the rounding of forming ``s I - A``), and ``2 u (|lambda| +
+    2 max_i |A_ii| + ||A||_F)`` is added for the diagonal perturbation with a wide margin.
+    ``fl(sum d)`` is off by at most ``gamma_T sum |d|``, and the final three operations by
+    ``8 u`` of the magnitudes involved.  ``vector``: an approximate top eigenvector of ``A``
+    (passed on to :func:`certified.certified_lambda_max`); ``lambda_upper``: a certified
+    upper bound on ``lambda_max(A)`` already at hand (the spectral bound's, for ``d = 0``),
+    used instead of a new certificate.
     """
     T = sandwich.T
     d = np.asarray(d, dtype=np.float64)
     A = sandwich.up - np.diag(d)
-    _, lam = certified.certified_lambda_max(A, backend=backend, vector=vector)
+    if lambda_upper is None:
+        _, lam = certified.certified_lambda_max(A, backend=backend, vector=vector)
+    else:
+        lam = lambda_upper
     diagonal = float(np.abs(np.diag(A)).max())
     lam += 2 * UNIT_ROUNDOFF * (abs(lam) + 2 * diagonal + frobenius(A))
     total_d = float(d.sum())
@@ -311,7 +321,7 @@ def evaluate_bounds(
             )
         )
     _, lam_up = certified.certified_lambda_max(up, backend=backend, vector=top)
-    spectral = T * (lam_up + sandwich.eta)
+    spectral = T * (lam_up + sandwich.eta) * (1 + 4 * UNIT_ROUNDOFF)  # and its two roundings
     upper.append(
         Bound(
             "spectral",
@@ -356,11 +366,11 @@ def evaluate_bounds(
     )
     if best_restart[0] > value:
         signs = best_restart[1]
-    if search.d.any():
-        shift_vector = search.best[1][:, -1]
-        shift = certified_shift_bound(sandwich, search.d, backend=backend, vector=shift_vector)
-    else:  # d = 0: the bound is the spectral one (up - diag 0 = up, formed without rounding)
-        shift = spectral
+    shift_vector = search.best[1][:, -1]
+    shift = certified_shift_bound(  # d = 0: A = up, whose lambda_max is certified already
+        sandwich, search.d, backend=backend, vector=shift_vector,
+        lambda_upper=None if search.d.any() else lam_up,
+    )
     upper.insert(
         -2,
         Bound(

@@ -234,3 +234,31 @@ def test_is_symmetric_on_a_larger_random_matrix(symmetric):
     assert truth == symmetric
     assert kernels.is_symmetric(A, backend="numba") == kernels.is_symmetric(A, backend="numpy")
     assert kernels.is_symmetric(A, backend="numba") == truth
+
+
+def test_line_sums_with_trailing_empty_rows():
+    """An empty last row must not shorten the row before it (numpy's reduceat cannot sum
+    an empty segment)."""
+    A = sp.csr_matrix(np.array([[0.5, 0.5, 0.0], [0.0, 0.25, 0.0], [0.0, 0.0, 0.0]]))
+    for backend in ("numba", "numpy"):
+        rows, columns = kernels.csr_line_sums(A, backend=backend)
+        np.testing.assert_array_equal(rows, [1.0, 0.25, 0.0])
+        np.testing.assert_array_equal(columns, [0.5, 0.75, 0.0])
+    empty = sp.csr_matrix((3, 3))
+    for backend in ("numba", "numpy"):
+        rows, columns = kernels.csr_line_sums(empty, backend=backend)
+        assert not rows.any() and not columns.any()
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_is_symmetric_puts_its_input_in_canonical_form(backend):
+    # rows stored out of order: a cursor over unsorted rows could match the wrong entries
+    data, indices, indptr = [1.0, 2.0, 2.0, 3.0], [2, 1, 0, 0], [0, 2, 3, 4]
+    A = sp.csr_matrix((data, indices, indptr), shape=(3, 3))  # [[0,2,1],[2,0,0],[3,0,0]]
+    A.has_sorted_indices = False
+    assert not kernels.is_symmetric(A, backend=backend)
+    B = sp.csr_matrix(([1.0, 2.0, 2.0, 1.0], [2, 1, 0, 0], [0, 2, 3, 4]), shape=(3, 3))
+    B.has_sorted_indices = False  # [[0,2,1],[2,0,0],[1,0,0]]
+    assert kernels.is_symmetric(B, backend=backend)
+    with pytest.raises(ValueError, match="square"):
+        kernels.is_symmetric(sp.csr_matrix((2, 3)), backend=backend)
