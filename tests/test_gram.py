@@ -140,20 +140,30 @@ VIEWS = [
 ]
 
 
+SOLVERS = {
+    "gram": "dense Cholesky of K_T assembled from the Gram of the lags (W^T)^l S^T",
+    "dense": "dense Cholesky of K_T assembled from the matrix-free operator",
+}
+
+
+@pytest.mark.parametrize("method", SOLVERS)
 @pytest.mark.parametrize("kind", W_KINDS)
 @pytest.mark.parametrize("view, observers, noise_removed", VIEWS)
-def test_gram_agrees_with_dense_reference(kind, view, observers, noise_removed):
+def test_dense_assemblies_agree_with_dense_reference(method, kind, view, observers,
+                                                     noise_removed):
+    """method="gram" (lags) and method="dense" (the operator applied to unit vectors)."""
     W = W_KINDS[kind]()
     target, T = 5, 7
     r = sparsedp.squared_sensitivity(
-        W, target, observers, T, view=view, noise_removed=noise_removed, method="gram"
+        W, target, observers, T, view=view, noise_removed=noise_removed, method=method
     )
     if target in r.observers and noise_removed:
         assert r.upper == np.inf
         return
-    assert r.method == "gram"
-    assert r.solver["solver"].startswith("dense Cholesky of K_T assembled from the Gram")
-    assert r.solver["sparse_products"] == T - 1 + (view == "secure-summation-v1")
+    assert r.method == method
+    assert r.solver["solver"] == SOLVERS[method]
+    if method == "gram":
+        assert r.solver["sparse_products"] == T - 1 + (view == "secure-summation-v1")
     _check(r, W, target, T, 1 if view.endswith("v1") else 0, noise_removed)
 
 
@@ -252,23 +262,6 @@ def test_lags_too_large_for_the_gram_fall_back_to_the_operator_assembly(monkeypa
     r = sparsedp.squared_sensitivity(W, 5, [1, 8], 7, noise_removed=True, method="matrix-free")
     assert "operator" in r.solver["solver"] and r.solver["upper_certified"]
     _check(r, W, 5, 7, 0, True)
-
-
-@pytest.mark.parametrize("kind", W_KINDS)
-@pytest.mark.parametrize("view, observers, noise_removed", VIEWS)
-def test_dense_method_agrees_with_dense_reference(kind, view, observers, noise_removed):
-    """method="dense": K_T from the operator applied to unit vectors, any W and view."""
-    W = W_KINDS[kind]()
-    target, T = 5, 7
-    r = sparsedp.squared_sensitivity(
-        W, target, observers, T, view=view, noise_removed=noise_removed, method="dense"
-    )
-    if target in r.observers and noise_removed:
-        assert r.upper == np.inf
-        return
-    assert r.method == "dense"
-    assert r.solver["solver"] == "dense Cholesky of K_T assembled from the matrix-free operator"
-    _check(r, W, target, T, 1 if view.endswith("v1") else 0, noise_removed)
 
 
 def test_dense_method_time_varying_and_its_size_limit():
