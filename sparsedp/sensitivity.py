@@ -35,6 +35,7 @@ The reported ``lower`` is the best lower bound, ``upper`` the best certified upp
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -57,7 +58,8 @@ METHODS = ("auto", "structured", "gram", "dense", "matrix-free")
 PRECONDITIONERS = ("auto", "stationary", "gram")
 EXHAUSTIVE_AUTO_MAX_T = 24  # 2^23 classes: 0.03 s per search (integer Gray code, numba)
 EXHAUSTIVE_MAX_T = 30  # 2^29 classes: a few seconds per search
-STRUCTURED_MAX_DIM = 8000  # largest mT for which the structured path factorises K_T densely
+STRUCTURED_MAX_DIM = 8000  # largest mT for the gram and dense assemblies of K_T
+STRUCTURED_MEMORY_FRACTION = 0.5  # of physical memory, for the structured path's dense work
 OPERATOR_ASSEMBLY_MAX_DIM = 1500  # largest mT assembled densely when no lambda bound (no CG)
 FIRST_MIXING_LEVEL = 1e-6  # n eps^2 at which the truncated propagation first stops
 SMALL_PROPAGATION_WORK = 2e7  # nnz(W) (m + 1) T up to which every lag is computed (no truncation)
@@ -181,7 +183,9 @@ def squared_sensitivity(
         dense Cholesky), ``"gram"`` (one constant W, symmetric or not: K_T and G_T from the
         Gram of the lags ``(W^T)^l S^T``, :mod:`sparsedp.gram`, dense Cholesky),
         ``"matrix-free"`` (preconditioned block CG on the matrix-free K_T; any W, also
-        time-varying), or ``"auto"``: structured when W is symmetric and ``m T <= 8000``,
+        time-varying), or ``"auto"``: structured when W is symmetric and its dense work
+        fits in half the physical memory (:func:`structured_memory`: on 24 GB, T up to 8473
+        for one observer, ``m T`` up to about 27000 for m = 46),
         else gram when W is constant, ``m T <= 8000`` and the lags fit in memory
         (:func:`sparsedp.gram.gram_fits`), else matrix-free.  ``"dense"`` (never chosen by
         auto; ``m T <= 8000``): ``K_T`` assembled densely by applying the matrix-free
@@ -263,16 +267,35 @@ def squared_sensitivity(
     return _assemble(target, model, T, method, sandwich, bounds, signs, solver_info, notes)
 
 
+def structured_memory(m: int, T: int) -> int:
+    """Bytes the structured path's dense work may hold at once, with a margin:
+    ``8 (2 (mT)^2 + 4 mT T + 16 T^2)`` (K and its Cholesky factor, the mT x T blocks G, X,
+    K X, R, the T x T matrices of the sandwich and the bounds).  Measured peaks of whole
+    processes: 3.9 GB at m = 1, T = 5000 (this gives 4.4 GB); 2.4 GB at m = 46, T = 200 with
+    n = 10^6 (this gives 1.4 GB for the dense part)."""
+    mT = m * T
+    return 8 * (2 * mT * mT + 4 * mT * T + 16 * T * T)
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory of this machine."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
 def _auto_method(system: GossipSystem, symmetric: bool, notes: list[str]) -> str:
-    """``method="auto"``: structured, else gram, else matrix-free (with a note saying why)."""
+    """``method="auto"``: structured when W is symmetric and its dense work
+    (:func:`structured_memory`) fits in ``STRUCTURED_MEMORY_FRACTION`` of the physical memory,
+    else gram, else matrix-free (with a note saying why)."""
     mT = system.m * system.T
-    if symmetric and mT <= STRUCTURED_MAX_DIM:
+    budget = STRUCTURED_MEMORY_FRACTION * physical_memory()
+    if symmetric and structured_memory(system.m, system.T) <= budget:
         return "structured"
     if system.time_varying:
         notes.append("time-varying W: using the matrix-free PCG path")
         return "matrix-free"
     reason = "W is not symmetric" if not symmetric else (
-        f"m T = {mT} exceeds {STRUCTURED_MAX_DIM}"
+        f"the structured path's dense work ({structured_memory(system.m, system.T) / 2**30:.1f}"
+        f" GiB) exceeds {STRUCTURED_MEMORY_FRACTION:.0%} of the memory"
     )
     if mT <= STRUCTURED_MAX_DIM and gram.gram_fits(system.n, system.m, system.T):
         notes.append(

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import sparsedp
+from sparsedp import sensitivity
 from sparsedp.errors import GraphError, ParameterError
 from sparsedp.gossip import gossip_matrix
 from sparsedp.testing import dense_reference
@@ -193,3 +194,20 @@ def test_no_truncation_when_W_is_only_nearly_doubly_stochastic():
     assert not r.solver["truncated"]
     reference = sparsedp.squared_sensitivity(W, 1, [0], 300, method="matrix-free")
     assert r.lower <= reference.upper and reference.lower <= r.upper
+
+
+def test_auto_takes_the_structured_path_while_its_dense_work_fits(monkeypatch):
+    """The rule is memory, not a fixed size: m T = 10000 (past the gram assembly's 8000) is
+    structured when 1.7 GB fit in half the memory, matrix-free (with a note) when not."""
+    from sparsedp.operators import GossipSystem
+
+    W = gossip_matrix(connected_instance("er", 120, 2))
+    system = GossipSystem([W], np.arange(50), 200)
+    assert sensitivity.structured_memory(50, 200) == 8 * (2 * 10000**2 + 4 * 10000 * 200
+                                                          + 16 * 200**2)
+    monkeypatch.setattr(sensitivity, "physical_memory", lambda: 8 * 2**30)
+    assert sensitivity._auto_method(system, True, []) == "structured"
+    monkeypatch.setattr(sensitivity, "physical_memory", lambda: 2 * 2**30)
+    notes = []
+    assert sensitivity._auto_method(system, True, notes) == "matrix-free"
+    assert "dense work" in notes[0]
