@@ -278,8 +278,12 @@ def structured_memory(m: int, T: int) -> int:
 
 
 def physical_memory() -> int:
-    """Bytes of physical memory of this machine."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    """Bytes of physical memory of this machine (8 GiB where the OS does not say, e.g. on
+    Windows, which has no ``os.sysconf``)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 8 * 2**30
 
 
 def _auto_method(system: GossipSystem, symmetric: bool, notes: list[str]) -> str:
