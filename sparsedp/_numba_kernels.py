@@ -246,23 +246,6 @@ def block_grams(X, Y, shift, n_chunks):
     return cross.sum(axis=0), gram.sum(axis=0), centred.sum(axis=0)
 
 
-@numba.njit(cache=True, inline="always")
-def _fused_row(indptr, indices, data, X, Y, r, shift, acc, cross, gram, centred):
-    """Row r of ``Y = W X``, accumulating its share of ``X^T Y``, ``Y^T Y`` and
-    ``sum (Y - shift)^2`` into ``cross``, ``gram`` (b x b) and ``centred`` (b)."""
-    _csr_row(indptr, indices, data, X, r, acc)
-    b = X.shape[1]
-    for p in range(b):
-        Y[r, p] = acc[p]
-        xp = X[r, p]
-        yp = acc[p]
-        d = yp - shift
-        centred[p] += d * d
-        for q in range(b):
-            cross[p, q] += xp * acc[q]
-            gram[p, q] += yp * acc[q]
-
-
 @numba.njit(cache=True, parallel=True)
 def csr_spmm_fused(indptr, indices, data, X, Y, shift, n_chunks):
     """``Y = W X`` with the products needed by the moment recurrence fused in one pass.
@@ -277,7 +260,16 @@ def csr_spmm_fused(indptr, indices, data, X, Y, shift, n_chunks):
     for c in numba.prange(n_chunks):
         acc = np.empty(b)
         for r in range(c * chunk, min(n, (c + 1) * chunk)):
-            _fused_row(indptr, indices, data, X, Y, r, shift, acc, cross[c], gram[c], centred[c])
+            _csr_row(indptr, indices, data, X, r, acc)
+            for p in range(b):
+                Y[r, p] = acc[p]
+                xp = X[r, p]
+                yp = acc[p]
+                d = yp - shift
+                centred[c, p] += d * d
+                for q in range(b):
+                    cross[c, p, q] += xp * acc[q]
+                    gram[c, p, q] += yp * acc[q]
     return cross.sum(axis=0), gram.sum(axis=0), centred.sum(axis=0)
 
 

@@ -45,7 +45,7 @@ import scipy.sparse as sp
 from . import certified, gram, kernels, validation
 from .certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
 from .errors import GossipMatrixError, ParameterError
-from .gossip import as_square_sparse, check_gossip_matrix, has_property
+from .gossip import check_gossip_matrix, has_property
 from .moments import LagPropagator, LagSequence
 from .operators import GossipSystem, k_from_moments, toeplitz_blocks
 from .sign_bounds import Bound, evaluate_bounds
@@ -58,7 +58,6 @@ METHODS = ("auto", "structured", "gram", "dense", "matrix-free")
 PRECONDITIONERS = ("auto", "stationary", "gram")
 EXHAUSTIVE_AUTO_MAX_T = 24  # 2^23 classes: 0.03 s per search (integer Gray code, numba)
 EXHAUSTIVE_MAX_T = 30  # 2^29 classes: a few seconds per search
-STRUCTURED_MAX_DIM = 8000  # largest mT for the gram and dense assemblies of K_T
 STRUCTURED_MEMORY_FRACTION = 0.5  # of physical memory, for the structured path's dense work
 OPERATOR_ASSEMBLY_MAX_DIM = 1500  # largest mT assembled densely when no lambda bound (no CG)
 FIRST_MIXING_LEVEL = 1e-6  # n eps^2 at which the truncated propagation first stops
@@ -108,11 +107,6 @@ class SensitivityResult:
         out["gap"] = self.gap
         out["relative_gap"] = self.relative_gap
         return out
-
-
-def is_exactly_symmetric(W: sp.csr_matrix) -> bool:
-    """Whether ``W == W^T`` entry for entry (the structured path needs exact symmetry)."""
-    return kernels.is_symmetric(as_square_sparse(W))
 
 
 def gossip_sequence(W, T: int) -> list[sp.csr_matrix]:
@@ -247,10 +241,10 @@ def squared_sensitivity(
             "time-varying gossip has no single lag sequence: use method='matrix-free' with "
             "preconditioner='stationary'"
         )
-    if method == "dense" and system.m * T > STRUCTURED_MAX_DIM:
+    if method == "dense" and system.m * T > gram.GRAM_MAX_DIM:
         raise ParameterError(
             f"method='dense' assembles the m T x m T matrix K_T: m T = {system.m * T} exceeds "
-            f"{STRUCTURED_MAX_DIM}; use method='structured', 'gram' or 'matrix-free'"
+            f"{gram.GRAM_MAX_DIM}; use method='structured', 'gram' or 'matrix-free'"
         )
     if method == "auto":
         method = _auto_method(system, symmetric, notes)
@@ -301,13 +295,13 @@ def _auto_method(system: GossipSystem, symmetric: bool, notes: list[str]) -> str
         f"the structured path's dense work ({structured_memory(system.m, system.T) / 2**30:.1f}"
         f" GiB) exceeds {STRUCTURED_MEMORY_FRACTION:.0%} of the memory"
     )
-    if mT <= STRUCTURED_MAX_DIM and gram.gram_fits(system.n, system.m, system.T):
+    if gram.gram_fits(system.n, system.m, system.T):
         notes.append(
             f"{reason}: using the Gram assembly (K_T from the lags (W^T)^l S^T, dense Cholesky)"
         )
         return "gram"
     lag_bytes, _ = gram.gram_memory(system.n, system.m, system.T)
-    if mT <= STRUCTURED_MAX_DIM:
+    if mT <= gram.GRAM_MAX_DIM:
         reason += (
             f" and the Gram assembly needs {lag_bytes / 2**30:.1f} GiB of lags (limit "
             f"{gram.GRAM_MAX_LAG_BYTES / 2**30:.0f} GiB)"
