@@ -55,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     acc.add_argument("--view", default="secure-summation", choices=VIEWS,
                      help="threat model (see sparsedp.views): what the observers see")
     acc.add_argument("--noise-removed", action="store_true",
-                     help="the observers know their own noise (v2 Sec. 3.3, SecLDP)")
+                     help="the attacker knows its own noise (v2 Sec. 3.3, SecLDP); in the "
+                          "neighbourhood view the given observers' noise only")
     acc.add_argument("--rounds", "-T", type=int, default=100, help="number of rounds T")
     acc.add_argument("--sigma", type=float, default=1.0, help="noise standard deviation")
     acc.add_argument("--delta", type=float, default=1e-5, help="target delta")

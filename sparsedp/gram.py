@@ -2,7 +2,8 @@
 
 For one constant W (symmetric or not), observers ``S`` (m x n), power offset p and T rounds
 the blocks of ``H_T`` are ``H[t, k] = S W^(t-k+p) D`` (k <= t), with ``D = I``, or the
-diagonal with 0 on the observers' rows when their noise is removed (``D^2 = D``).  With the
+diagonal with 0 on the rows of the nodes whose noise the attacker knows (its own nodes, a
+subset of the observers; ``D^2 = D``).  With the
 observer lags
 
     V_l = (W^T)^l S^T   (n x m),   l = p .. T-1+p          (T - 1 + p sparse products)
@@ -15,8 +16,8 @@ everything the solve needs is one Gram matrix of the stacked lags:
              = Gamma(t+p, t'+p) + K[t-1, t'-1]      (block recursion along the diagonals)
     G[t, tau] = S W^(t-tau+p) e_j = V_(t-tau+p)[j, :]^T   for t >= tau, else 0.
 
-``G`` holds the target's columns of the full ``H`` (the target is not an observer when the
-noise is removed; :func:`sparsedp.sensitivity.squared_sensitivity` settles that case before).
+``G`` holds the target's columns of the full ``H`` (the target's own noise is never among the
+known; :func:`sparsedp.sensitivity.squared_sensitivity` settles that case before).
 The formulas are checked against the explicit ``H_T`` of :func:`sparsedp.testing.dense_H`
 in ``tests/test_gram.py`` for p = 0, 1 and both noise models.
 
@@ -120,12 +121,13 @@ def assemble(
     T: int,
     *,
     power_offset: int = 0,
-    noise_removed: bool = False,
+    known_noise=(),
     backend: str = "auto",
 ) -> GramSystem:
     """``K_T`` and ``G_T`` of one constant non-negative W by the Gram assembly (module
-    docstring); W need not be symmetric.  Refuses (ParameterError) a W with negative entries,
-    where the rounding model does not hold."""
+    docstring); W need not be symmetric.  ``known_noise``: the nodes whose noise columns are
+    deleted (``D``'s zero rows; the attacker's own nodes).  Refuses (ParameterError) a W with
+    negative entries, where the rounding model does not hold."""
     W = sp.csr_matrix(W, dtype=np.float64)
     if W.nnz and not np.all(W.data >= 0):  # also refuses NaN
         raise ParameterError(
@@ -134,16 +136,16 @@ def assemble(
         )
     observers = np.asarray(observers, dtype=np.int64)
     m, p = observers.size, int(power_offset)
-    if noise_removed and target in set(observers.tolist()):
-        raise ParameterError("the target is an observer whose noise is removed: no finite K^+ G")
+    known_noise = np.asarray(known_noise, dtype=np.int64)
+    if target in set(known_noise.tolist()):
+        raise ParameterError("the target's own noise is removed: no finite K^+ G")
     V, products = observer_lags(W, observers, T, p, backend)
     # G[t, tau] = V_(t-tau+p)[j, :]: the impulse response a_(l+p) = S W^(l+p) e_j, l = 0..T-1
     impulse = V[:, :, target].copy()
     G = np.zeros((T, m, T))
     for tau in range(T):
         G[tau:, :, tau] = impulse[: T - tau]
-    if noise_removed:
-        V[:, :, observers] = 0.0  # D: the observers' rows of every V_l
+    V[:, :, known_noise] = 0.0  # D: the known-noise rows of every V_l
     A = V.reshape(T * m, -1)
     K = A @ A.T  # Gram: block (t, t') = Gamma(t+p, t'+p)
     del V, A

@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from . import kernels
+from . import exact_rank, kernels
 
 DEFAULT_MEMORY_BUDGET = 4 << 30  # bytes for the (T, n, r) intermediate of K
 # Column chunks of one K application: at least MIN_CHUNK_COLUMNS, more while an n x c block
@@ -57,7 +57,8 @@ class GossipSystem:
     T : number of rounds, >= 1.
     power_offset : 0 for ``H[t, k] = S W_(t-1) ... W_k``, 1 for the v1 form
         ``S W_t ... W_k`` (:mod:`sparsedp.views`).
-    noise_removed : delete the observers' noise columns from every block (``H S_2``).
+    known_noise : nodes whose noise the attacker knows (its own nodes, a subset of the
+        observers): their noise columns are deleted from every block (``H S_2``).
     memory_budget : bytes allowed for the intermediate of one ``K`` application.
     """
 
@@ -68,7 +69,7 @@ class GossipSystem:
         T: int,
         *,
         power_offset: int = 0,
-        noise_removed: bool = False,
+        known_noise=(),
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
     ):
         self.T = int(T)
@@ -84,9 +85,11 @@ class GossipSystem:
         self.n = self.W.shape[0]
         self.m = self.observers.size
         self.power_offset = int(power_offset)
-        self.noise_removed = bool(noise_removed)
+        self.known_noise = np.unique(np.asarray(known_noise, dtype=np.int64))
+        self.noise_removed = self.known_noise.size > 0
         self.memory_budget = memory_budget
         self.products = 0  # sparse (block) products with W or W^T done so far
+        self.exact_rank_skipped = False  # set by redundant_rows
 
     # -- the recursions --------------------------------------------------------------------
 
@@ -109,11 +112,11 @@ class GossipSystem:
         block = np.ascontiguousarray(x.reshape(x.shape[0], -1))
         return kernels.spmm(A, block).reshape(x.shape)
 
-    def _without_observer_noise(self, z: np.ndarray) -> np.ndarray:
-        """``S_2 S_2^T z``: the observers' noise rows zeroed when their noise is removed."""
+    def _without_known_noise(self, z: np.ndarray) -> np.ndarray:
+        """``S_2 S_2^T z``: the rows of the known noise zeroed."""
         if self.noise_removed:
             z = z.copy()
-            z[self.observers] = 0.0
+            z[self.known_noise] = 0.0
         return z
 
     def apply_H(self, Z: np.ndarray) -> np.ndarray:
@@ -121,7 +124,7 @@ class GossipSystem:
         Y = np.empty((self.T, self.m) + Z.shape[2:])
         s = None
         for t in range(self.T):
-            z = self._without_observer_noise(Z[t])
+            z = self._without_known_noise(Z[t])
             s = z if s is None else self._W(s, t - 1) + z
             shown = self._W(s, t) if self.power_offset else s
             Y[t] = shown[self.observers]
@@ -145,7 +148,7 @@ class GossipSystem:
                 g = self._WT(g, k)
             out[k] = g
         if self.noise_removed:
-            out[:, self.observers] = 0.0
+            out[:, self.known_noise] = 0.0
         return out
 
     def apply_K(self, Y: np.ndarray) -> np.ndarray:
@@ -167,32 +170,65 @@ class GossipSystem:
         width = max(MIN_CHUNK_COLUMNS, CHUNK_BLOCK_ENTRIES // self.n)
         return max(1, min(r, width, self.memory_budget // (8 * self.T * self.n)))
 
-    def silent_rows(self) -> np.ndarray:
-        """Boolean ``(T, m)``: rows of ``H`` that vanish by the sparsity pattern alone.
+    def redundant_rows(self) -> np.ndarray:
+        """Boolean ``(T, m)``: observations that are exact linear functions of the others.
 
-        Only the noise-removed model has them: row (t, a) is
-        ``e_a^T W_(t-1+p) ... W_k S_2`` for k <= t, a sum of walks of lengths p .. t + p from
-        a, which vanishes when no node outside the observer set lies within distance
-        ``t + p`` of a (always so for t = 0, p = 0).  Distances are taken in the union of the
-        patterns of the ``W_t``, which can only mark fewer rows (never a non-zero one).  The
-        matching rows of ``G`` vanish too (the target is outside the set), so dropping them
-        leaves the sensitivity unchanged.
+        The attacker learns nothing from them, so dropping their rows of ``H`` and ``G``
+        leaves ``M_T`` unchanged, while keeping them makes ``K_T`` singular.  With ``S`` the
+        observed nodes, ``R`` the known noise and ``O`` the unobserved nodes, the rows of
+        round t modulo the rows of earlier rounds are (a row is ``e_a^T`` of the message):
+
+        p = 0, ``s_t = W_(t-1) s_(t-1) + z_t``: row (t, a) is ``sum_(b in S) W_ab`` row
+        (t-1, b) plus the innovation ``W_(t-1)[a, O] s_(t-1)[O] + [a not in R] z_t[a]``.  The
+        columns ``z_t[S - R]`` and ``z_(t-1)[O]`` are zero in every earlier observed row, so
+        a combination of round-t rows is a combination of earlier rows exactly when it
+        vanishes on them: the rows of ``S - R`` are always kept, and a row a of ``R`` is
+        redundant exactly when ``W_(t-1)[a, O]`` is a combination of the kept rows'
+        (all of R at t = 0, where its rows are zero).
+        p = 1 (``y_t = S W_t s_t``): the innovation is ``W_t[a, O] theta_t[O] +
+        W_t[a, R'] z_t[R']`` with ``R'`` the nodes outside R, and the pivot columns are
+        ``z_t[R']``: rows are redundant exactly where the rows of ``W_t[S, R']`` depend.
+
+        The same relations hold on the target's columns (``G``; the target is outside R),
+        so the sensitivity is unchanged.  The independent rows are chosen by exact rational
+        arithmetic (:func:`sparsedp.exact_rank.independent_rows`); where that would be too
+        much work, only rows that vanish on the pivot columns by the sparsity pattern are
+        dropped (and :attr:`exact_rank_skipped` says so).  Time-varying W: the matrices of
+        each round.
         """
-        if not self.noise_removed:
-            return np.zeros((self.T, self.m), dtype=bool)
-        union = sum(abs(w) for w in self.Ws)
-        # distance[a]: walk length from observer a to the nearest non-observer (BFS)
-        distance = np.full(self.m, self.T + self.power_offset + 1)
-        near = np.ones(self.n, dtype=bool)  # nodes within `radius` of a non-observer
-        near[self.observers] = False
-        for radius in range(1, self.T + self.power_offset + 1):
-            grown = near | (union @ near.astype(np.float64) > 0)
-            newly = grown[self.observers] & ~near[self.observers]
-            distance[newly] = radius
-            near = grown
-            if near[self.observers].all() or not newly.any():
-                break
-        return np.arange(self.T)[:, None] + self.power_offset < distance[None, :]
+        T, p = self.T, self.power_offset
+        redundant = np.zeros((T, self.m), dtype=bool)
+        self.exact_rank_skipped = False
+        if p == 0 and not self.noise_removed:
+            return redundant  # every row has its own noise column: independent
+        in_R = np.isin(self.observers, self.known_noise)
+        unobserved = np.ones(self.n, dtype=bool)
+        unobserved[self.observers] = False
+        if p == 0:
+            redundant[0] = in_R
+            rows, columns = np.flatnonzero(in_R), unobserved
+        else:
+            outside_R = np.ones(self.n, dtype=bool)
+            outside_R[self.known_noise] = False
+            rows, columns = np.arange(self.m), outside_R
+        decided: dict[int, np.ndarray] = {}
+        for t in range(1 - p, T):
+            index = (t - 1 + p) if self.time_varying else 0
+            if index not in decided:
+                sub = self.Ws[index][self.observers[rows]]
+                support = np.unique(sub.indices)
+                decided[index] = self._dependent(sub[:, support[columns[support]]].toarray())
+            redundant[t, rows] = decided[index]
+        return redundant
+
+    def _dependent(self, block: np.ndarray) -> np.ndarray:
+        """Rows of ``block`` that exact row reduction drops (only its zero rows when that
+        would be too much work)."""
+        keep = exact_rank.independent_rows(block)
+        if keep is None:
+            self.exact_rank_skipped = True
+            keep = np.abs(block).sum(axis=1) > 0
+        return ~keep
 
     # -- the target's impulse response -----------------------------------------------------
 

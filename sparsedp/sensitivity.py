@@ -52,7 +52,7 @@ from .sign_bounds import Bound, evaluate_bounds
 from .solvers import StationaryPreconditioner, block_pcg, cholesky_solve
 from .spectral import stationary_distribution
 from .threads import limit_blas_threads
-from .views import ObservationModel, resolve_view
+from .views import VIEW_NOTES, ObservationModel, resolve_view
 
 METHODS = ("auto", "structured", "gram", "dense", "matrix-free")
 PRECONDITIONERS = ("auto", "stationary", "gram")
@@ -87,6 +87,7 @@ class SensitivityResult:
     bounds: tuple[Bound, ...]
     solver: dict = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    known_noise: tuple[int, ...] = ()  # nodes whose noise the attacker knows (noise_removed)
 
     @property
     def gap(self) -> float:
@@ -103,6 +104,7 @@ class SensitivityResult:
         out = asdict(self)
         out["observers"] = list(self.observers)
         out["signs"] = list(self.signs)
+        out["known_noise"] = list(self.known_noise)
         out["bounds"] = [asdict(b) for b in self.bounds]
         out["gap"] = self.gap
         out["relative_gap"] = self.relative_gap
@@ -171,8 +173,11 @@ def squared_sensitivity(
         when several observers are given), ``"secure-summation-v1"`` (v1 eq. 3.2),
         ``"neighbourhood"`` (v2 Remark 11), ``"adaptive-v1"`` (v1 Thm 9), ``"target-v1"``
         (v1 Thm 10), ``"local-dp"`` (exactly T).
-    noise_removed : the observers know their own noise (v2 Sec. 3.3, Thm 16): its columns
-        are deleted from H; infinite sensitivity when the target is an observer.
+    noise_removed : the attacker knows the noise it injected itself (v2 Sec. 3.3, Thm 16;
+        Bellet et al.'s PNDP, App. A.2): the noise columns of the given observers are deleted
+        from H — in the neighbourhood view those of the given nodes only, not of the
+        neighbours whose messages they read.  Infinite sensitivity when the target is one of
+        them (the attacker is the target and holds its data; docs/views.md).
     method : ``"structured"`` (W exactly symmetric: K_T from the moments ``S W^l S^T``,
         dense Cholesky), ``"gram"`` (one constant W, symmetric or not: K_T and G_T from the
         Gram of the lags ``(W^T)^l S^T``, :mod:`sparsedp.gram`, dense Cholesky),
@@ -220,14 +225,14 @@ def squared_sensitivity(
     pattern = Ws[0] if len(Ws) == 1 else sum(abs(w) for w in Ws)
     model = resolve_view(view, pattern, target, observers, noise_removed)
 
-    if model.noise_removed and target in set(model.observers.tolist()):
+    if target in set(model.known_noise.tolist()):
         return _unbounded(target, model, T)
     if model.observes_everything:
         return _local_dp(target, model, T)
 
-    notes: list[str] = []
+    notes = [VIEW_NOTES[view]] if view in VIEW_NOTES else []
     system = GossipSystem(
-        Ws, model.observers, T, power_offset=model.power_offset, noise_removed=model.noise_removed
+        Ws, model.observers, T, power_offset=model.power_offset, known_noise=model.known_noise
     )
     symmetric = not system.time_varying and kernels.is_symmetric(system.W)  # W canonical
     if method == "structured" and not symmetric:
@@ -248,8 +253,11 @@ def squared_sensitivity(
         )
     if method == "auto":
         method = _auto_method(system, symmetric, notes)
+    keep = ~system.redundant_rows().ravel()
+    if not keep.any():
+        return _nothing_learned(target, model, T)
     sandwich, solver_info = _solve(
-        system, target, method, rtol, maxiter, progress, truncation_rtol, preconditioner
+        system, target, keep, method, rtol, maxiter, progress, truncation_rtol, preconditioner
     )
     bounds, signs = evaluate_bounds(sandwich, do_exact, backend)
     if not solver_info["upper_certified"]:
@@ -348,6 +356,7 @@ def analytic_lambda_min_lower_bound(system: GossipSystem) -> float | None:
 def _solve(
     system: GossipSystem,
     target: int,
+    keep: np.ndarray,
     method: str,
     rtol: float,
     maxiter: int,
@@ -355,7 +364,9 @@ def _solve(
     truncation_rtol: float,
     preconditioner: str = "auto",
 ) -> tuple[MatrixSandwich, dict]:
-    """Approximate ``X = K^{-1} G`` by the chosen method and certify it.
+    """Approximate ``X = K^{-1} G`` by the chosen method and certify it, on the rows of
+    ``K`` and ``G`` that ``keep`` marks (the others are redundant:
+    :meth:`GossipSystem.redundant_rows`).
 
     The solver info says whether the sandwich's upper side is certified (``upper_certified``:
     a lower bound on ``lambda_min`` of the reduced K was found).  Without an analytic
@@ -367,9 +378,10 @@ def _solve(
     T, m = system.T, system.m
     lambda_lb = analytic_lambda_min_lower_bound(system)
     info: dict = {"lambda_min_lower_bound": lambda_lb}
-    keep = ~system.silent_rows().ravel()
     if not keep.all():
-        info["silent_rows_dropped"] = int((~keep).sum())
+        info["redundant_rows_dropped"] = int((~keep).sum())
+    if system.exact_rank_skipped:
+        info["exact_rank_skipped"] = True
     if method == "structured":
         if lambda_lb is not None:
             sandwich, lags, tol = _structured_sandwich(
@@ -514,8 +526,9 @@ def _moment_system(system: GossipSystem, lags: LagSequence) -> tuple[np.ndarray,
     """Dense ``K``, ``G`` of the view from untruncated, unshifted lags, and ``||fl(K) - K||``.
 
     ``K[t, s] = sum_k mu_(t+s-2k+2p)`` (:func:`k_from_moments` of the shifted lags); with the
-    observers' noise removed, ``K - N N^T`` where ``N`` is block Toeplitz in ``mu_(l+p)``
-    (the observers' own columns ``S W^(t-k+p) S^T`` of H).  Rounding: the non-negative sums
+    attacker's own noise removed, ``K - N N^T`` where ``N`` is block Toeplitz in the
+    known-noise columns of ``mu_(l+p)`` (the columns ``S W^(t-k+p) S_R^T`` of H, ``R`` the
+    nodes whose noise is known, a subset of the observers).  Rounding: the non-negative sums
     forming ``K`` and ``N N^T`` are each within ``gamma_k`` relative, and the subtraction
     within u, entrywise; so ``||.||_2`` within ``gamma ||.||_inf`` of each.
     """
@@ -524,7 +537,8 @@ def _moment_system(system: GossipSystem, lags: LagSequence) -> tuple[np.ndarray,
     K = k_from_moments(shifted.mu, T)
     dK = gamma(T + 1) * float(K.sum(axis=1).max())
     if system.noise_removed:
-        N = toeplitz_blocks(lags.mu[p : p + T])
+        known = np.flatnonzero(np.isin(system.observers, system.known_noise))
+        N = toeplitz_blocks(lags.mu[p : p + T][:, :, known])
         NNt = N @ N.T
         K = K - NNt
         dK += gamma(T * m + 1) * float(NNt.sum(axis=1).max())
@@ -550,7 +564,7 @@ def _gram_sandwich(
         target,
         system.T,
         power_offset=system.power_offset,
-        noise_removed=system.noise_removed,
+        known_noise=system.known_noise,
     )
     K, G = assembly.K, assembly.G
     if not keep.all():
@@ -587,7 +601,7 @@ def _preconditioner(system: GossipSystem, target: int, keep: np.ndarray, choice:
             target,
             T,
             power_offset=system.power_offset,
-            noise_removed=system.noise_removed,
+            known_noise=system.known_noise,
         )
         info["preconditioner_products"] = assembly.products
         try:
@@ -646,7 +660,7 @@ def _certified_dense_sandwich(
 
     ``lambda_min(fl(K)) >= tau`` is certified numerically (:func:`certified.
     certified_lambda_min`), so ``lambda_min(K) >= tau - ||fl(K) - K||``.  When that is not
-    positive (K singular beyond its silent rows), ``X`` is the least-squares solution: every
+    positive (K singular beyond its redundant rows), ``X`` is the least-squares solution: every
     ``2 b^T x - x^T K x`` is still a lower bound for b in the range of K, with the rounding
     of K charged as ``||fl(K) - K|| ||X||_F^2``; the returned lambda is 0 and the caller keeps
     only the lower bounds.  ``G_error`` (optional): ``|G_true - G| <= G_error`` entrywise,
@@ -794,6 +808,7 @@ def _result(target, model: ObservationModel, T: int, **fields) -> SensitivityRes
         T=T,
         view=model.view,
         noise_removed=model.noise_removed,
+        known_noise=tuple(int(i) for i in model.known_noise),
         **fields,
     )
 
@@ -820,6 +835,20 @@ def _local_dp(target, model: ObservationModel, T: int) -> SensitivityResult:
     invertible, ``H^+ H = I`` and ``M_T = I``: ``Delta^2 = T`` exactly."""
     bound = Bound("local_dp", float(T), "exact", "S = I: M_T = I, so Delta^2 = T")
     return _closed_form(target, model, T, float(T), bound, "local DP: every message is seen")
+
+
+def _nothing_learned(target, model: ObservationModel, T: int) -> SensitivityResult:
+    """Every observation is redundant (e.g. T = 1 with the attacker's own noise known: its
+    first messages are its own data): ``M_T = 0`` and ``Delta^2 = 0`` exactly."""
+    bound = Bound(
+        "nothing_observed", 0.0, "exact", "every observation is a function of the attacker's "
+        "own data and noise: M_T = 0",
+    )
+    return _closed_form(
+        target, model, T, 0.0, bound,
+        "every message the attacker sees is a function of its own data and noise: it learns "
+        "nothing about the target",
+    )
 
 
 def _unbounded(target, model: ObservationModel, T: int) -> SensitivityResult:

@@ -52,20 +52,21 @@ def dense_H(W, observers, T: int, *, power_offset: int = 0) -> np.ndarray:
 
 
 def dense_M(
-    W, target: int, observers, T: int, *, power_offset: int = 0, noise_removed: bool = False
+    W, target: int, observers, T: int, *, power_offset: int = 0, noise_removed: bool = False,
+    known_noise=None,
 ) -> np.ndarray:
     """``M_T = (H^+ G)^T (H^+ G)`` with ``G = H (. kron e_j)`` the target's columns of ``H``.
 
     Without noise removal this is the (target, target) slice of the projector ``H^+ H``.
-    ``noise_removed`` (v2 Sec. 3.3): the columns of the observers' own noise are deleted from
-    the ``H`` that is pseudo-inverted (the target's columns of G stay); the result is the
-    sensitivity matrix only when ``G`` lies in the range of that ``H``
-    (:func:`dense_in_range`), otherwise the sensitivity is infinite.
+    ``noise_removed`` (v2 Sec. 3.3): the noise columns of the nodes in ``known_noise``
+    (default: every observer) are deleted from the ``H`` that is pseudo-inverted (the
+    target's columns of G stay); the result is the sensitivity matrix only when ``G`` lies in
+    the range of that ``H`` (:func:`dense_in_range`), otherwise the sensitivity is infinite.
     """
     H = dense_H(W, observers, T, power_offset=power_offset)
     n = H.shape[1] // T
     G = H[:, np.arange(T) * n + target]
-    X = np.linalg.pinv(_noise_columns(H, observers, T, noise_removed)) @ G
+    X = np.linalg.pinv(_noise_columns(H, observers, T, noise_removed, known_noise)) @ G
     M = X.T @ X
     return 0.5 * (M + M.T)
 
@@ -98,24 +99,27 @@ def published_style_M(W, target: int, observers, T: int) -> np.ndarray:
 
 def dense_in_range(
     W, target: int, observers, T: int, *, power_offset: int = 0, noise_removed: bool = False,
-    rtol: float = 1e-8,
+    known_noise=None, rtol: float = 1e-8,
 ) -> bool:
     """Whether every ``b = G c`` lies in the range of the (noise-removed) ``H``."""
     H = dense_H(W, observers, T, power_offset=power_offset)
     n = H.shape[1] // T
     G = H[:, np.arange(T) * n + target]
-    Hbar = _noise_columns(H, observers, T, noise_removed)
+    Hbar = _noise_columns(H, observers, T, noise_removed, known_noise)
     residual = G - Hbar @ (np.linalg.pinv(Hbar) @ G)
     return bool(np.linalg.norm(residual) <= rtol * max(np.linalg.norm(G), 1.0))
 
 
-def _noise_columns(H: np.ndarray, observers, T: int, noise_removed: bool) -> np.ndarray:
-    """``H`` without the observers' noise columns of every block when ``noise_removed``."""
+def _noise_columns(
+    H: np.ndarray, observers, T: int, noise_removed: bool, known_noise=None
+) -> np.ndarray:
+    """``H`` without the noise columns of ``known_noise`` (default: the observers) in every
+    block when ``noise_removed``."""
     if not noise_removed:
         return H
     n = H.shape[1] // T
     keep = np.ones(n, dtype=bool)
-    keep[list(observers)] = False
+    keep[list(observers if known_noise is None else known_noise)] = False
     return H[:, np.tile(keep, T)]
 
 
@@ -155,7 +159,7 @@ class DenseReference:
 def dense_reference(W, target: int, observers, T: int, **view) -> DenseReference:
     """Every quantity the engine reports, computed densely from ``H^+ H``.
 
-    ``view``: ``power_offset`` and ``noise_removed`` as in :func:`dense_M`.
+    ``view``: ``power_offset``, ``noise_removed`` and ``known_noise`` as in :func:`dense_M`.
     """
     M = dense_M(W, target, observers, T, **view)
     ones = np.ones(T)

@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 import sparsedp
-from sparsedp import gram, sensitivity
+from sparsedp import exact_rank, gram, sensitivity
 from sparsedp.certified import gamma
 from sparsedp.errors import ParameterError, SparseDPError
 from sparsedp.testing import dense_H, dense_reference
@@ -56,7 +56,8 @@ def test_assembly_is_H_H_transpose(kind, p, noise_removed, observers):
     W = W_KINDS[kind]()
     T, target = 6, 5
     K_ref, G_ref = dense_K_G(W, observers, target, T, p, noise_removed)
-    a = gram.assemble(W, observers, target, T, power_offset=p, noise_removed=noise_removed)
+    known = observers if noise_removed else ()
+    a = gram.assemble(W, observers, target, T, power_offset=p, known_noise=known)
     assert a.products == T - 1 + p
     assert np.array_equal(a.K, a.K.T)
     assert np.allclose(a.K, K_ref, rtol=1e-13, atol=1e-15)
@@ -67,7 +68,7 @@ def test_rounding_model_covers_the_assembly():
     """|fl(K) - K| <= gamma_N K and |fl(G) - G| <= gamma G entrywise, against long double."""
     W = directed_W(40, 7, density=0.3)
     observers, target, T, p = [0, 9], 20, 25, 1
-    a = gram.assemble(W, observers, target, T, power_offset=p, noise_removed=True)
+    a = gram.assemble(W, observers, target, T, power_offset=p, known_noise=observers)
     Wl = W.toarray().astype(np.longdouble)
     V = [np.eye(40, dtype=np.longdouble)[:, observers]]
     for _ in range(T - 1 + p):
@@ -114,7 +115,7 @@ def test_negative_entries_are_refused():
 def _check(r, W, target, T, p, noise_removed):
     """lower <= dense exact <= upper; with a certified upper side, exact and c = 1 to 1e-8."""
     ref = dense_reference(W, target, list(r.observers), T, power_offset=p,
-                          noise_removed=noise_removed)
+                          noise_removed=noise_removed, known_noise=list(r.known_noise))
     truth = ref.exact
     assert r.lower <= truth * (1 + 1e-12) + 1e-14
     assert r.upper >= truth * (1 - 1e-12) - 1e-14
@@ -157,7 +158,7 @@ def test_dense_assemblies_agree_with_dense_reference(method, kind, view, observe
     r = sparsedp.squared_sensitivity(
         W, target, observers, T, view=view, noise_removed=noise_removed, method=method
     )
-    if target in r.observers and noise_removed:
+    if target in r.known_noise:
         assert r.upper == np.inf
         return
     assert r.method == method
@@ -220,22 +221,30 @@ def test_gram_preconditioner_converges_in_one_iteration():
 
 def test_gram_preconditioner_with_noise_removed(monkeypatch):
     """No analytic lambda bound and the dense assembly switched off: PCG on the reduced K
-    (silent rows dropped); a singular reduced K falls back to the stationary preconditioner."""
+    (redundant rows dropped); a singular reduced K (here: the exact rank decisions switched
+    off, so a dependent row stays) falls back to the stationary preconditioner."""
     monkeypatch.setattr(sensitivity, "OPERATOR_ASSEMBLY_MAX_DIM", 0)
     W = directed_W(12, 2)
     r = sparsedp.squared_sensitivity(W, 5, [1, 8], 7, noise_removed=True,
                                      method="matrix-free", preconditioner="gram")
     assert r.solver["preconditioner"] == "gram" and r.solver["iterations"] <= 2
-    assert r.solver["silent_rows_dropped"] >= 2
+    assert r.solver["redundant_rows_dropped"] >= 2
     _check(r, W, 5, 7, 0, True)
-    Wn = symmetric_W(10, 4)  # closed neighbourhood of node 7: the reduced K is singular
-    s = sparsedp.squared_sensitivity(Wn, 5, [7], 7, view="neighbourhood", noise_removed=True,
-                                     method="matrix-free", preconditioner="gram")
+    # coalition {0, 1, 2}: 1 and 2 reach outside only through node 3, with equal weights,
+    # so s_2(t) - s_1(t) is a function of the coalition's earlier messages
+    Wn = sparsedp.gossip_matrix(nx.Graph([(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)]))
+    args = (Wn, 4, [0, 1, 2], 7)
+    exact = dense_reference(*args, noise_removed=True).exact
+    kw = {"noise_removed": True, "method": "matrix-free", "preconditioner": "gram"}
+    s = sparsedp.squared_sensitivity(*args, **kw)
+    assert s.solver["preconditioner"] == "gram" and s.solver["redundant_rows_dropped"] == 3 + 2 * 6
+    assert s.lower == pytest.approx(exact, rel=1e-8)
+    monkeypatch.setattr(exact_rank, "EXACT_WORK_LIMIT", 0)
+    s = sparsedp.squared_sensitivity(*args, **kw)
+    assert s.solver["exact_rank_skipped"]
     assert "singular" in s.solver["preconditioner_note"]
     assert s.solver["preconditioner"] == "stationary" and not s.solver["upper_certified"]
-    assert s.lower == pytest.approx(
-        dense_reference(Wn, 5, list(s.observers), 7, noise_removed=True).exact, rel=1e-6
-    )
+    assert s.lower == pytest.approx(exact, rel=1e-6) and s.upper == 7
 
 
 def test_bad_arguments():

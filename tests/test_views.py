@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -23,6 +25,8 @@ def _graph(seed: int, n: int = 11, p: float = 0.35) -> nx.Graph:
 
 
 def _check_against_dense(r, W, target, T, **view):
+    if r.noise_removed:  # only the attacker's own noise columns are deleted
+        view["known_noise"] = list(r.known_noise)
     ref = dense_reference(W, target, list(r.observers), T, **view)
     truth = ref.exact
     scale = max(truth, 1e-12)
@@ -34,7 +38,7 @@ def _check_against_dense(r, W, target, T, **view):
         assert r.exact == pytest.approx(truth, rel=1e-7, abs=1e-10)
         assert by_name["spectral"] == pytest.approx(ref.spectral, rel=1e-6, abs=1e-9)
         assert r.upper <= min(ref.upper, float(T)) * (1 + 1e-6) + 1e-9
-    else:  # K singular beyond its silent rows: least-squares lower bound, upper bound T
+    else:  # K singular beyond its redundant rows: least-squares lower bound, upper bound T
         assert r.lower == pytest.approx(truth, rel=1e-6, abs=1e-9)
         assert r.upper == T
     return ref
@@ -93,9 +97,8 @@ def test_view_agrees_with_dense_reference(seed, view, kind, noise_removed, metho
     assert r.view == view and r.noise_removed == noise_removed
     offset = 1 if view.endswith("v1") and view != "target-v1" else 0
     _check_against_dense(r, W, target, T, power_offset=offset, noise_removed=noise_removed)
-    # K_T is non-singular once the silent rows are dropped, except for a large coalition
-    # with few outside noise sources (the closed neighbourhood here)
-    assert r.solver["upper_certified"] or (noise_removed and view == "neighbourhood")
+    # K_T is non-singular once the redundant rows are dropped
+    assert r.solver["upper_certified"]
 
 
 def test_view_observer_sets():
@@ -205,27 +208,29 @@ def test_operator_matches_dense_H(offset, noise_removed):
         keep = np.ones(W.shape[0], dtype=bool)
         keep[observers] = False
         H = H * np.tile(keep, T)[None, :]
-    system = GossipSystem(W, observers, T, power_offset=offset, noise_removed=noise_removed)
+    system = GossipSystem(
+        W, observers, T, power_offset=offset, known_noise=observers if noise_removed else ()
+    )
     rng = np.random.default_rng(1)
     Z = rng.standard_normal((T, W.shape[0], 3))
     Y = rng.standard_normal((T, 2, 3))
     assert np.allclose(system.apply_H(Z).reshape(-1, 3), H @ Z.reshape(-1, 3))
     assert np.allclose(system.apply_HT(Y).reshape(-1, 3), H.T @ Y.reshape(-1, 3))
-    silent = system.silent_rows().ravel()
-    assert np.all(np.abs(H[silent]).sum(axis=1) == 0)
-    if noise_removed:
-        assert silent[: 2 * (1 - offset)].all()  # the first block row for p = 0
+    redundant = system.redundant_rows().ravel()
+    assert np.linalg.matrix_rank(H[~redundant]) == np.linalg.matrix_rank(H) == (~redundant).sum()
+    if noise_removed and not offset:
+        assert redundant[:2].all()  # the first block row for p = 0 vanishes
 
 
-def test_silent_rows_include_observers_surrounded_by_observers():
+def test_redundant_rows_of_observers_surrounded_by_observers():
     G = nx.path_graph(6)
     W = sparsedp.gossip_matrix(G)
-    observers = [0, 1]  # node 0's only neighbour is an observer
-    system = GossipSystem(W, observers, 4, noise_removed=True)
-    silent = system.silent_rows()
-    assert silent[0].all() and silent[1].tolist() == [True, False] and not silent[2].any()
+    observers = [0, 1]  # node 0's only neighbour is an observer: s_0(t) = W_00 s_0 + W_01 s_1
+    system = GossipSystem(W, observers, 4, known_noise=observers)
+    redundant = system.redundant_rows()
+    assert redundant[0].all() and all(row.tolist() == [True, False] for row in redundant[1:])
     r = sparsedp.squared_sensitivity(W, 4, observers, 4, noise_removed=True)
-    assert r.solver["silent_rows_dropped"] == 3
+    assert r.solver["redundant_rows_dropped"] == 5
     _check_against_dense(r, W, 4, 4, noise_removed=True)
 
 
@@ -246,3 +251,45 @@ def test_bad_view_input():
     with pytest.raises(ParameterError, match="structured"):
         sparsedp.squared_sensitivity([W, W, W], 1, [2], 3, method="structured")
     assert set(VIEWS) >= {"secure-summation", "local-dp"}
+
+
+def test_target_v1_does_not_bound_every_observer():
+    """v1 Thm 10's claim is false (docs/views.md, docs/closed_forms.md counterexample 4): a
+    neighbour's neighbourhood view exceeds the target's own view."""
+    W = sparsedp.gossip_matrix(nx.path_graph(2))
+    own = sparsedp.squared_sensitivity(W, 0, None, 2, view="target-v1")
+    neighbour = sparsedp.squared_sensitivity(W, 0, [1], 2, view="neighbourhood")
+    assert own.upper == pytest.approx(1.8, rel=1e-9) and neighbour.lower == pytest.approx(2.0)
+    assert "not a bound for other observers" in own.notes[0]
+    W = sparsedp.gossip_matrix(nx.karate_club_graph())
+    own = sparsedp.squared_sensitivity(W, 0, None, 6, view="target-v1")
+    neighbour = sparsedp.squared_sensitivity(W, 0, [1], 6, view="neighbourhood")
+    assert own.upper < 5.8646 < 5.9273 < neighbour.lower
+
+
+def test_adaptive_v1_does_not_bound_every_coalition():
+    """v1 Thm 9's claim is false (counterexample 5): on the 5-cycle a coalition of two
+    neighbours of the target and a node at distance 2 learns more than the target's closed
+    neighbourhood."""
+    W = sparsedp.gossip_matrix(nx.cycle_graph(5))
+    own = sparsedp.squared_sensitivity(W, 0, None, 2, view="adaptive-v1")
+    coalition = sparsedp.squared_sensitivity(W, 0, [1, 3, 4], 2, view="secure-summation-v1")
+    assert own.upper < 1.27 < 1.73 < coalition.lower
+    assert "not every observer" in own.notes[0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_adaptive_v1_bounds_its_sub_coalitions(seed):
+    """What adaptive-v1 does bound (docs/views.md): every sub-coalition of the target's closed
+    neighbourhood in the secure-summation-v1 view (a coalition can compute a sub-coalition's
+    view)."""
+    G = _graph(20 + seed, n=9, p=0.4)
+    W = sparsedp.gossip_matrix(G, scheme=("metropolis", "max-degree")[seed % 2])
+    target, T = 4, 5
+    whole = sparsedp.squared_sensitivity(W, target, None, T, view="adaptive-v1")
+    closed = list(whole.observers)
+    for size in range(1, len(closed) + 1):
+        for sub in itertools.islice(itertools.combinations(closed, size), 12):
+            part = sparsedp.squared_sensitivity(W, target, list(sub), T,
+                                                view="secure-summation-v1")
+            assert part.lower <= whole.upper * (1 + 1e-9)
