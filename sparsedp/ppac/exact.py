@@ -5,7 +5,8 @@ Float rank tests on the rows ``e_l^T W^t C`` are fragile: the rows converge to t
 row as ``t`` grows, so late rows are nearly dependent whether or not they are exactly
 dependent.  Here the gossip matrix is taken as an exact rational matrix ``W = W_int / D``
 (``W_int`` integer), the rows are scaled by ``D^t`` (which changes no span) and every test runs
-on Python integers, with fraction-free elimination and gcd normalisation.
+on Python integers, with fraction-free elimination and gcd normalisation
+(:class:`sparsedp.exact_rank.IntegerEchelon`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError
+from ..exact_rank import IntegerEchelon
 from ..gossip import as_square_sparse
 from .protocol import PPACLayout
 
@@ -52,72 +54,6 @@ def rational_matrix(W: Any, max_denominator: int = MAX_DENOMINATOR) -> tuple[np.
     for r, c, f in zip(M.row.tolist(), M.col.tolist(), fracs, strict=True):
         W_int[r, c] = f.numerator * (D // f.denominator)
     return W_int, D
-
-
-def _normalise(v: np.ndarray) -> np.ndarray:
-    nz = [int(x) for x in v if x != 0]
-    if not nz:
-        return v
-    g = reduce(math.gcd, nz)
-    if nz[0] < 0:
-        g = -g
-    return v // g if g != 1 else v
-
-
-class IntegerEchelon:
-    """Rows of integers in echelon form, grown one row at a time (basis pursuit).
-
-    Invariant: row ``k`` is zero at the pivot columns of rows ``0..k-1``, so reducing a vector
-    by the rows in insertion order clears every pivot column.
-    """
-
-    def __init__(self, width: int) -> None:
-        self.width = width
-        self.rows: list[np.ndarray] = []
-        self.pivots: list[int] = []
-
-    @property
-    def rank(self) -> int:
-        return len(self.rows)
-
-    def reduce(self, v: np.ndarray) -> np.ndarray:
-        """``v`` minus a combination of the rows, zero at every pivot column (scaled, exact)."""
-        v = v.copy()
-        for row, p in zip(self.rows, self.pivots, strict=True):
-            if v[p] != 0:
-                v = _normalise(v * row[p] - row * v[p])
-        return v
-
-    def add(self, v: np.ndarray) -> bool:
-        """Add ``v`` if it is not in the span of the rows; return whether it was added."""
-        r = self.reduce(np.asarray(v, dtype=object))
-        nz = np.flatnonzero(r != 0)
-        if nz.size == 0:
-            return False
-        self.rows.append(_normalise(r))
-        self.pivots.append(int(nz[0]))
-        return True
-
-    def unit_vectors_in_span(self) -> np.ndarray:
-        """Bool (width,): whether ``e_c`` lies in the row span, for every column ``c``.
-
-        In reduced row echelon form ``e_c`` is in the span exactly when ``c`` is a pivot column
-        whose row has no other nonzero entry; the rows are reduced here on a copy.
-        """
-        rows = [r.copy() for r in self.rows]
-        order = np.argsort(self.pivots)
-        rows = [rows[k] for k in order]
-        pivots = [self.pivots[k] for k in order]
-        for k in range(len(rows) - 1, -1, -1):
-            p = pivots[k]
-            for q in range(k):
-                if rows[q][p] != 0:
-                    rows[q] = _normalise(rows[q] * rows[k][p] - rows[k] * rows[q][p])
-        out = np.zeros(self.width, dtype=bool)
-        for row, p in zip(rows, pivots, strict=True):
-            if np.count_nonzero(row != 0) == 1:
-                out[p] = True
-        return out
 
 
 def exact_observation_rows(layout: PPACLayout, W_int: np.ndarray, attacker: int,
