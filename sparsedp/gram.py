@@ -39,7 +39,7 @@ add ``gamma_n``; the at most T terms of each diagonal sum ``gamma_T``.  Hence
 
 and, K being symmetric and entrywise non-negative, ``||fl(K) - K||_2 <= || |fl(K) - K| ||_2
 <= gamma_N ||K||_2 <= gamma_N ||K||_inf`` — the same argument as for the operator assembly
-(:func:`sparsedp.sensitivity._operator_system`), with a shorter depth.  The exact
+(:func:`sparsedp.certified_solve._operator_system`), with a shorter depth.  The exact
 ``||K||_inf`` is bounded through the computed row sums (:func:`rounding_norm_bound`).  The
 same holds for any principal submatrix of K (the kept rows), which is what gets certified.
 """

@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 import sparsedp
-from sparsedp import exact_rank, gram, sensitivity
+from sparsedp import certified_solve, exact_rank, gram
 from sparsedp.certified import gamma
 from sparsedp.errors import ParameterError, SparseDPError
 from sparsedp.testing import dense_H, dense_reference
@@ -223,7 +223,7 @@ def test_gram_preconditioner_with_noise_removed(monkeypatch):
     """No analytic lambda bound and the dense assembly switched off: PCG on the reduced K
     (redundant rows dropped); a singular reduced K (here: the exact rank decisions switched
     off, so a dependent row stays) falls back to the stationary preconditioner."""
-    monkeypatch.setattr(sensitivity, "OPERATOR_ASSEMBLY_MAX_DIM", 0)
+    monkeypatch.setattr(certified_solve, "OPERATOR_ASSEMBLY_MAX_DIM", 0)
     W = directed_W(12, 2)
     r = sparsedp.squared_sensitivity(W, 5, [1, 8], 7, noise_removed=True,
                                      method="matrix-free", preconditioner="gram")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import sparsedp
-from sparsedp import sensitivity
+from sparsedp import certified_solve
 from sparsedp.gossip import gossip_matrix
 from sparsedp.moments import LagPropagator, gossip_lags
 from sparsedp.testing import dense_H
@@ -78,7 +78,7 @@ def test_truncation_error_bounds_hold(tol):
 
 
 def test_truncated_structured_path_matches_matrix_free(monkeypatch):
-    monkeypatch.setattr(sensitivity, "SMALL_PROPAGATION_WORK", 0)  # truncate this small chain
+    monkeypatch.setattr(certified_solve, "SMALL_PROPAGATION_WORK", 0)  # truncate this small chain
     G = nx.erdos_renyi_graph(150, 0.08, seed=5)
     W = gossip_matrix(G)
     r_s = sparsedp.squared_sensitivity(W, 3, [0, 1], 120, method="structured")
@@ -90,7 +90,7 @@ def test_truncated_structured_path_matches_matrix_free(monkeypatch):
 
 
 def test_truncated_interval_contains_dense_value(monkeypatch):
-    monkeypatch.setattr(sensitivity, "SMALL_PROPAGATION_WORK", 0)  # truncate this small chain
+    monkeypatch.setattr(certified_solve, "SMALL_PROPAGATION_WORK", 0)  # truncate this small chain
     G = connected_instance("er", 40, 8)
     W = gossip_matrix(G)
     T = 60
@@ -107,7 +107,7 @@ def test_truncated_interval_contains_dense_value(monkeypatch):
 
 
 def test_truncation_rtol_trades_products_for_width_and_stays_sound(monkeypatch):
-    monkeypatch.setattr(sensitivity, "SMALL_PROPAGATION_WORK", 0)  # truncate this small chain
+    monkeypatch.setattr(certified_solve, "SMALL_PROPAGATION_WORK", 0)  # truncate this small chain
     G = nx.erdos_renyi_graph(200, 0.06, seed=9)
     W = gossip_matrix(G)
     T = 300
@@ -128,9 +128,9 @@ def test_entrywise_model_bound_covers_the_truncation(level, observers, target):
     """|M_T - M_hat| <= model entrywise, with M_hat from the truncated lags (solved exactly)
     and M_T from the explicit H_T; the sandwich then brackets every entry of M_T."""
     from sparsedp.certified import gossip_lambda_min_lower_bound
+    from sparsedp.certified_solve import _lag_sandwich
     from sparsedp.moments import LagPropagator
     from sparsedp.operators import k_from_moments, toeplitz_blocks
-    from sparsedp.sensitivity import _lag_sandwich
     from sparsedp.testing import dense_M
 
     W = gossip_matrix(connected_instance("er", 50, 3))

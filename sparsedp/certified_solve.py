@@ -1,0 +1,502 @@
+"""The certified solve of the gossip view: ``X = K_T^{-1} G_T`` by one of four methods, and
+the sandwich ``M_low <= M_T <= M_up`` (:class:`sparsedp.certified.MatrixSandwich`) that
+carries every error of the solve and of the assembly into the bounds.
+
+Methods (chosen by :func:`sparsedp.sensitivity.squared_sensitivity`):
+
+``structured``
+    W exactly symmetric: ``K_T`` from the lags ``mu_l = S W^l S^T`` (Toeplitz-plus-Hankel,
+    :func:`sparsedp.operators.k_from_moments`), dense Cholesky; with the analytic
+    ``lambda_min`` bound the propagation stops once the chain has mixed, and the truncation
+    error is charged entrywise (:func:`truncation_pattern`).
+``gram``
+    one constant W >= 0: ``K_T`` and ``G_T`` from the Gram of the lags ``(W^T)^l S^T``
+    (:mod:`sparsedp.gram`).
+``dense``
+    ``K_T`` assembled by applying the matrix-free operator to unit vectors (any W, also
+    time-varying).
+``matrix-free``
+    preconditioned block CG on the matrix-free ``K_T`` (:mod:`sparsedp.solvers`); the
+    certificate comes from the true residual.
+
+Without an analytic lower bound on ``lambda_min(K_T)`` (noise removed, v1 forms of a W that
+is not diagonally dominant) ``lambda_min`` is certified numerically on the dense reduced K
+(:func:`_certified_dense_sandwich`); the rows that are exact functions of others are dropped
+first (:meth:`sparsedp.operators.GossipSystem.redundant_rows`).  ``docs/bounds.md`` and
+``docs/index.md`` give the soundness argument of each step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+
+from . import certified, gram
+from .certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
+from .gossip import has_property
+from .moments import LagPropagator, LagSequence
+from .operators import GossipSystem, k_from_moments, toeplitz_blocks
+from .solvers import StationaryPreconditioner, block_pcg, cholesky_solve
+from .spectral import stationary_distribution
+
+OPERATOR_ASSEMBLY_MAX_DIM = 1500  # largest mT assembled densely when no lambda bound (no CG)
+FIRST_MIXING_LEVEL = 1e-6  # n eps^2 at which the truncated propagation first stops
+SMALL_PROPAGATION_WORK = 2e7  # nnz(W) (m + 1) T up to which every lag is computed (no truncation)
+LAST_MIXING_LEVEL = 1e-40  # below this, propagate through every lag instead
+
+
+def analytic_lambda_min_lower_bound(system: GossipSystem) -> float | None:
+    """Certified ``lambda_min(K_T)`` lower bound from the gossip matrices alone, or ``None``.
+
+    p = 0, all noise: ``1 / (1 + max_t ||W_t||_2)^2`` (:func:`certified.
+    gossip_lambda_min_lower_bound`; the block bidiagonal ``A = I - (shift kron W_t)`` has
+    ``||A|| <= 1 + max_t ||W_t||``).  p = 1: ``K_1 = H_0 diag(W_t W_t^T) H_0^T`` adds the
+    factor ``min_t sigma_min(W_t)^2`` (diagonal dominance, :func:`certified.
+    sigma_min_lower_bound`; ``None`` when it gives nothing).  Noise removed: ``None`` (K is
+    singular; the dense paths certify the reduced K numerically instead).
+    """
+    if system.noise_removed:
+        return None
+    bound = min(certified.gossip_lambda_min_lower_bound(w) for w in system.Ws)
+    if system.power_offset:
+        sigma = min(certified.sigma_min_lower_bound(w) for w in system.Ws)
+        bound = bound * sigma**2 if sigma > 0 else None
+    return bound
+
+
+def solve(
+    system: GossipSystem,
+    target: int,
+    keep: np.ndarray,
+    method: str,
+    rtol: float,
+    maxiter: int,
+    progress,
+    truncation_rtol: float,
+    preconditioner: str = "auto",
+) -> tuple[MatrixSandwich, dict]:
+    """Approximate ``X = K^{-1} G`` by the chosen method and certify it, on the rows of
+    ``K`` and ``G`` that ``keep`` marks (the others are redundant:
+    :meth:`GossipSystem.redundant_rows`).
+
+    The solver info says whether the sandwich's upper side is certified (``upper_certified``:
+    a lower bound on ``lambda_min`` of the reduced K was found).  Without an analytic
+    ``lambda_min`` bound and with ``m T <= OPERATOR_ASSEMBLY_MAX_DIM``, the matrix-free method
+    assembles K densely too (the Gram assembly for one constant W, the operator applied to
+    unit vectors for time-varying W or lags too large for memory) so that ``lambda_min``
+    can be certified numerically.
+    """
+    T, m = system.T, system.m
+    lambda_lb = analytic_lambda_min_lower_bound(system)
+    info: dict = {"lambda_min_lower_bound": lambda_lb}
+    if not keep.all():
+        info["redundant_rows_dropped"] = int((~keep).sum())
+    if system.exact_rank_skipped:
+        info["exact_rank_skipped"] = True
+    if method == "structured":
+        if lambda_lb is not None:
+            sandwich, lags, tol = _structured_sandwich(
+                system, target, lambda_lb, truncation_rtol, progress
+            )
+        else:
+            lags = _full_lags(system, target, progress)
+            K, G, dK_rounding = _moment_system(system, lags)
+            sandwich, lambda_lb = _certified_dense_sandwich(K[keep][:, keep], G[keep], dK_rounding)
+            tol = None
+            info["lambda_min_lower_bound"] = lambda_lb
+        info.update(
+            solver="dense Cholesky of K_T assembled from the lags S W^l S^T",
+            sparse_products=lags.products,
+            frontier_products=lags.frontier_products,
+            exact_lags=lags.exact_lags,
+            truncated=lags.truncated,
+            truncation_mixing_level=tol,
+            truncation_error=sandwich.model_sum,
+        )
+    elif method == "gram" or (
+        method == "matrix-free"
+        and lambda_lb is None
+        and m * T <= OPERATOR_ASSEMBLY_MAX_DIM
+        and not system.time_varying
+        and gram.gram_fits(system.n, m, T)
+    ):
+        sandwich, lambda_lb, assembly, dK_rounding = _gram_sandwich(system, target, keep, lambda_lb)
+        info.update(
+            solver="dense Cholesky of K_T assembled from the Gram of the lags (W^T)^l S^T",
+            lambda_min_lower_bound=lambda_lb,
+            sparse_products=assembly.products,
+            K_rounding=dK_rounding,
+        )
+    elif method == "dense" or (lambda_lb is None and m * T <= OPERATOR_ASSEMBLY_MAX_DIM):
+        # forced, or no lambda bound with time-varying W or lags too big for the Gram assembly
+        K, dK_rounding = _operator_system(system, keep)
+        G = system.G_matrix(target)[keep]
+        G_error = _operator_rounding(system) * G  # G >= 0, entrywise
+        if lambda_lb is not None and lambda_lb > 2 * dK_rounding:
+            sandwich, _ = _dense_sandwich(
+                K, G, lambda_lb, lambda_lb - dK_rounding, dK_rounding, dK_rounding,
+                np.zeros_like, G_error,
+            )
+        else:
+            sandwich, lambda_lb = _certified_dense_sandwich(K, G, dK_rounding, G_error)
+        info.update(
+            solver="dense Cholesky of K_T assembled from the matrix-free operator",
+            lambda_min_lower_bound=lambda_lb,
+            sparse_products=system.products,
+        )
+    else:
+        G = system.G_matrix(target) * keep[:, None]
+        mask = keep.reshape(T, m, 1)
+        precondition, preconditioner_info = _preconditioner(system, target, keep, preconditioner)
+
+        def apply_K(Y):
+            return system.apply_K(Y * mask) * mask
+
+        X3, KX3, solve = block_pcg(
+            apply_K,
+            G.reshape(T, m, T),
+            precondition,
+            rtol=rtol,
+            maxiter=maxiter,
+            progress=progress,
+        )
+        X, KX = X3.reshape(T * m, T), KX3.reshape(T * m, T)
+        info.update(
+            solver="preconditioned block CG on the matrix-free K_T",
+            iterations=solve.iterations,
+            restarts=solve.restarts,
+            max_relative_residual=solve.max_relative_residual,
+            converged=solve.converged,
+            operator_products=system.products,
+            sparse_products=system.products + preconditioner_info["preconditioner_products"],
+            **preconditioner_info,
+        )
+        sandwich = certified.sandwich_from_solve(G, X, KX, lambda_lb or np.inf)
+    info["upper_certified"] = bool(lambda_lb)
+    info["residual_correction"] = float(np.trace(sandwich.excess))
+    return sandwich, info
+
+
+def _structured_sandwich(
+    system: GossipSystem, target: int, lambda_lb: float, truncation_rtol: float, progress
+) -> tuple[MatrixSandwich, LagSequence, float | None]:
+    """Certified sandwich from the lags, truncating the propagation as early as the bounds allow.
+
+    Small chains (``nnz(W) (m + 1) T <= SMALL_PROPAGATION_WORK``, where the bookkeeping of a
+    truncation or of a frontier costs more than the products it saves) are propagated
+    through every lag, whole columns from the start, without a column for the target.
+    Otherwise the propagation first stops at the mixing level ``n eps^2 <= FIRST_MIXING_LEVEL``;
+    if the certified widening caused by the truncation (``sum |E|`` of the model error) exceeds
+    ``truncation_rtol`` times the c = 1 lower bound, it resumes (never restarts) down to the
+    level predicted to suffice — the widening is proportional to ``eps_a eps_b`` — with a
+    factor 2 of margin, until it passes or every lag is computed.
+    """
+    T, p = system.T, system.power_offset
+    small = system.W.nnz * (system.m + 1) * (T + p) <= SMALL_PROPAGATION_WORK
+    propagator = LagPropagator(
+        system.W, system.observers, target, T + p, progress=progress, frontier=not small,
+        target_column=not small,
+    )
+    truncate = not small and _doubly_stochastic_to_rounding(system.W)
+    level = FIRST_MIXING_LEVEL if truncate else None
+    try:
+        while True:
+            lags = _shifted(propagator.advance(level).result(), p, T)
+            tightening = _truncation_too_coarse(lags, T, lambda_lb)
+            if tightening is None:
+                sandwich, widening = _lag_sandwich(lags, T, lambda_lb)
+                if not lags.truncated:
+                    return sandwich, lags, None
+                lower = float(sandwich.low.sum()) - sandwich.quadratic_slack()
+                if widening <= truncation_rtol * max(lower, 0.0):
+                    return sandwich, lags, level
+                tightening = 0.5 * truncation_rtol * max(lower, 0.0) / widening
+            level = propagator.mixing_level * min(max(tightening, 1e-8), 0.5)
+            if level < LAST_MIXING_LEVEL:
+                level = None
+    finally:
+        propagator.close()
+
+
+def _shifted(lags: LagSequence, offset: int, T: int) -> LagSequence:
+    return lags.shifted(offset, T) if offset else lags
+
+
+def _full_lags(system: GossipSystem, target: int, progress) -> LagSequence:
+    """Every lag ``mu_l``, ``a_l`` for ``l <= 2(T + p) - 2`` (no truncation)."""
+    propagator = LagPropagator(
+        system.W, system.observers, target, system.T + system.power_offset, progress=progress
+    )
+    try:
+        return propagator.advance(None).result()
+    finally:
+        propagator.close()
+
+
+def _moment_system(system: GossipSystem, lags: LagSequence) -> tuple[np.ndarray, np.ndarray, float]:
+    """Dense ``K``, ``G`` of the view from untruncated, unshifted lags, and ``||fl(K) - K||``.
+
+    ``K[t, s] = sum_k mu_(t+s-2k+2p)`` (:func:`k_from_moments` of the shifted lags); with the
+    attacker's own noise removed, ``K - N N^T`` where ``N`` is block Toeplitz in the
+    known-noise columns of ``mu_(l+p)`` (the columns ``S W^(t-k+p) S_R^T`` of H, ``R`` the
+    nodes whose noise is known, a subset of the observers).  Rounding: the non-negative sums
+    forming ``K`` and ``N N^T`` are each within ``gamma_k`` relative, and the subtraction
+    within u, entrywise; so ``||.||_2`` within ``gamma ||.||_inf`` of each.
+    """
+    T, p, m = system.T, system.power_offset, system.m
+    shifted = _shifted(lags, p, T)
+    K = k_from_moments(shifted.mu, T)
+    dK = gamma(T + 1) * float(K.sum(axis=1).max())
+    if system.noise_removed:
+        known = np.flatnonzero(np.isin(system.observers, system.known_noise))
+        N = toeplitz_blocks(lags.mu[p : p + T][:, :, known])
+        NNt = N @ N.T
+        K = K - NNt
+        dK += gamma(T * m + 1) * float(NNt.sum(axis=1).max())
+        dK += UNIT_ROUNDOFF * float(np.abs(K).sum(axis=1).max())
+    return K, toeplitz_blocks(shifted.a), dK
+
+
+def _gram_sandwich(
+    system: GossipSystem, target: int, keep: np.ndarray, lambda_lb: float | None
+) -> tuple[MatrixSandwich, float, gram.GramSystem, float]:
+    """Certified sandwich from the Gram-assembled reduced ``K``, ``G`` (kept rows; one W).
+
+    With the analytic ``lambda_min(K) >= lambda_lb`` (when it exceeds twice the rounding
+    ``dK = ||fl(K) - K||``) the computed K has ``lambda_min >= lambda_lb - dK`` and the
+    rounding is charged as a model error, as on the structured path; otherwise
+    ``lambda_min`` is certified numerically (:func:`_certified_dense_sandwich`).  The
+    entrywise rounding of G (:mod:`sparsedp.gram`) is charged either way.  Returns the
+    sandwich, the lambda bound used (0.0: none), the assembly and ``dK``.
+    """
+    assembly = gram.assemble(
+        system.W,
+        system.observers,
+        target,
+        system.T,
+        power_offset=system.power_offset,
+        known_noise=system.known_noise,
+    )
+    K, G = assembly.K, assembly.G
+    if not keep.all():
+        K, G = K[keep][:, keep], G[keep]
+    dK = assembly.K_rounding(K)
+    G_error = assembly.G_relative_error * G  # G >= 0
+    if lambda_lb is not None and lambda_lb > 2 * dK:
+        sandwich, _ = _dense_sandwich(
+            K, G, lambda_lb, lambda_lb - dK, dK, dK, np.zeros_like, G_error
+        )
+    else:
+        sandwich, lambda_lb = _certified_dense_sandwich(K, G, dK, G_error)
+    return sandwich, lambda_lb, assembly, dK
+
+
+def _preconditioner(system: GossipSystem, target: int, keep: np.ndarray, choice: str):
+    """The PCG preconditioner on ``(T, m, r)`` blocks (respecting the kept rows) and its info.
+
+    ``"gram"``: the Cholesky factor of the Gram-assembled reduced K (:mod:`sparsedp.gram`),
+    i.e. the exact inverse up to rounding; a reduced K that is singular to working precision
+    falls back to the stationary preconditioner (said in the info).  ``"auto"``: gram for one
+    constant W when :func:`sparsedp.gram.gram_fits`, else stationary.
+    """
+    T, m = system.T, system.m
+    mask = keep.reshape(T, m, 1)
+    info: dict = {"preconditioner_products": 0}
+    if choice == "auto":
+        fits = not system.time_varying and gram.gram_fits(system.n, m, T)
+        choice = "gram" if fits else "stationary"
+    if choice == "gram":
+        assembly = gram.assemble(
+            system.W,
+            system.observers,
+            target,
+            T,
+            power_offset=system.power_offset,
+            known_noise=system.known_noise,
+        )
+        info["preconditioner_products"] = assembly.products
+        try:
+            factor = scipy.linalg.cho_factor(
+                assembly.K[keep][:, keep], lower=True, check_finite=False
+            )
+        except np.linalg.LinAlgError:
+            info["preconditioner_note"] = (
+                "the Gram-assembled reduced K is singular to working precision: stationary "
+                "preconditioner instead"
+            )
+        else:
+
+            def apply_gram(R: np.ndarray) -> np.ndarray:
+                flat = R.reshape(T * m, -1)
+                out = np.zeros_like(flat)
+                out[keep] = scipy.linalg.cho_solve(factor, flat[keep], check_finite=False)
+                return out.reshape(R.shape)
+
+            info["preconditioner"] = "gram"
+            return apply_gram, info
+    stationary = StationaryPreconditioner(T, m, _stationary_weight(system.W))
+    info["preconditioner"] = "stationary"
+    return (lambda R: stationary(R * mask) * mask), info
+
+
+def _operator_system(system: GossipSystem, keep: np.ndarray) -> tuple[np.ndarray, float]:
+    """Dense reduced ``K`` (kept rows) by applying the operator to unit vectors, and
+    ``||fl(K) - K||_2`` (``method="dense"``, and time-varying W without a lambda bound).
+
+    Every intermediate of ``H (H^T e_r)`` is a sum of non-negative products (W >= 0), at most
+    ``2 T (d + 2)`` deep with d the longest row, so each entry is within
+    :func:`_operator_rounding` relative, and ``||.||_2 <= gamma ||K||_inf``.
+    """
+    T, m = system.T, system.m
+    columns = np.flatnonzero(keep)
+    Y = np.zeros((T * m, columns.size))
+    Y[columns, np.arange(columns.size)] = 1.0
+    K = system.apply_K(Y.reshape(T, m, -1)).reshape(T * m, -1)[keep]
+    K = 0.5 * (K + K.T)
+    return K, _operator_rounding(system) * float(np.abs(K).sum(axis=1).max())
+
+
+def _operator_rounding(system: GossipSystem) -> float:
+    """``gamma_(2 T (d + 2) + 2)``, d the longest row of any ``W_t``: the relative rounding of
+    every entry of ``K`` and ``G`` formed by the operator's recursions (sums of non-negative
+    products at most ``2 T (d + 2)`` deep)."""
+    d = max(int(np.diff(w.indptr).max()) for w in system.Ws)
+    return gamma(2 * system.T * (d + 2) + 2)
+
+
+def _certified_dense_sandwich(
+    K: np.ndarray, G: np.ndarray, dK_rounding: float, G_error: np.ndarray | None = None
+) -> tuple[MatrixSandwich, float]:
+    """Sandwich of ``M = G^T K^+ G`` from a dense K with no analytic ``lambda_min`` bound.
+
+    ``lambda_min(fl(K)) >= tau`` is certified numerically (:func:`certified.
+    certified_lambda_min`), so ``lambda_min(K) >= tau - ||fl(K) - K||``.  When that is not
+    positive (K singular beyond its redundant rows), ``X`` is the least-squares solution: every
+    ``2 b^T x - x^T K x`` is still a lower bound for b in the range of K, with the rounding
+    of K charged as ``||fl(K) - K|| ||X||_F^2``; the returned lambda is 0 and the caller keeps
+    only the lower bounds.  ``G_error`` (optional): ``|G_true - G| <= G_error`` entrywise,
+    charged as a model error (:func:`_dense_sandwich`), or as ``2 ||G_error||_F ||X||_F`` on
+    the least-squares lower bound (``2 b^T x`` is linear in b).
+    """
+    tau = certified.certified_lambda_min(K)
+    lambda_lb = tau - dK_rounding
+    if lambda_lb > 0:
+        model = () if G_error is None else (np.zeros_like, G_error)
+        sandwich, _ = _dense_sandwich(K, G, lambda_lb, tau, dK_rounding, dK_rounding, *model)
+        return sandwich, lambda_lb
+    X = np.linalg.lstsq(K, G, rcond=None)[0]
+    sandwich = certified.sandwich_from_solve(G, X, K @ X, np.inf, K_dense=K)
+    charge = dK_rounding * frobenius(X) ** 2
+    if G_error is not None:
+        charge += 2 * frobenius(G_error) * frobenius(X)
+    return dataclasses.replace(sandwich, eta_low=sandwich.eta_low + charge), 0.0
+
+
+def _truncation_too_coarse(lags: LagSequence, T: int, lambda_lb: float) -> float | None:
+    """``None`` when ``||K - K_hat||`` leaves ``lambda_min(K_hat) >= lambda_lb / 2``, else the
+    factor by which the mixing level must shrink for it to."""
+    norm = truncation_norm_bound(lags, T)
+    return None if norm <= 0.5 * lambda_lb else 0.25 * lambda_lb / norm
+
+
+def truncation_pattern(lags: LagSequence, T: int) -> np.ndarray:
+    """``N`` (T x T) with ``|K - K_hat| <= N kron eps eps^T`` entrywise.
+
+    ``K[t, t+d] = sum_{i<=t} mu_(d+2i)`` (:func:`k_from_moments`) and each truncated lag is
+    off by at most ``eps eps^T``, so ``N = k_from_moments(mu_truncated)`` counts the
+    truncated lags summed into each block.
+    """
+    truncated = lags.mu_truncated.astype(np.float64)
+    return k_from_moments(truncated.reshape(-1, 1, 1), T)
+
+
+def truncation_norm_bound(lags: LagSequence, T: int) -> float:
+    """``||K - K_hat||_2 <= max_t (N 1)_t max_a eps_a sum_b eps_b`` (largest row sum)."""
+    if not lags.truncated:
+        return 0.0
+    N = truncation_pattern(lags, T)
+    return float(N.sum(axis=1).max()) * float(lags.eps.max()) * float(lags.eps.sum())
+
+
+def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float) -> tuple[MatrixSandwich, float]:
+    """The certified sandwich of ``M_T`` from (possibly truncated) lags, and the widening
+    ``sum |E|`` that the truncation and the rounding of ``K`` add to the bounds.
+
+    ``K_hat``, ``G_hat`` from the lags; ``E = K - K_hat`` is the truncation (entrywise
+    ``N kron eps eps^T``, :func:`truncation_pattern`) plus the rounding of the sums forming K
+    (at most T non-negative lags: ``|fl(K) - K| <= gamma_{T+1} K`` entrywise, so
+    ``||.||_2 <= gamma_{T+1} ||K||_inf``); ``|G - G_hat| <= eps eps_target`` on the
+    truncated lags of G.
+    """
+    m = lags.mu.shape[1]
+    K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
+    dK_rounding = gamma(T + 1) * float(K.sum(axis=1).max())
+    dK = dK_rounding + truncation_norm_bound(lags, T)
+    apply_truncation_abs = F_abs = None
+    if lags.truncated:
+        N = truncation_pattern(lags, T)
+        eps = lags.eps
+
+        def apply_truncation_abs(V: np.ndarray) -> np.ndarray:
+            """``(N kron eps eps^T) V`` for ``V`` of shape (T m, k)."""
+            weighted = np.einsum("tbk,b->tk", V.reshape(T, m, -1), eps)
+            return ((N @ weighted)[:, None, :] * eps[None, :, None]).reshape(T * m, -1)
+
+        F_abs = toeplitz_blocks(np.outer(lags.a_truncated, lags.a_error))
+    sandwich, rounding_share = _dense_sandwich(
+        K, G, lambda_lb, lambda_lb - dK, dK, dK_rounding, apply_truncation_abs, F_abs
+    )
+    return sandwich, max(sandwich.model_sum - rounding_share, 0.0)
+
+
+def _dense_sandwich(
+    K: np.ndarray,
+    G: np.ndarray,
+    lambda_lb: float,
+    lambda_hat_lb: float,
+    dK: float,
+    dK_rounding: float,
+    apply_E_abs=None,
+    F_abs: np.ndarray | None = None,
+) -> tuple[MatrixSandwich, float]:
+    """Certified sandwich of ``M = G^T K^{-1} G`` from the computed ``K_hat``, ``G_hat``.
+
+    ``lambda_min(K) >= lambda_lb`` and ``lambda_min(K_hat) >= lambda_hat_lb``;
+    ``||K - K_hat|| <= dK``, of which ``dK_rounding`` is bounded in norm only and the rest
+    entrywise through ``apply_E_abs``; ``|G - G_hat| <= F_abs`` (both ``None``: no such
+    part).  The solve's error goes into the sandwich (:func:`certified.sandwich_from_solve`)
+    and the model's into its ``model`` (:func:`certified.model_perturbation`).  Returns the
+    sandwich and the share of ``model_sum`` due to ``dK_rounding``.
+    """
+    X = cholesky_solve(K, G)
+    KX = K @ X
+    sandwich = certified.sandwich_from_solve(G, X, KX, lambda_hat_lb, K_dense=K)
+    if apply_E_abs is None and F_abs is not None:  # G inexact only
+        apply_E_abs = np.zeros_like
+    model, rounding_share = certified.model_perturbation(
+        X, G - KX, frobenius(K), lambda_lb, dK, dK_rounding, apply_E_abs, F_abs
+    )
+    return dataclasses.replace(sandwich, model=model), rounding_share
+
+
+def _doubly_stochastic_to_rounding(W: sp.csr_matrix) -> bool:
+    """Doubly stochastic up to the rounding of its own construction, ``8 u (d_max + 1)``.
+
+    The mixing truncation compares lags with ``1/n``, which needs ``W 1 = 1``; a larger
+    deviation makes the lags drift by about ``l |W 1 - 1|`` and the chain is then propagated
+    through every lag instead.  Deviations at this rounding level are of the size of the
+    rounding in the products themselves, covered by the engine's working-precision model.
+    """
+    d_max = int(np.diff(W.indptr).max())
+    return has_property(W, "doubly_stochastic", atol=8 * UNIT_ROUNDOFF * (d_max + 1))
+
+
+def _stationary_weight(W: sp.csr_matrix) -> float:
+    """``p = ||pi||^2`` for the preconditioner (``1/n`` when W is doubly stochastic)."""
+    if has_property(W, "doubly_stochastic"):  # only a preconditioner: any p is sound
+        return 1.0 / W.shape[0]
+    pi = stationary_distribution(W)
+    return float(pi @ pi)
