@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 
-from sparsedp import large_graphs as lg
-from sparsedp.gossip import gossip_matrix
-from sparsedp.log_green import log_green_columns, spectral_interval
+from sparsedp.graphs import large as lg
+from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.randomwalk.log_green import log_green_columns, spectral_interval
 
 FIGURES = pathlib.Path(__file__).resolve().parents[1] / "docs" / "figures"
 

@@ -12,7 +12,7 @@ with deg(i)^2 (t + 3)^2).
 import numpy as np
 import pytest
 
-from sparsedp.large_graphs import erdos_renyi_large, largest_component
+from sparsedp.graphs.large import erdos_renyi_large, largest_component
 from sparsedp.ppac import laplacian_consensus_matrix, leakage, ppac_layout, random_designated
 
 

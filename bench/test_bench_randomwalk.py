@@ -9,9 +9,9 @@ machine; ``bench/randomwalk_column.py`` prints the split and writes the JSON rec
 
 import pytest
 
-from sparsedp import large_graphs as lg
-from sparsedp.gossip import gossip_matrix
-from sparsedp.log_green import log_green_columns, spectral_interval
+from sparsedp.graphs import large as lg
+from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.randomwalk.log_green import log_green_columns, spectral_interval
 
 N = 1_000_000
 TOL = 1e-8

@@ -9,11 +9,15 @@ Typical use::
     sparsedp.gaussian_epsilon(r.upper, sigma=5.0, delta=1e-5)
 
 numba kernels are compiled on first use, so importing the package stays fast.
+
+Layout (docs/architecture.md): ``graphs`` (input, gossip matrices), ``linalg`` (the shared
+numerical engine), ``privacy`` (mechanism-level accounting), one subpackage per paper family
+(``gossip``, ``randomwalk``, ``ppac``), ``cli``, and ``testing`` (dense references).
 """
 
-from .errors import GossipMatrixError, GraphError, ParameterError, SparseDPError
-from .gossip import check_gossip_matrix, gossip_matrix, gossip_properties
-from .gossip_closed_forms import (
+from sparsedp.errors import GossipMatrixError, GraphError, ParameterError, SparseDPError
+from sparsedp.gossip import Bound, SensitivityResult, squared_sensitivity
+from sparsedp.gossip.closed_forms import (
     ClosedForm,
     certified_rho,
     eq54_bound,
@@ -27,13 +31,12 @@ from .gossip_closed_forms import (
     thm16_rate_for,
     thm17_utility_estimate,
 )
-from .graphs import Graph, as_graph, read_edge_list, synthetic_social_graph
-from .log_green import log_green_columns, log_pseudo_determinant
-from .muffliato import muffliato_rdp
-from .pairwise import PairwiseLoss
-from .ppac import laplacian_consensus_matrix, ppac_layout
-from .ppac import leakage as ppac_leakage
-from .privacy import (
+from sparsedp.graphs import Graph, as_graph, gossip_matrix, read_edge_list, synthetic_social_graph
+from sparsedp.linalg.spectral import SpectralInfo, spectral_info
+from sparsedp.linalg.stochastic import check_gossip_matrix, gossip_properties
+from sparsedp.ppac import laplacian_consensus_matrix, ppac_layout
+from sparsedp.ppac import leakage as ppac_leakage
+from sparsedp.privacy import (
     calibrate_sigma,
     calibrate_sigma_classical,
     gaussian_delta,
@@ -43,9 +46,14 @@ from .privacy import (
     rdp_epsilon,
     rdp_to_dp,
 )
-from .randomwalk import random_walk_mean_rdp, random_walk_rdp
-from .sensitivity import Bound, SensitivityResult, squared_sensitivity
-from .spectral import SpectralInfo, spectral_info
+from sparsedp.randomwalk import (
+    PairwiseLoss,
+    log_green_columns,
+    log_pseudo_determinant,
+    muffliato_rdp,
+    random_walk_mean_rdp,
+    random_walk_rdp,
+)
 
 __version__ = "0.1.0"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kernels import _local_sign_search_numpy
+from sparsedp.linalg.kernels import _local_sign_search_numpy
 
 
 def dense_gossip_matrices(W, T: int) -> list[np.ndarray]:

@@ -8,7 +8,7 @@ from numbers import Real
 
 import numpy as np
 
-from .errors import GraphError, ParameterError
+from sparsedp.errors import GraphError, ParameterError
 
 
 def rounds(T) -> int:

@@ -2,7 +2,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from sparsedp.gossip import gossip_matrix
+from sparsedp.graphs.weights import gossip_matrix
 
 
 def connected_instance(kind: str, n: int, seed: int):

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparsedp import certified
-from sparsedp.gossip import gossip_matrix
-from sparsedp.operators import GossipSystem
+from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.linalg import certified
+from sparsedp.linalg.operators import GossipSystem
 from sparsedp.testing import dense_H, dense_M
 
 from .conftest import connected_instance

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from sparsedp.cli import main
+from sparsedp.cli.main import main
 
 
 def run(capsys, *argv):

@@ -8,17 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparsedp.errors import GossipMatrixError, GraphError, ParameterError
-from sparsedp.gossip import (
+from sparsedp.graphs.graph import grid, hypercube, ring
+from sparsedp.graphs.weights import SCHEMES, gossip_matrix
+from sparsedp.linalg.stochastic import (
     PROPERTIES,
-    SCHEMES,
     as_square_sparse,
     check_gossip_matrix,
-    gossip_matrix,
     gossip_properties,
     has_property,
     symmetry_defect,
 )
-from sparsedp.graphs import grid, hypercube, ring
 
 # ------------------------------------------------------------------------------ schemes
 

@@ -16,9 +16,9 @@ import pytest
 import scipy.sparse as sp
 
 import sparsedp
-from sparsedp import gossip_closed_forms as cf
 from sparsedp.errors import GossipMatrixError, ParameterError
-from sparsedp.gossip import gossip_matrix
+from sparsedp.gossip import closed_forms as cf
+from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.testing import dense_in_range, dense_M
 
 

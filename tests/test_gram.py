@@ -1,4 +1,4 @@
-"""The Gram assembly (sparsedp.gram) and the paths that use it: method="gram" and the Gram
+"""The Gram assembly (sparsedp.linalg.gram) and the paths that use it: method="gram" and the Gram
 preconditioner of the matrix-free PCG, against the explicit H_T of sparsedp.testing."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ import pytest
 import scipy.sparse as sp
 
 import sparsedp
-from sparsedp import certified_solve, exact_rank, gram
-from sparsedp.certified import gamma
 from sparsedp.errors import ParameterError, SparseDPError
+from sparsedp.gossip import certified_solve
+from sparsedp.linalg import exact_rank, gram
+from sparsedp.linalg.certified import gamma
 from sparsedp.testing import dense_H, dense_reference
 
 

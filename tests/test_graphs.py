@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparsedp.errors import GraphError, ParameterError
-from sparsedp.graphs import (
+from sparsedp.graphs.graph import (
     Graph,
     _parse_pairs,
     _parse_pairs_slow,
@@ -165,7 +165,8 @@ lines = st.one_of(
 def test_fast_parser_matches_line_by_line_parser(rows, newline):
     body = newline.join(rows).replace(",", " ").encode()
     expected = _parse_pairs_slow(body, "x")
-    with mock.patch("sparsedp.graphs._parse_pairs_slow", side_effect=AssertionError("fallback")):
+    fallback = AssertionError("fallback")
+    with mock.patch("sparsedp.graphs.graph._parse_pairs_slow", side_effect=fallback):
         assert np.array_equal(_parse_pairs(body, "x"), expected)  # without falling back
 
 

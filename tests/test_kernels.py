@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparsedp import kernels
+from sparsedp.linalg import kernels
 from sparsedp.testing import brute_force_max, random_psd
 
 

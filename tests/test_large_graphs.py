@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy.sparse.csgraph import connected_components
 
-from sparsedp import large_graphs as lg
 from sparsedp.errors import ParameterError
+from sparsedp.graphs import large as lg
 
 
 def test_adjacency_from_pairs_matches_networkx():

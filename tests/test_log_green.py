@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsedp import log_green as lgm
 from sparsedp.errors import GossipMatrixError, ParameterError
-from sparsedp.gossip import gossip_matrix
-from sparsedp.graphs import hypercube
+from sparsedp.graphs.graph import hypercube
+from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.randomwalk import log_green as lgm
 from tests.conftest import connected_instance
 
 
@@ -38,7 +38,7 @@ def test_dense_matrix_equals_series_with_tail():
     L = lgm.log_green_matrix(W)
     iv = lgm.spectral_interval(W)
     terms = 400
-    from sparsedp.randomwalk import truncation_tail
+    from sparsedp.randomwalk.accounting import truncation_tail
 
     tail = truncation_tail(terms, iv)
     assert tail < 1e-10

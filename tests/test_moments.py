@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import sparsedp
-from sparsedp import certified_solve
-from sparsedp.gossip import gossip_matrix
-from sparsedp.moments import LagPropagator, gossip_lags
+from sparsedp.gossip import certified_solve
+from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.linalg.moments import LagPropagator, gossip_lags
 from sparsedp.testing import dense_H
 
 from .conftest import connected_instance
@@ -127,10 +127,10 @@ def test_truncation_rtol_trades_products_for_width_and_stays_sound(monkeypatch):
 def test_entrywise_model_bound_covers_the_truncation(level, observers, target):
     """|M_T - M_hat| <= model entrywise, with M_hat from the truncated lags (solved exactly)
     and M_T from the explicit H_T; the sandwich then brackets every entry of M_T."""
-    from sparsedp.certified import gossip_lambda_min_lower_bound
-    from sparsedp.certified_solve import _lag_sandwich
-    from sparsedp.moments import LagPropagator
-    from sparsedp.operators import k_from_moments, toeplitz_blocks
+    from sparsedp.gossip.certified_solve import _lag_sandwich
+    from sparsedp.linalg.certified import gossip_lambda_min_lower_bound
+    from sparsedp.linalg.moments import LagPropagator
+    from sparsedp.linalg.operators import k_from_moments, toeplitz_blocks
     from sparsedp.testing import dense_M
 
     W = gossip_matrix(connected_instance("er", 50, 3))

@@ -6,9 +6,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from sparsedp import muffliato as mf
 from sparsedp.errors import GossipMatrixError, ParameterError
-from sparsedp.gossip import gossip_matrix
+from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.randomwalk import muffliato as mf
 from tests.conftest import connected_instance
 
 

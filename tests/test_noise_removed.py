@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import sparsedp
-from sparsedp import exact_rank
-from sparsedp.operators import GossipSystem
+from sparsedp.gossip.views import closed_neighbourhood, resolve_view
+from sparsedp.linalg import exact_rank
+from sparsedp.linalg.operators import GossipSystem
 from sparsedp.testing import brute_force_max, dense_H, dense_in_range, dense_M, dense_reference
-from sparsedp.views import closed_neighbourhood, resolve_view
 
 
 def _connected(seed: int, n: int, p: float = 0.35) -> nx.Graph:

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsedp import operators
-from sparsedp.gossip import gossip_matrix
-from sparsedp.moments import gossip_lags
-from sparsedp.operators import GossipSystem, k_from_moments, toeplitz_blocks
+from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.linalg import operators
+from sparsedp.linalg.moments import gossip_lags
+from sparsedp.linalg.operators import GossipSystem, k_from_moments, toeplitz_blocks
 from sparsedp.testing import dense_H, dense_M, published_style_M
 
 from .conftest import connected_instance

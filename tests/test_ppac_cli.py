@@ -2,7 +2,7 @@
 
 import json
 
-from sparsedp.cli import main
+from sparsedp.cli.main import main
 
 
 def run(capsys, *argv):

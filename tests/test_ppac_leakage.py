@@ -11,9 +11,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from sparsedp.cli.ppac import example_graph
 from sparsedp.errors import ParameterError
-from sparsedp.gossip import gossip_matrix
-from sparsedp.graphs import as_graph, ring
+from sparsedp.graphs.graph import as_graph, ring
+from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.ppac import (
     generalised_leaves,
     laplacian_consensus_matrix,
@@ -24,7 +25,6 @@ from sparsedp.ppac import (
     ppac_layout,
     random_designated,
 )
-from sparsedp.ppac.cli import example_graph
 from sparsedp.ppac.structure import informative_sequence
 
 from .test_ppac_protocol import leafy_graph, random_connected

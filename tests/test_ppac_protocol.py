@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sparsedp.errors import GossipMatrixError, GraphError, ParameterError
-from sparsedp.graphs import as_graph, ring
+from sparsedp.graphs.graph import as_graph, ring
 from sparsedp.ppac import (
     attacker_view,
     consensus_errors,

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparsedp.errors import ParameterError
-from sparsedp.gossip import gossip_matrix
-from sparsedp.graphs import as_graph, ring
+from sparsedp.graphs.graph import as_graph, ring
+from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.ppac import (
     delayed_recovery,
     generalised_leaves,

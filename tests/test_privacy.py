@@ -11,7 +11,7 @@ from scipy.optimize import minimize_scalar
 from scipy.stats import norm
 
 from sparsedp.errors import ParameterError
-from sparsedp.privacy import (
+from sparsedp.privacy.gaussian import (
     DEFAULT_ALPHAS,
     calibrate_sigma,
     calibrate_sigma_classical,

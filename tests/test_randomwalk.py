@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparsedp import log_green as lgm
-from sparsedp import randomwalk as rw
 from sparsedp.errors import GossipMatrixError, GraphError, ParameterError
-from sparsedp.gossip import gossip_matrix
-from sparsedp.privacy import DEFAULT_ALPHAS, rdp_to_dp
+from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.privacy.gaussian import DEFAULT_ALPHAS, rdp_to_dp
+from sparsedp.randomwalk import accounting as rw
+from sparsedp.randomwalk import log_green as lgm
 from tests.conftest import connected_instance
 
 SIGMA, ALPHA = 2.0, 2.0  # sigma^2 = 4 = 2 alpha (alpha - 1): the boundary of the condition

@@ -7,12 +7,12 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from sparsedp import randomwalk_closed_forms as cf
 from sparsedp.errors import ParameterError
-from sparsedp.gossip import gossip_matrix
-from sparsedp.graphs import ring
-from sparsedp.log_green import log_green_matrix
-from sparsedp.randomwalk import harmonic_number, walk_series
+from sparsedp.graphs.graph import ring
+from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.randomwalk import closed_forms as cf
+from sparsedp.randomwalk.accounting import harmonic_number, walk_series
+from sparsedp.randomwalk.log_green import log_green_matrix
 
 
 @pytest.mark.parametrize("n", [3, 8, 13])

@@ -8,10 +8,10 @@ import runpy
 import numpy as np
 import pytest
 
-from sparsedp import graphs
-from sparsedp.cli import main
-from sparsedp.pairwise import loss_by_distance
-from sparsedp.rw_gossip_comparison import compare_by_distance
+from sparsedp.cli.main import main
+from sparsedp.graphs import graph as graphs
+from sparsedp.randomwalk.gossip_comparison import compare_by_distance
+from sparsedp.randomwalk.pairwise import loss_by_distance
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "docs" / "scripts" / "randomwalk_fig1.py"
 

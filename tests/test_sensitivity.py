@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import sparsedp
-from sparsedp import sensitivity
 from sparsedp.errors import GraphError, ParameterError
-from sparsedp.gossip import gossip_matrix
+from sparsedp.gossip import sensitivity
+from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.testing import dense_reference
 
 from .conftest import connected_instance
@@ -199,7 +199,7 @@ def test_no_truncation_when_W_is_only_nearly_doubly_stochastic():
 def test_auto_takes_the_structured_path_while_its_dense_work_fits(monkeypatch):
     """The rule is memory, not a fixed size: m T = 10000 (past the gram assembly's 8000) is
     structured when 1.7 GB fit in half the memory, matrix-free (with a note) when not."""
-    from sparsedp.operators import GossipSystem
+    from sparsedp.linalg.operators import GossipSystem
 
     W = gossip_matrix(connected_instance("er", 120, 2))
     system = GossipSystem([W], np.arange(50), 200)

@@ -1,4 +1,4 @@
-"""Bounds on max_c c^T M c (sparsedp.sign_bounds) and the exact integer exhaustive search."""
+"""Bounds on max_c c^T M c (sparsedp.linalg.sign_bounds) and the exact integer exhaustive search."""
 
 import networkx as nx
 import numpy as np
@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sparsedp
-from sparsedp import certified, kernels, sign_bounds
-from sparsedp.certified import MatrixSandwich
-from sparsedp.gossip import gossip_matrix
+from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.linalg import certified, kernels, sign_bounds
+from sparsedp.linalg.certified import MatrixSandwich
 from sparsedp.testing import brute_force_max, dense_reference, random_psd
 
 from .conftest import connected_instance

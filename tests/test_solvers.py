@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from sparsedp.gossip import gossip_matrix
-from sparsedp.operators import GossipSystem
-from sparsedp.solvers import StationaryPreconditioner, block_pcg, cholesky_solve
+from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.linalg.operators import GossipSystem
+from sparsedp.linalg.solvers import StationaryPreconditioner, block_pcg, cholesky_solve
 
 from .conftest import connected_instance
 

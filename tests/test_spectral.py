@@ -1,4 +1,4 @@
-"""Tests for sparsedp.spectral: eigenvalue summaries and stationary distributions."""
+"""Tests for sparsedp.linalg.spectral: eigenvalue summaries and stationary distributions."""
 
 import contextlib
 import dataclasses
@@ -10,9 +10,9 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import ArpackNoConvergence
 
 from sparsedp.errors import GossipMatrixError, ParameterError
-from sparsedp.gossip import gossip_matrix
-from sparsedp.graphs import barabasi_albert, grid, ring
-from sparsedp.spectral import SpectralInfo, spectral_info, stationary_distribution
+from sparsedp.graphs.graph import barabasi_albert, grid, ring
+from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.linalg.spectral import SpectralInfo, spectral_info, stationary_distribution
 
 try:  # dense references run single-threaded: BLAS threads thrash on a loaded machine
     from threadpoolctl import threadpool_limits
@@ -110,7 +110,7 @@ def test_sparse_paths_agree_with_dense(ba_3000, method, label):
 @pytest.mark.parametrize("hub_factor", [20, 2], ids=["smoothed", "plain aggregation"])
 def test_lobpcg_is_deterministic_and_robust(ba_3000, monkeypatch, hub_factor):
     # Global-RNG states under which the AMG setup used to produce a broken preconditioner.
-    monkeypatch.setattr("sparsedp.spectral._HUB_FACTOR", hub_factor)
+    monkeypatch.setattr("sparsedp.linalg.spectral._HUB_FACTOR", hub_factor)
     W, (lambda_2, lambda_n) = ba_3000
     results = []
     for seed in (12, 57):

@@ -11,9 +11,9 @@ import scipy.sparse as sp
 
 import sparsedp
 from sparsedp.errors import GossipMatrixError, ParameterError
-from sparsedp.operators import GossipSystem
+from sparsedp.gossip.views import VIEWS, closed_neighbourhood
+from sparsedp.linalg.operators import GossipSystem
 from sparsedp.testing import dense_H, dense_in_range, dense_reference
-from sparsedp.views import VIEWS, closed_neighbourhood
 
 
 def _graph(seed: int, n: int = 11, p: float = 0.35) -> nx.Graph:

@@ -22,7 +22,8 @@ import time
 import numpy as np
 from tqdm import tqdm
 
-from sparsedp.graphs import ring
+from sparsedp.cli.ppac import EXAMPLE_EDGES, EXAMPLE_VALUES, example_graph
+from sparsedp.graphs.graph import ring
 from sparsedp.ppac import (
     consensus_errors,
     convergence_bounds,
@@ -34,7 +35,6 @@ from sparsedp.ppac import (
     prepare,
     random_designated,
 )
-from sparsedp.ppac.cli import EXAMPLE_EDGES, EXAMPLE_VALUES, example_graph
 from sparsedp.ppac.protocol import consensus_rounds
 
 FIGURES = pathlib.Path(__file__).resolve().parents[1] / "figures"

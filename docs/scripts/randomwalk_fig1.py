@@ -17,10 +17,10 @@ import time
 
 import numpy as np
 
-from sparsedp import graphs
 from sparsedp.errors import GraphError
-from sparsedp.graphs import require_connected
-from sparsedp.rw_gossip_comparison import compare_by_distance
+from sparsedp.graphs import graph as graphs
+from sparsedp.graphs.graph import require_connected
+from sparsedp.randomwalk.gossip_comparison import compare_by_distance
 
 FIGURES = pathlib.Path(__file__).resolve().parents[1] / "figures"
 

@@ -10,30 +10,30 @@
   and the exact expected initial error.
 """
 
-from .convergence import ConvergenceBounds, convergence_bounds, expected_initial_error
-from .information import (
+from sparsedp.ppac.convergence import ConvergenceBounds, convergence_bounds, expected_initial_error
+from sparsedp.ppac.information import (
     LeakageResult,
     leakage,
     leakage_monte_carlo,
     leakage_noise_limit,
     leakage_theorem_6_6,
 )
-from .protocol import (
+from sparsedp.ppac.protocol import (
     AttackerView,
     PPACLayout,
     Preparation,
     attacker_view,
     consensus_errors,
     convergence_times,
-    generalised_leaf_attack,
     laplacian_consensus_matrix,
     ppac_layout,
     prepare,
     random_designated,
 )
-from .structure import (
+from sparsedp.ppac.structure import (
     InformativeSequence,
     delayed_recovery,
+    generalised_leaf_attack,
     generalised_leaves,
     informative_sequence,
     is_generalised_leaf,

@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GossipMatrixError, ParameterError
-from ..gossip import has_property
-from ..spectral import DENSE_MAX_N, spectral_info
-from .protocol import PPACLayout, _per_item, check_consensus_matrix
+from sparsedp.errors import GossipMatrixError, ParameterError
+from sparsedp.linalg.spectral import DENSE_MAX_N, spectral_info
+from sparsedp.linalg.stochastic import has_property
+from sparsedp.ppac.protocol import PPACLayout, _per_item, check_consensus_matrix
 
 __all__ = ["ConvergenceBounds", "consensus_rate", "convergence_bounds",
            "expected_initial_error", "lemma_b5_bound"]
@@ -44,7 +44,7 @@ __all__ = ["ConvergenceBounds", "consensus_rate", "convergence_bounds",
 def consensus_rate(W: Any, n: int) -> tuple[float, str]:
     """An upper bound on ``alpha = ||W - 11^T/n||_2`` and how it was obtained.
 
-    Symmetric W: ``max(|lambda_2|, |lambda_n|)`` from :func:`sparsedp.spectral.spectral_info`
+    Symmetric W: ``max(|lambda_2|, |lambda_n|)`` from :func:`sparsedp.linalg.spectral.spectral_info`
     plus its stated tolerance.  Otherwise the dense 2-norm (``n <= DENSE_MAX_N``) plus
     ``n eps ||W||_F``.  ``GossipMatrixError`` when ``alpha >= 1`` (no convergence: e.g. the
     paper's ``I - L/d_max`` on an even cycle has the eigenvalue ``-1``).

@@ -6,7 +6,7 @@ row as ``t`` grows, so late rows are nearly dependent whether or not they are ex
 dependent.  Here the gossip matrix is taken as an exact rational matrix ``W = W_int / D``
 (``W_int`` integer), the rows are scaled by ``D^t`` (which changes no span) and every test runs
 on Python integers, with fraction-free elimination and gcd normalisation
-(:class:`sparsedp.exact_rank.IntegerEchelon`).
+(:class:`sparsedp.linalg.exact_rank.IntegerEchelon`).
 """
 
 from __future__ import annotations
@@ -18,12 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ParameterError
-from ..exact_rank import IntegerEchelon
-from ..gossip import as_square_sparse
-from .protocol import PPACLayout
+from sparsedp.errors import ParameterError
+from sparsedp.linalg.stochastic import as_square_sparse
+from sparsedp.ppac.protocol import PPACLayout
 
-__all__ = ["IntegerEchelon", "exact_observation_rows", "rational_matrix"]
+__all__ = ["exact_observation_rows", "rational_matrix"]
 
 MAX_DENOMINATOR = 10**6
 

@@ -51,13 +51,18 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.linalg.lapack import dgeqrf
 
-from ..errors import ParameterError
-from ..kernels import spmm
-from ..threads import limit_blas_threads
-from ..validation import node_index
-from .exact import IntegerEchelon
-from .protocol import PPACLayout, attacker_view, check_consensus_matrix, prepare
-from .structure import delayed_recovery, informative_sequence, resolve_horizon, victim_status
+from sparsedp.errors import ParameterError
+from sparsedp.linalg.exact_rank import IntegerEchelon
+from sparsedp.linalg.kernels import spmm
+from sparsedp.linalg.threads import limit_blas_threads
+from sparsedp.ppac.protocol import PPACLayout, attacker_view, check_consensus_matrix, prepare
+from sparsedp.ppac.structure import (
+    delayed_recovery,
+    informative_sequence,
+    resolve_horizon,
+    victim_status,
+)
+from sparsedp.validation import node_index
 
 __all__ = [
     "LeakageResult",

@@ -32,11 +32,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import GossipMatrixError, GraphError, ParameterError
-from ..gossip import as_square_sparse, check_gossip_matrix
-from ..graphs import Graph, as_graph, require_connected
-from ..kernels import spmm
-from ..validation import node_index
+from sparsedp.errors import GossipMatrixError, GraphError, ParameterError
+from sparsedp.graphs.graph import Graph, as_graph, require_connected
+from sparsedp.linalg.kernels import spmm
+from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix
+from sparsedp.validation import node_index
 
 __all__ = [
     "AttackerView",
@@ -325,35 +325,3 @@ def attacker_view(W: Any, prep: Preparation, attacker: int, horizon: int) -> Att
     messages = np.stack([v for _, v in consensus_rounds(M, prep.v0, int(horizon), nbrs)])
     return AttackerView(i, nbrs, prep.values[i].copy(), prep.fragments[lo:hi].copy(),
                         prep.fragments[into].copy(), messages)
-
-
-def generalised_leaf_attack(view: AttackerView, graph: Any, victim: int) -> np.ndarray:
-    """Recover ``u_j`` exactly from the attacker's data when ``j`` is a generalised leaf with
-    tail ``i`` (paper Def. 6.7 and the argument after it).
-
-    Every ``s in N_j \\ {i}`` has ``N_s = {i, j}``, so ``v_s(0) = Gamma_is + Gamma_js`` and
-    ``Gamma_js = v_s(0) - Gamma_is``; if ``j ~ i`` the attacker also received ``Gamma_ji``:
-
-        u_j = sum_{s in N_j} Gamma_js.
-
-    Raises ``ParameterError`` when the pair is not a generalised leaf (then this attack does
-    not apply).  Uses only ``view`` (no hidden state of the simulation).
-    """
-    from .structure import is_generalised_leaf
-
-    g = as_graph(graph)
-    i = view.attacker
-    j = node_index(victim, g.n, "victim")
-    if not is_generalised_leaf(g, head=j, tail=i):
-        raise ParameterError(f"node {j} is not a generalised leaf with tail {i}: "
-                             "the generalised-leaf attack does not apply")
-    A = g.adjacency
-    position = {int(nb): k for k, nb in enumerate(view.neighbours)}
-    total = np.zeros_like(view.own_value)
-    for s in A.indices[A.indptr[j]:A.indptr[j + 1]]:
-        if s != i:
-            k = position[int(s)]
-            total += view.messages[0, k] - view.sent[k]
-    if j in position:
-        total += view.received[position[j]]
-    return total

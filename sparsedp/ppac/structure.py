@@ -3,7 +3,7 @@
 Generalised leaf (paper Def. 6.7): ``j`` is a generalised leaf with *head* ``j`` and *tail*
 ``i`` (``i != j``) when every ``s in N_j \\ {i}`` has degree 2 and is a neighbour of ``i``.
 Then ``i`` recovers ``u_j`` exactly from the first messages (see
-:func:`sparsedp.ppac.protocol.generalised_leaf_attack`): infinite leakage at every horizon.
+:func:`generalised_leaf_attack`): infinite leakage at every horizon.
 
 Privacy certificate (the step of the proof of Thm 6.8): if some ``s in N_j \\ {i}`` has a
 neighbour ``b`` outside ``{i, j}``, the column of ``u_j`` in the attacker's observation matrix
@@ -33,15 +33,18 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ParameterError
-from ..graphs import Graph, as_graph
-from ..validation import node_index
-from .exact import IntegerEchelon, exact_observation_rows, rational_matrix
-from .protocol import PPACLayout
+from sparsedp.errors import ParameterError
+from sparsedp.graphs.graph import Graph, as_graph
+from sparsedp.linalg.exact_rank import IntegerEchelon
+from sparsedp.linalg.stochastic import as_square_sparse
+from sparsedp.ppac.exact import exact_observation_rows, rational_matrix
+from sparsedp.ppac.protocol import AttackerView, PPACLayout
+from sparsedp.validation import node_index
 
 __all__ = [
     "InformativeSequence",
     "delayed_recovery",
+    "generalised_leaf_attack",
     "generalised_leaves",
     "informative_sequence",
     "is_generalised_leaf",
@@ -116,8 +119,6 @@ def delayed_recovery(graph: Any, W: Any, attacker: int, victim: int, horizon: in
     j = node_index(victim, g.n, "victim")
     if pair_status(g, i, j) != "undetermined":
         return False
-    from ..gossip import as_square_sparse
-
     M = as_square_sparse(W).tocsr()
     A = g.adjacency
     deg = g.degrees
@@ -150,6 +151,36 @@ def is_generalised_leaf(graph: Any, head: int, tail: int) -> bool:
         if i not in row:
             return False
     return True
+
+
+def generalised_leaf_attack(view: AttackerView, graph: Any, victim: int) -> np.ndarray:
+    """Recover ``u_j`` exactly from the attacker's data when ``j`` is a generalised leaf with
+    tail ``i`` (paper Def. 6.7 and the argument after it).
+
+    Every ``s in N_j \\ {i}`` has ``N_s = {i, j}``, so ``v_s(0) = Gamma_is + Gamma_js`` and
+    ``Gamma_js = v_s(0) - Gamma_is``; if ``j ~ i`` the attacker also received ``Gamma_ji``:
+
+        u_j = sum_{s in N_j} Gamma_js.
+
+    Raises ``ParameterError`` when the pair is not a generalised leaf (then this attack does
+    not apply).  Uses only ``view`` (no hidden state of the simulation).
+    """
+    g = as_graph(graph)
+    i = view.attacker
+    j = node_index(victim, g.n, "victim")
+    if not is_generalised_leaf(g, head=j, tail=i):
+        raise ParameterError(f"node {j} is not a generalised leaf with tail {i}: "
+                             "the generalised-leaf attack does not apply")
+    A = g.adjacency
+    position = {int(nb): k for k, nb in enumerate(view.neighbours)}
+    total = np.zeros_like(view.own_value)
+    for s in A.indices[A.indptr[j]:A.indptr[j + 1]]:
+        if s != i:
+            k = position[int(s)]
+            total += view.messages[0, k] - view.sent[k]
+    if j in position:
+        total += view.received[position[j]]
+    return total
 
 
 def generalised_leaves(graph: Any) -> list[tuple[int, int]]:

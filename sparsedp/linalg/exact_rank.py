@@ -9,7 +9,7 @@ it: the kept rows are linearly independent and every dropped row is a linear com
 kept rows, both exactly.
 
 Used to drop observations that are exact linear functions of other observations
-(:meth:`sparsedp.operators.GossipSystem.redundant_rows`): dropping such a row leaves the
+(:meth:`sparsedp.linalg.operators.GossipSystem.redundant_rows`): dropping such a row leaves the
 sensitivity unchanged, while keeping it makes ``K_T`` singular.  A float decision (an SVD
 cut-off) could drop a row that is independent, which lowers the sensitivity: unsound.  PPAC's
 rank questions use the same echelon (:mod:`sparsedp.ppac.exact`).
@@ -23,7 +23,7 @@ from functools import reduce
 
 import numpy as np
 
-from .certified import UNIT_ROUNDOFF
+from sparsedp.linalg.certified import UNIT_ROUNDOFF
 
 EXACT_WORK_LIMIT = 4_000_000  # integer row operations (rows x kept rows x columns) allowed
 

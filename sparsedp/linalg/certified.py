@@ -46,7 +46,7 @@ import scipy.linalg
 import scipy.linalg.lapack
 import scipy.sparse as sp
 
-from . import kernels
+from sparsedp.linalg import kernels
 
 UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
 

@@ -1,8 +1,8 @@
 """Bounds on ``max_{c in {-1,1}^T} c^T M c`` from a certified sandwich of ``M``.
 
-:func:`evaluate_bounds` turns a :class:`~sparsedp.certified.MatrixSandwich`
+:func:`evaluate_bounds` turns a :class:`~sparsedp.linalg.certified.MatrixSandwich`
 (``M = low + D + F + E``, see there) into lower, exact and certified upper bounds; the kinds
-and formulas are listed in the docstring of :mod:`sparsedp.sensitivity` and argued in
+and formulas are listed in the docstring of :mod:`sparsedp.gossip.sensitivity` and argued in
 ``docs/bounds.md``.  Two ingredients live here:
 
 * the diagonal shift (the dual of the SDP relaxation): for every vector ``d`` and sign
@@ -31,9 +31,9 @@ import scipy.linalg
 import scipy.linalg.lapack
 import scipy.optimize
 
-from . import certified, kernels
-from .certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
-from .threads import limit_blas_threads
+from sparsedp.linalg import certified, kernels
+from sparsedp.linalg.certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
+from sparsedp.linalg.threads import limit_blas_threads
 
 TOP_EIGENPAIRS = 32  # eigenpairs per partial eigen-decomposition (LAPACK evr)
 ONE_PAIR_FIRST_MAX_T = 100  # up to this T, the top eigenpair alone is computed first

@@ -2,7 +2,7 @@
 
 A token walks on the graph with a symmetric, doubly stochastic transition matrix W
 (Assumption 2 of the paper; checked by
-:func:`sparsedp.log_green.check_random_walk_matrix`).  The node holding it adds its
+:func:`sparsedp.randomwalk.log_green.check_random_walk_matrix`).  The node holding it adds its
 (clipped, sensitivity-1) gradient plus ``N(0, sigma^2)`` noise and forwards it.  A node sees
 the token only when it holds it.  ``sigma`` is the noise standard deviation in units of the
 l2 sensitivity.  All losses are Renyi-DP of order alpha.
@@ -15,7 +15,8 @@ l2 sensitivity.  All losses are Renyi-DP of order alpha.
 
   computed exactly by T sparse products (:func:`walk_series`).
 * Main bound (Theorem 3 and eq. (16), made explicit): with ``L = -log(I - W + J/n)``
-  (:mod:`sparsedp.log_green`), ``sum_{t<=T} (W^t)_uv / t = H_T / n + L_uv - R_T(u, v)`` where
+  (:mod:`sparsedp.randomwalk.log_green`),
+  ``sum_{t<=T} (W^t)_uv / t = H_T / n + L_uv - R_T(u, v)`` where
   ``R_T = sum_{t>T} (W^t - J/n)_uv / t`` and ``|R_T| <= tail_T`` (:func:`truncation_tail`), so::
 
       eps(u -> v) <= (alpha N_u / sigma^2) (H_T / n + L_uv + tail_T)
@@ -35,7 +36,7 @@ l2 sensitivity.  All losses are Renyi-DP of order alpha.
 * Collusion of a set F (Appendix D, eqs. (17)-(18)): ``eps(u -> F) <= sum_{v in F} eps(u -> v)``
   (the series is linear in the indicator of F, so this is (17) itself).
 * Mean over ordered pairs ``u != v``: ``sum_{u != v} L_uv = ln det'(I - W)``
-  (:func:`sparsedp.log_green.log_pseudo_determinant`).
+  (:func:`sparsedp.randomwalk.log_green.log_pseudo_determinant`).
 """
 
 from __future__ import annotations
@@ -51,14 +52,14 @@ from scipy.special import digamma
 
 from sparsedp import validation
 from sparsedp.errors import ParameterError
-from sparsedp.log_green import (
+from sparsedp.randomwalk.log_green import (
     SpectralInterval,
     check_random_walk_matrix,
     log_green_columns,
     log_pseudo_determinant,
     spectral_interval,
 )
-from sparsedp.pairwise import PairwiseLoss, renyi_order
+from sparsedp.randomwalk.pairwise import PairwiseLoss, renyi_order
 
 __all__ = [
     "METHODS",
@@ -269,7 +270,7 @@ def random_walk_mean_rdp(W: Any, T: int, sigma: float, alpha: float, *,
                          contributions: float | None = None, logdet_method: str = "auto",
                          probes: int = 64, seed: int = 0) -> MeanLoss:
     """Mean of the main bound over all ordered pairs, from ``ln det'(I - W)`` (see
-    :class:`MeanLoss` and :func:`sparsedp.log_green.log_pseudo_determinant`)."""
+    :class:`MeanLoss` and :func:`sparsedp.randomwalk.log_green.log_pseudo_determinant`)."""
     M = check_random_walk_matrix(W)
     n = M.shape[0]
     T = validation.rounds(T)

@@ -1,7 +1,7 @@
 """Solving ``K_T X = G_T`` for the T right-hand sides of ``M_T = G_T^T K_T^{-1} G_T``.
 
 Two solvers, both returning ``X`` together with ``K X`` so that the caller can certify the
-result from the true residual (:mod:`sparsedp.certified`):
+result from the true residual (:mod:`sparsedp.linalg.certified`):
 
 * :func:`block_pcg` — preconditioned conjugate gradients on the matrix-free ``K_T``, one
   independent CG per column, all columns advanced together (one block application of ``K``

@@ -37,7 +37,7 @@ Kernels
 ``top_eigenpair(M)``
     restarted Lanczos with full reorthogonalisation for the largest eigenvalue of a symmetric
     M: ``(v^T M v, v)`` for the final Ritz vector; the value never exceeds lambda_max (certified
-    upper bounds live in :mod:`sparsedp.certified`).  Each cycle builds a Krylov basis of at
+    upper bounds live in :mod:`sparsedp.linalg.certified`).  Each cycle builds a Krylov basis of at
     most ``krylov_dim`` vectors, takes the top Ritz pair of the tridiagonal ``Q^T M Q`` and
     restarts from its Ritz vector until ``||M v - theta v|| <= tol |theta|`` or a restart
     improves the Ritz value by less than ``1e-15`` relative (a cluster at the top: the value is
@@ -217,7 +217,7 @@ def _start_vector(T: int) -> np.ndarray:
 @functools.lru_cache(maxsize=1)
 def _numba_module():
     """Import (and so compile lazily, with an on-disk cache) the numba implementations."""
-    from . import _numba_kernels
+    from sparsedp.linalg import _numba_kernels
 
     return _numba_kernels
 
@@ -317,7 +317,7 @@ def top_eigenpair(
 
 def toeplitz_blocks(a: np.ndarray, backend: str = "auto") -> np.ndarray:
     """Block lower-triangular Toeplitz matrix, block ``(t, k) = a[t-k]`` for ``k <= t``
-    (:func:`sparsedp.operators.toeplitz_blocks`); copies only, so both backends agree bit
+    (:func:`sparsedp.linalg.operators.toeplitz_blocks`); copies only, so both backends agree bit
     for bit."""
     T, m = a.shape[:2]
     blocks = np.ascontiguousarray(a, dtype=np.float64).reshape(T, m, -1)
@@ -329,7 +329,7 @@ def toeplitz_blocks(a: np.ndarray, backend: str = "auto") -> np.ndarray:
 def k_from_moments(mu: np.ndarray, T: int, backend: str = "auto") -> np.ndarray:
     """Dense ``K`` (Tm x Tm) from the lags ``mu`` (2T-1, m, m): block ``(t, s)`` for
     ``t <= s`` is ``sum_{i=0}^{t} mu_(s-t+2i)``, summed in that order, and block ``(s, t)``
-    its transpose (:func:`sparsedp.operators.k_from_moments`).  Both backends do the same
+    its transpose (:func:`sparsedp.linalg.operators.k_from_moments`).  Both backends do the same
     additions in the same order, so they agree bit for bit."""
     mu = np.ascontiguousarray(mu, dtype=np.float64)
     if mu.ndim != 3 or mu.shape[0] < 2 * T - 1 or mu.shape[1] != mu.shape[2]:

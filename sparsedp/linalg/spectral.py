@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigs, eigsh, lobpcg
 
 from sparsedp.errors import GossipMatrixError, ParameterError
-from sparsedp.gossip import as_square_sparse, check_gossip_matrix, has_property
+from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix, has_property
 
 __all__ = ["DENSE_MAX_N", "METHODS", "SpectralInfo", "spectral_info", "stationary_distribution"]
 

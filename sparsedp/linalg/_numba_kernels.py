@@ -1,8 +1,8 @@
-"""numba implementations of the kernels in :mod:`sparsedp.kernels` (same algorithms).
+"""numba implementations of the kernels in :mod:`sparsedp.linalg.kernels` (same algorithms).
 
 Imported only on first use, so ``import sparsedp`` does not pay for numba; compiled
 functions are cached on disk (``cache=True``).  Docstrings of the algorithms are on the
-dispatchers in :mod:`sparsedp.kernels`; the numpy twins there are the reference.
+dispatchers in :mod:`sparsedp.linalg.kernels`; the numpy twins there are the reference.
 """
 
 import numba

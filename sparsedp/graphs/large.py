@@ -24,9 +24,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from . import validation
-from .errors import ParameterError
-from .graphs import Graph
+from sparsedp import validation
+from sparsedp.errors import ParameterError
+from sparsedp.graphs.graph import Graph
 
 
 def adjacency_from_pairs(u: np.ndarray, v: np.ndarray, n: int) -> sp.csr_matrix:

@@ -18,7 +18,7 @@ index ``t * n + i`` matches the Kronecker product ``c kron e_j``.
 * ``G`` (mT x T): ``G c = H (c kron e_j)``, block Toeplitz with blocks ``a_l = S W^l e_j``.
 
 For symmetric W the structured form needs only the moments ``mu_l = S W^l S^T``
-(l = 0..2T-2, :mod:`sparsedp.moments`): ``K[t, s] = sum_{k=1}^{min(t,s)} mu_(t+s-2k)``, i.e.
+(l = 0..2T-2, :mod:`sparsedp.linalg.moments`): ``K[t, s] = sum_{k=1}^{min(t,s)} mu_(t+s-2k)``, i.e.
 ``K[t, t+d] = sum_{i=0}^{t-1} mu_(d+2i)`` (1-based t), assembled by :func:`k_from_moments`.
 """
 
@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from . import exact_rank, kernels
+from sparsedp.linalg import exact_rank, kernels
 
 DEFAULT_MEMORY_BUDGET = 4 << 30  # bytes for the (T, n, r) intermediate of K
 # Column chunks of one K application: at least MIN_CHUNK_COLUMNS, more while an n x c block
@@ -56,7 +56,7 @@ class GossipSystem:
     observers : distinct node indices (the rows of S, in this order).
     T : number of rounds, >= 1.
     power_offset : 0 for ``H[t, k] = S W_(t-1) ... W_k``, 1 for the v1 form
-        ``S W_t ... W_k`` (:mod:`sparsedp.views`).
+        ``S W_t ... W_k`` (:mod:`sparsedp.gossip.views`).
     known_noise : nodes whose noise the attacker knows (its own nodes, a subset of the
         observers): their noise columns are deleted from every block (``H S_2``).
     memory_budget : bytes allowed for the intermediate of one ``K`` application.
@@ -191,7 +191,7 @@ class GossipSystem:
 
         The same relations hold on the target's columns (``G``; the target is outside R),
         so the sensitivity is unchanged.  The independent rows are chosen by exact rational
-        arithmetic (:func:`sparsedp.exact_rank.independent_rows`); where that would be too
+        arithmetic (:func:`sparsedp.linalg.exact_rank.independent_rows`); where that would be too
         much work, only rows that vanish on the pivot columns by the sparsity pattern are
         dropped (and :attr:`exact_rank_skipped` says so).  Time-varying W: the matrices of
         each round.
@@ -321,7 +321,7 @@ def toeplitz_blocks(a: np.ndarray, backend: str = "auto") -> np.ndarray:
     """Block lower-triangular Toeplitz with block (t, k) = ``a[t-k]`` for k <= t, else 0.
 
     ``a`` of shape ``(T, m)`` gives ``(T*m, T)`` (m-vector blocks); ``(T, m, r)`` gives
-    ``(T*m, T*r)``.  A fresh array (:func:`sparsedp.kernels.toeplitz_blocks`).
+    ``(T*m, T*r)``.  A fresh array (:func:`sparsedp.linalg.kernels.toeplitz_blocks`).
     """
     return kernels.toeplitz_blocks(a, backend=backend)
 
@@ -331,6 +331,6 @@ def k_from_moments(mu: np.ndarray, T: int, backend: str = "auto") -> np.ndarray:
 
     Equivalently the Toeplitz-plus-Hankel recurrence ``K[t, s] = K[t-1, s-1] + mu_(t+s)``;
     each block is summed in increasing lag order by either backend
-    (:func:`sparsedp.kernels.k_from_moments`).
+    (:func:`sparsedp.linalg.kernels.k_from_moments`).
     """
     return kernels.k_from_moments(mu, T, backend=backend)

@@ -17,17 +17,18 @@ import time
 
 import numpy as np
 
-from ..graphs import Graph, as_graph
-from .convergence import convergence_bounds, lemma_b5_bound
-from .information import leakage
-from .protocol import (
+from sparsedp.graphs.graph import Graph, as_graph
+from sparsedp.ppac import (
     consensus_errors,
+    convergence_bounds,
     convergence_times,
     laplacian_consensus_matrix,
+    leakage,
     ppac_layout,
     prepare,
     random_designated,
 )
+from sparsedp.ppac.convergence import lemma_b5_bound
 
 EXAMPLE_EDGES = ((1, 2), (2, 4), (4, 3), (3, 5), (5, 6), (6, 1), (4, 5))
 EXAMPLE_DESIGNATED = (2, 4, 4, 3, 4, 1)

@@ -17,7 +17,7 @@ everything the solve needs is one Gram matrix of the stacked lags:
     G[t, tau] = S W^(t-tau+p) e_j = V_(t-tau+p)[j, :]^T   for t >= tau, else 0.
 
 ``G`` holds the target's columns of the full ``H`` (the target's own noise is never among the
-known; :func:`sparsedp.sensitivity.squared_sensitivity` settles that case before).
+known; :func:`sparsedp.gossip.sensitivity.squared_sensitivity` settles that case before).
 The formulas are checked against the explicit ``H_T`` of :func:`sparsedp.testing.dense_H`
 in ``tests/test_gram.py`` for p = 0, 1 and both noise models.
 
@@ -39,7 +39,7 @@ add ``gamma_n``; the at most T terms of each diagonal sum ``gamma_T``.  Hence
 
 and, K being symmetric and entrywise non-negative, ``||fl(K) - K||_2 <= || |fl(K) - K| ||_2
 <= gamma_N ||K||_2 <= gamma_N ||K||_inf`` — the same argument as for the operator assembly
-(:func:`sparsedp.certified_solve._operator_system`), with a shorter depth.  The exact
+(:func:`sparsedp.gossip.certified_solve._operator_system`), with a shorter depth.  The exact
 ``||K||_inf`` is bounded through the computed row sums (:func:`rounding_norm_bound`).  The
 same holds for any principal submatrix of K (the kept rows), which is what gets certified.
 """
@@ -51,9 +51,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from . import kernels
-from .certified import gamma
-from .errors import ParameterError
+from sparsedp.errors import ParameterError
+from sparsedp.linalg import kernels
+from sparsedp.linalg.certified import gamma
 
 GRAM_MAX_LAG_BYTES = 2 << 30  # the stacked lags V (n x m T float64) that "auto" allows
 GRAM_MAX_DIM = 8000  # largest m T whose Gram (8 (m T)^2 bytes: 512 MB) "auto" assembles

@@ -48,8 +48,9 @@ Columns (:func:`log_green_columns`), never forming an n x n matrix except for ``
 
 The bounds assume the interval contains the spectrum on ``1^perp``: the lower end is the
 rigorous Gershgorin bound ``min_i (2 W_ii - 1)`` (or the dense eigenvalue), the upper end is
-``lambda_2`` from :func:`sparsedp.spectral.spectral_info` plus its reported tolerance (dense:
-backward-error bound; iterative: a Ritz residual, see :class:`sparsedp.spectral.SpectralInfo`).
+``lambda_2`` from :func:`sparsedp.linalg.spectral.spectral_info` plus its reported tolerance
+(dense: backward-error bound; iterative: a Ritz residual, see
+:class:`sparsedp.linalg.spectral.SpectralInfo`).
 
 ``ln det'(I - W)`` (product of the nonzero eigenvalues of ``I - W``, equal to ``-tr L``) gives
 the mean of ``L_uv`` over ordered pairs ``u != v``: ``sum_{u != v} L_uv = -tr L`` because
@@ -68,8 +69,8 @@ from scipy.sparse.linalg import LinearOperator, cg, splu
 
 from sparsedp import validation
 from sparsedp.errors import GossipMatrixError, ParameterError
-from sparsedp.gossip import as_square_sparse, check_gossip_matrix
-from sparsedp.spectral import _amg_preconditioner
+from sparsedp.linalg.spectral import _amg_preconditioner
+from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix
 
 __all__ = [
     "COLUMN_METHODS",
@@ -136,7 +137,8 @@ def spectral_interval(W: Any, lanczos_steps: int = 60) -> SpectralInterval:
     ``(theta, y)`` of ``lanczos_steps`` Lanczos steps on ``1^perp``.  Some eigenvalue lies
     within the residual of theta and ``theta <= lambda_2``; that the top one does is the usual
     Lanczos assumption (extreme eigenvalues converge first), as in
-    :mod:`sparsedp.spectral`.  Raises ``GossipMatrixError`` when the upper end is not below 1.
+    :mod:`sparsedp.linalg.spectral`.  Raises ``GossipMatrixError`` when the upper end is not
+    below 1.
     """
     M = check_random_walk_matrix(W)
     n = M.shape[0]

@@ -37,7 +37,7 @@ Whose noise: the given observers' (``known_noise``) — in the neighbourhood vie
 nodes, not the neighbours whose messages they read; for the views without observers the
 whole observed set.  Some observations then become exact functions of others (the first
 block row, for instance, is the attacker's own data for the secure-summation forms);
-:meth:`sparsedp.operators.GossipSystem.redundant_rows` finds them and the solve drops them.
+:meth:`sparsedp.linalg.operators.GossipSystem.redundant_rows` finds them and the solve drops them.
 When the target's noise is among the known (the attacker is the target), no finite
 sensitivity is reported: the sensitivity is infinite by convention, since a node holds its
 own data (for the v2 forms the linear algebra agrees, ``G c`` leaves the range of ``H``; for
@@ -55,7 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import ParameterError
+from sparsedp.errors import ParameterError
 
 VIEWS = (
     "secure-summation",

@@ -11,11 +11,11 @@ at that smallest admissible sigma (the ratio does not depend on sigma).
   exact finite-T series, clipped at local DP; also the sender-known variant;
 * gossip: Muffliato with Chebyshev acceleration (the paper's baseline) and plain gossip, each
   with the number of rounds of the published stopping rule
-  (:func:`sparsedp.muffliato.muffliato_rounds` at ``sigma^2 = alpha / 2``, i.e. local-DP
+  (:func:`sparsedp.randomwalk.muffliato.muffliato_rounds` at ``sigma^2 = alpha / 2``, i.e. local-DP
   loss 1), exact row norms, clipped at local DP.
 
 For every shortest-path distance d >= 1 from u: the number of nodes and the min / mean / max
-of each loss (:func:`sparsedp.pairwise.loss_by_distance`).
+of each loss (:func:`sparsedp.randomwalk.pairwise.loss_by_distance`).
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ import numpy as np
 from scipy.sparse.csgraph import shortest_path
 
 from sparsedp import validation
-from sparsedp.gossip import gossip_matrix
-from sparsedp.graphs import as_graph
-from sparsedp.muffliato import muffliato_rdp, muffliato_rounds
-from sparsedp.pairwise import loss_by_distance, renyi_order
-from sparsedp.randomwalk import random_walk_rdp
-from sparsedp.spectral import spectral_info
+from sparsedp.graphs.graph import as_graph
+from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.linalg.spectral import spectral_info
+from sparsedp.randomwalk.accounting import random_walk_rdp
+from sparsedp.randomwalk.muffliato import muffliato_rdp, muffliato_rounds
+from sparsedp.randomwalk.pairwise import loss_by_distance, renyi_order
 
 __all__ = ["compare_by_distance"]
 

@@ -1,28 +1,28 @@
 """The certified solve of the gossip view: ``X = K_T^{-1} G_T`` by one of four methods, and
-the sandwich ``M_low <= M_T <= M_up`` (:class:`sparsedp.certified.MatrixSandwich`) that
+the sandwich ``M_low <= M_T <= M_up`` (:class:`sparsedp.linalg.certified.MatrixSandwich`) that
 carries every error of the solve and of the assembly into the bounds.
 
-Methods (chosen by :func:`sparsedp.sensitivity.squared_sensitivity`):
+Methods (chosen by :func:`sparsedp.gossip.sensitivity.squared_sensitivity`):
 
 ``structured``
     W exactly symmetric: ``K_T`` from the lags ``mu_l = S W^l S^T`` (Toeplitz-plus-Hankel,
-    :func:`sparsedp.operators.k_from_moments`), dense Cholesky; with the analytic
+    :func:`sparsedp.linalg.operators.k_from_moments`), dense Cholesky; with the analytic
     ``lambda_min`` bound the propagation stops once the chain has mixed, and the truncation
     error is charged entrywise (:func:`truncation_pattern`).
 ``gram``
     one constant W >= 0: ``K_T`` and ``G_T`` from the Gram of the lags ``(W^T)^l S^T``
-    (:mod:`sparsedp.gram`).
+    (:mod:`sparsedp.linalg.gram`).
 ``dense``
     ``K_T`` assembled by applying the matrix-free operator to unit vectors (any W, also
     time-varying).
 ``matrix-free``
-    preconditioned block CG on the matrix-free ``K_T`` (:mod:`sparsedp.solvers`); the
+    preconditioned block CG on the matrix-free ``K_T`` (:mod:`sparsedp.linalg.solvers`); the
     certificate comes from the true residual.
 
 Without an analytic lower bound on ``lambda_min(K_T)`` (noise removed, v1 forms of a W that
 is not diagonally dominant) ``lambda_min`` is certified numerically on the dense reduced K
 (:func:`_certified_dense_sandwich`); the rows that are exact functions of others are dropped
-first (:meth:`sparsedp.operators.GossipSystem.redundant_rows`).  ``docs/bounds.md`` and
+first (:meth:`sparsedp.linalg.operators.GossipSystem.redundant_rows`).  ``docs/bounds.md`` and
 ``docs/index.md`` give the soundness argument of each step.
 """
 
@@ -34,13 +34,13 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from . import certified, gram
-from .certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
-from .gossip import has_property
-from .moments import LagPropagator, LagSequence
-from .operators import GossipSystem, k_from_moments, toeplitz_blocks
-from .solvers import StationaryPreconditioner, block_pcg, cholesky_solve
-from .spectral import stationary_distribution
+from sparsedp.linalg import certified, gram
+from sparsedp.linalg.certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
+from sparsedp.linalg.moments import LagPropagator, LagSequence
+from sparsedp.linalg.operators import GossipSystem, k_from_moments, toeplitz_blocks
+from sparsedp.linalg.solvers import StationaryPreconditioner, block_pcg, cholesky_solve
+from sparsedp.linalg.spectral import stationary_distribution
+from sparsedp.linalg.stochastic import has_property
 
 OPERATOR_ASSEMBLY_MAX_DIM = 1500  # largest mT assembled densely when no lambda bound (no CG)
 FIRST_MIXING_LEVEL = 1e-6  # n eps^2 at which the truncated propagation first stops
@@ -269,7 +269,7 @@ def _gram_sandwich(
     ``dK = ||fl(K) - K||``) the computed K has ``lambda_min >= lambda_lb - dK`` and the
     rounding is charged as a model error, as on the structured path; otherwise
     ``lambda_min`` is certified numerically (:func:`_certified_dense_sandwich`).  The
-    entrywise rounding of G (:mod:`sparsedp.gram`) is charged either way.  Returns the
+    entrywise rounding of G (:mod:`sparsedp.linalg.gram`) is charged either way.  Returns the
     sandwich, the lambda bound used (0.0: none), the assembly and ``dK``.
     """
     assembly = gram.assemble(
@@ -297,10 +297,10 @@ def _gram_sandwich(
 def _preconditioner(system: GossipSystem, target: int, keep: np.ndarray, choice: str):
     """The PCG preconditioner on ``(T, m, r)`` blocks (respecting the kept rows) and its info.
 
-    ``"gram"``: the Cholesky factor of the Gram-assembled reduced K (:mod:`sparsedp.gram`),
+    ``"gram"``: the Cholesky factor of the Gram-assembled reduced K (:mod:`sparsedp.linalg.gram`),
     i.e. the exact inverse up to rounding; a reduced K that is singular to working precision
     falls back to the stationary preconditioner (said in the info).  ``"auto"``: gram for one
-    constant W when :func:`sparsedp.gram.gram_fits`, else stationary.
+    constant W when :func:`sparsedp.linalg.gram.gram_fits`, else stationary.
     """
     T, m = system.T, system.m
     mask = keep.reshape(T, m, 1)

@@ -9,7 +9,7 @@ is the lag sequence
 both entries of ``C_l = V_0^T W^l V_0`` for the block ``V_0 = [S^T, e_j]`` (b = m or m+1
 columns).  Propagating ``V_{l+1} = W V_l`` gives two lags per product:
 ``C_{2l+1} = V_l^T V_{l+1}`` and ``C_{2l+2} = V_{l+1}^T V_{l+1}`` (fused into the sparse
-product, :func:`sparsedp.kernels.spmm_fused`), so T-1 products give every lag.  When every
+product, :func:`sparsedp.linalg.kernels.spmm_fused`), so T-1 products give every lag.  When every
 lag is propagated, the target needs no column of its own: ``a_l = (W^l S^T)[j]`` is the
 target's row of the observers' block (W symmetric), which halves the work for one observer.
 
@@ -40,8 +40,8 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
-from . import kernels
-from .certified import UNIT_ROUNDOFF
+from sparsedp.linalg import kernels
+from sparsedp.linalg.certified import UNIT_ROUNDOFF
 
 FRONTIER_FRACTION = 0.125  # use row-restricted products while the frontier is below this
 

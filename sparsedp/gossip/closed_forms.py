@@ -51,11 +51,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import validation
-from .errors import GossipMatrixError, ParameterError
-from .gossip import as_square_sparse, check_gossip_matrix
-from .privacy import calibrate_sigma_classical
-from .spectral import spectral_info
+from sparsedp import validation
+from sparsedp.errors import GossipMatrixError, ParameterError
+from sparsedp.linalg.spectral import spectral_info
+from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix
+from sparsedp.privacy.gaussian import calibrate_sigma_classical
 
 __all__ = [
     "KINDS",

@@ -46,9 +46,9 @@ import scipy.sparse as sp
 
 from sparsedp import validation
 from sparsedp.errors import ParameterError
-from sparsedp.gossip import as_square_sparse, check_gossip_matrix
-from sparsedp.pairwise import PairwiseLoss, renyi_order
-from sparsedp.spectral import spectral_info
+from sparsedp.linalg.spectral import spectral_info
+from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix
+from sparsedp.randomwalk.pairwise import PairwiseLoss, renyi_order
 
 __all__ = [
     "DENSE_MAX_N",

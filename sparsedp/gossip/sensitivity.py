@@ -6,8 +6,8 @@ For target j, observers A and T rounds (Koskela & Kulkarni v2, Thm 12 and Sec. 3
 
 and ``0 <= M_T <= I`` (M_T is a slice of the projector ``H^+ H``).  The threat model (which
 messages the observers see, whether they know their own noise, time-varying W) is a named
-view (:mod:`sparsedp.views`); the default is v2's secure summation.  The solve produces a
-certified sandwich ``M_low <= M_T <= M_up`` (:mod:`sparsedp.certified`); from it:
+view (:mod:`sparsedp.gossip.views`); the default is v2's secure summation.  The solve produces a
+certified sandwich ``M_low <= M_T <= M_up`` (:mod:`sparsedp.linalg.certified`); from it:
 
 lower bounds (kind "lower")
     ``ones``: c = 1 (the papers' choice);  ``local_search``: single-flip ascent from c = 1
@@ -26,7 +26,7 @@ upper bounds (kind "certified upper")
     ``entrywise``: ``sum |M_T|`` (v2 Thm 12; the matrix-mechanism bound), bounded through
     ``|M - M_low|_ij <= sqrt(E_ii E_jj)`` for ``E = M_up - M_low``;
     ``local_dp``: ``T`` (since ``M_T <= I``).
-The bounds are computed by :func:`sparsedp.sign_bounds.evaluate_bounds`; ``docs/bounds.md``
+The bounds are computed by :func:`sparsedp.linalg.sign_bounds.evaluate_bounds`; ``docs/bounds.md``
 gives the formulas and soundness arguments.
 The reported ``lower`` is the best lower bound, ``upper`` the best certified upper bound,
 ``gap`` their difference.
@@ -41,14 +41,15 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from . import gram, kernels, validation
-from .certified_solve import solve
-from .errors import GossipMatrixError, ParameterError
-from .gossip import check_gossip_matrix
-from .operators import GossipSystem
-from .sign_bounds import Bound, evaluate_bounds
-from .threads import limit_blas_threads
-from .views import VIEW_NOTES, ObservationModel, resolve_view
+from sparsedp import validation
+from sparsedp.errors import GossipMatrixError, ParameterError
+from sparsedp.gossip.certified_solve import solve
+from sparsedp.gossip.views import VIEW_NOTES, ObservationModel, resolve_view
+from sparsedp.linalg import gram, kernels
+from sparsedp.linalg.operators import GossipSystem
+from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
+from sparsedp.linalg.stochastic import check_gossip_matrix
+from sparsedp.linalg.threads import limit_blas_threads
 
 METHODS = ("auto", "structured", "gram", "dense", "matrix-free")
 PRECONDITIONERS = ("auto", "stationary", "gram")
@@ -160,7 +161,7 @@ def squared_sensitivity(
     observers : node index or iterable of indices (the attacker), or ``None`` for the views
         that fix their own observers (``adaptive-v1``, ``target-v1``, ``local-dp``).
     T : number of gossip rounds (>= 1).
-    view : the threat model, one of :data:`sparsedp.views.VIEWS` (see that module for the
+    view : the threat model, one of :data:`sparsedp.gossip.views.VIEWS` (see that module for the
         matrix form of each): ``"secure-summation"`` (default; v2 Lemma 10, a colluding set
         when several observers are given), ``"secure-summation-v1"`` (v1 eq. 3.2),
         ``"neighbourhood"`` (v2 Remark 11), ``"adaptive-v1"`` (v1 Thm 9), ``"target-v1"``
@@ -172,13 +173,13 @@ def squared_sensitivity(
         them (the attacker is the target and holds its data; docs/views.md).
     method : ``"structured"`` (W exactly symmetric: K_T from the moments ``S W^l S^T``,
         dense Cholesky), ``"gram"`` (one constant W, symmetric or not: K_T and G_T from the
-        Gram of the lags ``(W^T)^l S^T``, :mod:`sparsedp.gram`, dense Cholesky),
+        Gram of the lags ``(W^T)^l S^T``, :mod:`sparsedp.linalg.gram`, dense Cholesky),
         ``"matrix-free"`` (preconditioned block CG on the matrix-free K_T; any W, also
         time-varying), or ``"auto"``: structured when W is symmetric and its dense work
         fits in half the physical memory (:func:`structured_memory`: on 24 GB, T up to 8473
         for one observer, ``m T`` up to about 27000 for m = 46),
         else gram when W is constant, ``m T <= 8000`` and the lags fit in memory
-        (:func:`sparsedp.gram.gram_fits`), else matrix-free.  ``"dense"`` (never chosen by
+        (:func:`sparsedp.linalg.gram.gram_fits`), else matrix-free.  ``"dense"`` (never chosen by
         auto; ``m T <= 8000``): ``K_T`` assembled densely by applying the matrix-free
         operator to the ``m T`` unit vectors, ``G_T`` from the operator, dense Cholesky —
         any W, also time-varying; the engine's own dense reference, independent of the lags.
@@ -192,11 +193,11 @@ def squared_sensitivity(
         has mixed enough that the certified truncation error widens the bounds by at most
         this fraction of the lower bound (the widening is included in the bounds either way).
     preconditioner : matrix-free path only: ``"stationary"`` (the explicit inverse of the
-        stationary part of K_T, :class:`sparsedp.solvers.StationaryPreconditioner`),
+        stationary part of K_T, :class:`sparsedp.linalg.solvers.StationaryPreconditioner`),
         ``"gram"`` (Cholesky factor of the Gram-assembled K_T: PCG then converges in one
         iteration and the matrix-free operator's true residual independently checks the
         assembly; constant W only) or ``"auto"`` (gram when W is constant and the assembly
-        fits, :func:`sparsedp.gram.gram_fits`, else stationary).  The certificate always
+        fits, :func:`sparsedp.linalg.gram.gram_fits`, else stationary).  The certificate always
         comes from the matrix-free operator.
     """
     T = validation.rounds(T)

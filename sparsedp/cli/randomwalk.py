@@ -16,12 +16,12 @@ import time
 import networkx as nx
 import numpy as np
 
-from . import graphs
-from .errors import ParameterError
-from .gossip import SCHEMES, gossip_matrix
-from .muffliato import muffliato_rdp
-from .pairwise import PairwiseLoss
-from .randomwalk import METHODS, random_walk_rdp
+from sparsedp.errors import ParameterError
+from sparsedp.graphs import graph as graphs
+from sparsedp.graphs.weights import SCHEMES, gossip_matrix
+from sparsedp.randomwalk.accounting import METHODS, random_walk_rdp
+from sparsedp.randomwalk.muffliato import muffliato_rdp
+from sparsedp.randomwalk.pairwise import PairwiseLoss
 
 DEFAULT_GRAPH_NODES = 2000
 SHOWN = 10  # receivers listed in the text report (--json lists all)

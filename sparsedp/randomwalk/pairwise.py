@@ -1,7 +1,7 @@
 """Pairwise network DP (PNDP) results: Renyi-DP losses of one source against many receivers.
 
 Both the random-walk bounds (:mod:`sparsedp.randomwalk`) and the Muffliato gossip bound
-(:mod:`sparsedp.muffliato`) are linear in the Renyi order alpha and in ``1 / sigma^2``:
+(:mod:`sparsedp.randomwalk.muffliato`) are linear in the Renyi order alpha and in ``1 / sigma^2``:
 ``eps(u -> v)(alpha) = alpha * k_v`` for every alpha at which the bound holds.  A
 :class:`PairwiseLoss` stores ``k_v`` through the RDP value at the requested order, the
 local-DP value it was clipped to, and the largest order for which the bound holds (the
@@ -19,7 +19,7 @@ import numpy as np
 
 from sparsedp import validation
 from sparsedp.errors import ParameterError
-from sparsedp.privacy import DEFAULT_ALPHAS, rdp_to_dp
+from sparsedp.privacy.gaussian import DEFAULT_ALPHAS, rdp_to_dp
 
 __all__ = ["KINDS", "PairwiseLoss", "loss_by_distance", "renyi_order"]
 

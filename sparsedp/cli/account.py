@@ -1,4 +1,4 @@
-"""Command line: ``sparsedp account`` — privacy of one node against an observer set.
+"""``sparsedp account``: privacy of one node against an observer set.
 
 With no arguments it runs on the embedded default: the deterministic synthetic social graph
 (``synthetic_social_graph(n=2000, seed=0)``), Metropolis weights, observer node 0, target the
@@ -10,19 +10,16 @@ User mistakes print one line ``sparsedp: error: ...`` and exit with status 2.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-import warnings
 
-from . import cli_randomwalk, validation
-from .errors import ParameterError, SparseDPError
-from .gossip import SCHEMES, gossip_matrix
-from .graphs import as_graph, synthetic_social_graph
-from .ppac import cli as ppac_cli
-from .privacy import gaussian_epsilon
-from .sensitivity import METHODS, PRECONDITIONERS, squared_sensitivity
-from .views import VIEWS, VIEWS_WITHOUT_OBSERVERS
+from sparsedp import validation
+from sparsedp.errors import ParameterError
+from sparsedp.gossip.sensitivity import METHODS, PRECONDITIONERS, squared_sensitivity
+from sparsedp.gossip.views import VIEWS, VIEWS_WITHOUT_OBSERVERS
+from sparsedp.graphs.graph import as_graph, synthetic_social_graph
+from sparsedp.graphs.weights import SCHEMES, gossip_matrix
+from sparsedp.privacy.gaussian import gaussian_epsilon
 
 DEFAULT_GRAPH_NODES = 2000
 
@@ -34,11 +31,8 @@ def _exact_flag(text: str):
     return choices[text.lower()]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="sparsedp", description="Differential-privacy accounting for gossip on graphs."
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_parser(sub) -> None:
+    """The ``account`` subcommand."""
     acc = sub.add_parser(
         "account",
         help="(epsilon, delta) of one target node against an observer set",
@@ -53,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="observing node id; repeat for a coalition (default: first node; "
                           f"not for the views {', '.join(VIEWS_WITHOUT_OBSERVERS)})")
     acc.add_argument("--view", default="secure-summation", choices=VIEWS,
-                     help="threat model (see sparsedp.views): what the observers see")
+                     help="threat model (see sparsedp.gossip.views): what the observers see")
     acc.add_argument("--noise-removed", action="store_true",
                      help="the attacker knows its own noise (v2 Sec. 3.3, SecLDP); in the "
                           "neighbourhood view the given observers' noise only")
@@ -75,9 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     acc.add_argument("--json", action="store_true", help="print one JSON object")
     acc.add_argument("--no-progress", action="store_true", help="hide progress bars")
     acc.set_defaults(run=account, report=format_report)
-    cli_randomwalk.add_parsers(sub)
-    ppac_cli.add_parser(sub)
-    return parser
+
 
 
 def _node_ids(graph, given, default):
@@ -185,23 +177,3 @@ def _shorten(ids: list, shown: int = 8) -> str:
     if len(ids) <= shown:
         return str(ids)
     return f"{ids[:shown]}... ({len(ids)} nodes)"
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", UserWarning)
-            record = args.run(args)
-    except (SparseDPError, OSError) as exc:
-        print(f"sparsedp: error: {exc}", file=sys.stderr)
-        return 2
-    for warning in caught:
-        print(f"sparsedp: warning: {warning.message}", file=sys.stderr)
-    print(json.dumps(record) if args.json else args.report(record))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,11 @@
+"""Gossip averaging (Koskela & Kulkarni, v2 and v1): the threat models as views, the squared
+sensitivity ``max_c c^T G^T K_T^{-1} G c`` with certified bounds, its certified solve paths,
+and the closed-form theorems as checked calculators.
+
+Imports ``linalg``, ``graphs``, ``privacy``, ``errors``, ``validation``; no other family.
+"""
+
+from sparsedp.gossip.sensitivity import Bound, SensitivityResult, squared_sensitivity
+from sparsedp.gossip.views import VIEWS, closed_neighbourhood
+
+__all__ = ["VIEWS", "Bound", "SensitivityResult", "closed_neighbourhood", "squared_sensitivity"]

@@ -1,0 +1,12 @@
+"""Graphs and their gossip matrices: input (networkx, scipy matrices, SNAP edge lists),
+generators from a few nodes to 10^7, and the gossip weight schemes W (Metropolis, max-degree,
+row-normalised) that every protocol family runs on.
+
+Imports ``sparsedp.linalg`` (the matrix checks), ``errors`` and ``validation``; never a family.
+"""
+
+from sparsedp.graphs import graph, weights
+from sparsedp.graphs.graph import *  # noqa: F403  (the public names of graph and weights)
+from sparsedp.graphs.weights import *  # noqa: F403
+
+__all__ = [*graph.__all__, *weights.__all__]
