@@ -50,6 +50,7 @@ from sparsedp.linalg.operators import GossipSystem
 from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.linalg.threads import limit_blas_threads
+from sparsedp.plain import plain
 
 METHODS = ("auto", "structured", "gram", "dense", "matrix-free")
 PRECONDITIONERS = ("auto", "stationary", "gram")
@@ -93,15 +94,9 @@ class SensitivityResult:
         return 0.0 if self.upper == self.lower else (self.upper - self.lower) / self.upper
 
     def to_dict(self) -> dict:
-        """Plain data (JSON-ready)."""
-        out = asdict(self)
-        out["observers"] = list(self.observers)
-        out["signs"] = list(self.signs)
-        out["known_noise"] = list(self.known_noise)
-        out["bounds"] = [asdict(b) for b in self.bounds]
-        out["gap"] = self.gap
-        out["relative_gap"] = self.relative_gap
-        return out
+        """Plain data, strict JSON (:func:`sparsedp.plain.plain`: infinity as the string
+        ``"infinity"``)."""
+        return plain({**asdict(self), "gap": self.gap, "relative_gap": self.relative_gap})
 
 
 def gossip_sequence(W, T: int) -> list[sp.csr_matrix]:

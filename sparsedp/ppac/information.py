@@ -55,6 +55,7 @@ from sparsedp.errors import ParameterError
 from sparsedp.linalg.exact_rank import IntegerEchelon
 from sparsedp.linalg.kernels import spmm
 from sparsedp.linalg.threads import limit_blas_threads
+from sparsedp.plain import plain
 from sparsedp.ppac.protocol import PPACLayout, attacker_view, check_consensus_matrix, prepare
 from sparsedp.ppac.structure import (
     delayed_recovery,
@@ -113,12 +114,13 @@ class LeakageResult:
         return float(self.nats[k[0]])
 
     def to_dict(self) -> dict:
-        """Plain data; infinite leakage is the string ``"infinity"`` (JSON has no inf)."""
-        return {
+        """Plain data, strict JSON (:func:`sparsedp.plain.plain`: infinite leakage and an
+        infinite horizon are the string ``"infinity"``)."""
+        return plain({
             "attacker": self.attacker,
-            "horizon": "infinity" if self.horizon is None else self.horizon,
+            "horizon": math.inf if self.horizon is None else self.horizon,
             "victims": self.victims.tolist(),
-            "nats": ["infinity" if math.isinf(x) else float(x) for x in self.nats],
+            "nats": self.nats,
             "kind": self.kind.tolist(),
             "status": self.status.tolist(),
             "method": self.method,
@@ -128,7 +130,7 @@ class LeakageResult:
             "informative": None if self.informative is None else self.informative.to_dict(),
             "notes": list(self.notes),
             "seconds": self.seconds,
-        }
+        })
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,99 @@
+"""The command line's one error boundary, run as a user would: the installed ``sparsedp``
+command in a subprocess.  Exit statuses (0 ok, 1 out of memory or broken pipe, 2 user error,
+130 interrupted), at most one line on stderr, never a traceback, strict JSON."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+COMMAND = [shutil.which("sparsedp")] if shutil.which("sparsedp") else [
+    sys.executable, "-m", "sparsedp.cli"]
+
+
+def _run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([*COMMAND, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def _strict(text: str):
+    def refuse(constant):
+        raise ValueError(f"non-standard JSON constant {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def _no_traceback(run: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) <= 2
+
+
+@pytest.mark.parametrize("args", [
+    ("account", "--rounds", "5"),
+    ("account", "--target", "0", "--observer", "0", "--rounds", "4", "--noise-removed"),
+    ("account", "--view", "local-dp", "--rounds", "3"),
+    ("randomwalk", "--generator", "er:200:0.05:1", "--rounds", "500", "--sigma", "20"),
+    ("muffliato", "--generator", "er:200:0.05:1", "--rounds", "10", "--sigma", "5"),
+    ("ppac", "leakage"),
+    ("ppac", "simulate"),
+])
+def test_every_command_prints_strict_json(args):
+    run = _run(*args, "--json")
+    assert run.returncode == 0, run.stderr
+    _no_traceback(run)
+    record = _strict(run.stdout)
+    assert isinstance(record, dict)
+
+
+def test_infinity_is_the_string_infinity():
+    run = _run("account", "--target", "0", "--observer", "0", "--rounds", "4",
+               "--noise-removed", "--json")
+    record = _strict(run.stdout)
+    assert record["epsilon"] == "infinity" and float(record["epsilon"]) == float("inf")
+
+
+@pytest.mark.parametrize("args, message", [
+    (("account", "--graph", "/nonexistent/edges.txt"), "/nonexistent/edges.txt"),
+    (("account", "--sigma", "0"), "sigma"),
+    (("account", "--rounds", "0"), "T"),
+    (("account", "--target", "no-such-node"), "no-such-node"),
+])
+def test_user_errors_are_one_line_with_status_2(args, message):
+    run = _run(*args)
+    assert run.returncode == 2
+    _no_traceback(run)
+    assert run.stderr.startswith("sparsedp: error:") and message in run.stderr
+
+
+def test_version():
+    run = _run("--version")
+    assert run.returncode == 0 and run.stdout.startswith("sparsedp ")
+
+
+def test_a_closed_pipe_ends_quietly():
+    """``sparsedp ... | head -1``: the reader goes away; no BrokenPipeError traceback."""
+    proc = subprocess.Popen([*COMMAND, "randomwalk", "--generator", "er:300:0.05:1",
+                             "--rounds", "500", "--sigma", "20"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.readline()
+    proc.stdout.close()  # as head -1 does after its line
+    stderr = proc.stderr.read()
+    proc.wait(timeout=60)
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr
+
+
+def test_ctrl_c_ends_a_long_run_within_two_seconds():
+    """SIGINT three seconds into a neighbourhood view at T = 3000 on the embedded graph (a
+    long dense factorisation that defers Python's signal handling): exit 130, one line."""
+    proc = subprocess.Popen([*COMMAND, "account", "--view", "neighbourhood", "--rounds", "3000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    sent = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert time.perf_counter() - sent < 2.0
+    assert proc.returncode == 130 and stderr.strip() == "sparsedp: interrupted"
