@@ -20,3 +20,7 @@ class GossipMatrixError(SparseDPError):
 
 class ParameterError(SparseDPError):
     """A scalar parameter is out of range (T < 1, sigma <= 0, delta outside (0, 1), ...)."""
+
+
+class ResourceLimitError(SparseDPError):
+    """A request would need more memory than the budget allows (estimate and what fits named)."""

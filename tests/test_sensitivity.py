@@ -5,8 +5,10 @@ import numpy as np
 import pytest
 
 import sparsedp
-from sparsedp.errors import GraphError, ParameterError
+from sparsedp import resources
+from sparsedp.errors import GraphError, ParameterError, ResourceLimitError
 from sparsedp.gossip import sensitivity
+from sparsedp.gossip.cost import method_cost, minimal_memory, structured_memory
 from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.testing import dense_reference
 
@@ -203,11 +205,34 @@ def test_auto_takes_the_structured_path_while_its_dense_work_fits(monkeypatch):
 
     W = gossip_matrix(connected_instance("er", 120, 2))
     system = GossipSystem([W], np.arange(50), 200)
-    assert sensitivity.structured_memory(50, 200) == 8 * (2 * 10000**2 + 4 * 10000 * 200
-                                                          + 16 * 200**2)
-    monkeypatch.setattr(sensitivity, "physical_memory", lambda: 8 * 2**30)
+    assert structured_memory(50, 200) == 8 * (2 * 10000**2 + 4 * 10000 * 200 + 16 * 200**2)
+    monkeypatch.setattr(resources, "physical_memory", lambda: 8 * 2**30)
     assert sensitivity._auto_method(system, True, []) == "structured"
-    monkeypatch.setattr(sensitivity, "physical_memory", lambda: 2 * 2**30)
+    monkeypatch.setattr(resources, "physical_memory", lambda: 2 * 2**30)
     notes = []
     assert sensitivity._auto_method(system, True, notes) == "matrix-free"
     assert "dense work" in notes[0]
+
+
+def test_requests_over_the_memory_budget_are_refused_before_any_work():
+    """The cost model (sparsedp.gossip.cost) refuses at once, with the estimate and the
+    largest T that fits; the estimate grows with T and the limit is exact for it."""
+    W = gossip_matrix(nx.cycle_graph(5))
+    with pytest.raises(ResourceLimitError, match=r"at most T = \d+ rounds fit"):
+        sparsedp.squared_sensitivity(W, 0, [2], 10**9)
+    budget = resources.parse_size("64M")
+    largest = resources.largest_fitting(minimal_memory, budget)
+    assert minimal_memory(largest) <= budget < minimal_memory(largest + 1)
+    with pytest.raises(ResourceLimitError, match="64.0 MiB"):
+        sparsedp.squared_sensitivity(W, 0, [2], largest + 1, max_memory="64M")
+    r = sparsedp.squared_sensitivity(W, 0, [2], 40, max_memory="64M")
+    assert r.solver["estimated_memory_bytes"] == method_cost("structured", 5, W.nnz, 1, 40).memory
+    with pytest.raises(ParameterError, match="not understood"):
+        sparsedp.squared_sensitivity(W, 0, [2], 4, max_memory="lots")
+
+
+def test_memory_sizes_parse():
+    assert resources.parse_size("8G") == 8 * 2**30 == resources.parse_size("8GiB")
+    assert resources.parse_size("512m") == 512 * 2**20 and resources.parse_size(1000) == 1000
+    with pytest.raises(ParameterError):
+        resources.parse_size("-1G")

@@ -66,6 +66,9 @@ def add_parser(sub) -> None:
     acc.add_argument("--truncation-rtol", type=float, default=1e-9,
                      help="structured path: widening allowed by the mixing truncation, "
                           "relative to the lower bound (default 1e-9)")
+    acc.add_argument("--max-memory", default=None, metavar="SIZE",
+                     help="memory budget of the request, e.g. 8G (default: 80%% of the "
+                          "physical memory); a larger request is refused before it starts")
     acc.add_argument("--json", action="store_true", help="print one JSON object")
     acc.add_argument("--no-progress", action="store_true", help="hide progress bars")
     acc.set_defaults(run=account, report=format_report)
@@ -119,6 +122,7 @@ def account(args: argparse.Namespace) -> dict:
         progress=progress,
         truncation_rtol=args.truncation_rtol,
         preconditioner=args.preconditioner,
+        max_memory=args.max_memory,
     )
     return {
         "graph": {"source": graph_name, "nodes": graph.n, "edges": graph.num_edges},

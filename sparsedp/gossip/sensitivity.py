@@ -35,15 +35,15 @@ The reported ``lower`` is the best lower bound, ``upper`` the best certified upp
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
-from sparsedp import validation
+from sparsedp import resources, validation
 from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.gossip.certified_solve import solve
+from sparsedp.gossip.cost import method_cost, minimal_memory, structured_memory
 from sparsedp.gossip.views import VIEW_NOTES, ObservationModel, resolve_view
 from sparsedp.linalg import gram, kernels
 from sparsedp.linalg.operators import GossipSystem
@@ -142,6 +142,7 @@ def squared_sensitivity(
     backend: str = "auto",
     truncation_rtol: float = 1e-9,
     preconditioner: str = "auto",
+    max_memory=None,
 ) -> SensitivityResult:
     """Certified bounds on the squared sensitivity ``Delta_T(target -> observers)^2``.
 
@@ -194,8 +195,27 @@ def squared_sensitivity(
         assembly; constant W only) or ``"auto"`` (gram when W is constant and the assembly
         fits, :func:`sparsedp.linalg.gram.gram_fits`, else stationary).  The certificate always
         comes from the matrix-free operator.
+    max_memory : the memory budget (bytes, or a size such as ``"8G"``; default
+        :data:`sparsedp.resources.MEMORY_FRACTION` of the physical memory).  A request whose
+        estimated peak (:mod:`sparsedp.gossip.cost`) exceeds it is refused before any
+        allocation with :class:`sparsedp.errors.ResourceLimitError`, naming the estimate and
+        the largest T that fits.
+
+    Returns
+    -------
+    SensitivityResult
+        ``lower <= Delta^2 <= upper`` with every bound and its kind.
+
+    Raises
+    ------
+    ParameterError, GossipMatrixError, GraphError
+        bad input, named in the message (:mod:`sparsedp.errors`).
+    ResourceLimitError
+        the request does not fit in ``max_memory``.
     """
     T = validation.rounds(T)
+    budget = resources.memory_budget(max_memory)
+    _require_fits(minimal_memory, T, budget, f"T = {T} rounds (by any method)")
     Ws = gossip_sequence(W, T)
     n = Ws[0].shape[0]
     target = validation.node_index(target, n, "target")
@@ -241,12 +261,17 @@ def squared_sensitivity(
         )
     if method == "auto":
         method = _auto_method(system, symmetric, notes)
+    m, p, nnz = system.m, system.power_offset, max(w.nnz for w in system.Ws)
+    cost = method_cost(method, n, nnz, m, T, p)
+    _require_fits(lambda t: method_cost(method, n, nnz, m, t, p).memory, T, budget,
+                  f"method {method!r} with {m} observed rows and T = {T} rounds")
     keep = ~system.redundant_rows().ravel()
     if not keep.any():
         return _nothing_learned(target, model, T)
     sandwich, solver_info = solve(
         system, target, keep, method, rtol, maxiter, progress, truncation_rtol, preconditioner
     )
+    solver_info["estimated_memory_bytes"] = cost.memory
     bounds, signs = evaluate_bounds(sandwich, do_exact, backend)
     if not solver_info["upper_certified"]:
         bounds = _lower_bounds_only(bounds)
@@ -257,23 +282,13 @@ def squared_sensitivity(
     return _assemble(target, model, T, method, sandwich, bounds, signs, solver_info, notes)
 
 
-def structured_memory(m: int, T: int) -> int:
-    """Bytes the structured path's dense work may hold at once, with a margin:
-    ``8 (2 (mT)^2 + 4 mT T + 16 T^2)`` (K and its Cholesky factor, the mT x T blocks G, X,
-    K X, R, the T x T matrices of the sandwich and the bounds).  Measured peaks of whole
-    processes: 3.9 GB at m = 1, T = 5000 (this gives 4.4 GB); 2.4 GB at m = 46, T = 200 with
-    n = 10^6 (this gives 1.4 GB for the dense part)."""
-    mT = m * T
-    return 8 * (2 * mT * mT + 4 * mT * T + 16 * T * T)
-
-
-def physical_memory() -> int:
-    """Bytes of physical memory of this machine (8 GiB where the OS does not say, e.g. on
-    Windows, which has no ``os.sysconf``)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return 8 * 2**30
+def _require_fits(memory_of, T: int, budget: int, what: str) -> None:
+    """Refuse the request when ``memory_of(T)`` exceeds the budget, naming the largest T that
+    fits (:func:`sparsedp.resources.require_within`)."""
+    if memory_of(T) > budget:
+        largest = resources.largest_fitting(memory_of, budget)
+        advice = (f"at most T = {largest} rounds fit" if largest else "not even T = 1 fits")
+        resources.require_within(memory_of(T), budget, what, advice + " (or raise max_memory)")
 
 
 def _auto_method(system: GossipSystem, symmetric: bool, notes: list[str]) -> str:
@@ -281,7 +296,7 @@ def _auto_method(system: GossipSystem, symmetric: bool, notes: list[str]) -> str
     (:func:`structured_memory`) fits in ``STRUCTURED_MEMORY_FRACTION`` of the physical memory,
     else gram, else matrix-free (with a note saying why)."""
     mT = system.m * system.T
-    budget = STRUCTURED_MEMORY_FRACTION * physical_memory()
+    budget = STRUCTURED_MEMORY_FRACTION * resources.physical_memory()
     if symmetric and structured_memory(system.m, system.T) <= budget:
         return "structured"
     if system.time_varying:

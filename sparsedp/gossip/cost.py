@@ -1,0 +1,83 @@
+"""What a squared-sensitivity request costs, estimated from its sizes before anything is
+allocated: memory in bytes and sparse (block) products, per method.
+
+``n`` nodes, ``nnz`` stored entries of W, ``m`` observed rows, ``T`` rounds, ``p`` the power
+offset of the view.  Every method holds the ``T x T`` matrices of the sandwich and of the
+bounds (``16 T^2`` doubles) and a few ``m T x T`` blocks (G, X, K X, the residual); the dense
+methods hold ``K_T`` and its Cholesky factor (``2 (m T)^2``); the lag-based methods the
+propagated vectors.  The formulas are margins over measured peaks where peaks were measured
+(:func:`structured_memory`), upper estimates elsewhere; they decide whether a request is
+refused (:func:`sparsedp.resources.require_within`), never a number that is reported as a
+bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sparsedp.linalg import gram
+from sparsedp.linalg.operators import CHUNK_BLOCK_ENTRIES, DEFAULT_MEMORY_BUDGET, MIN_CHUNK_COLUMNS
+
+__all__ = ["Cost", "method_cost", "minimal_memory", "structured_memory"]
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Estimated peak memory (bytes) and sparse products of one request."""
+
+    method: str
+    memory: int
+    sparse_products: int
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return {"method": self.method, "memory_bytes": self.memory,
+                "sparse_products": self.sparse_products, "note": self.note}
+
+
+def minimal_memory(T: int, m: int = 1) -> int:
+    """What every method holds: ``8 (16 T^2 + 4 m T^2)`` bytes (the sandwich and bound
+    matrices, the ``m T x T`` blocks).  Checked before W is even looked at, so that an absurd
+    T is refused at once."""
+    return 8 * (16 * T * T + 4 * m * T * T)
+
+
+def structured_memory(m: int, T: int) -> int:
+    """Bytes the structured path's dense work may hold at once, with a margin:
+    ``8 (2 (mT)^2 + 4 mT T + 16 T^2)`` (K and its Cholesky factor, the mT x T blocks G, X,
+    K X, R, the T x T matrices of the sandwich and the bounds).  Measured peaks of whole
+    processes: 3.9 GB at m = 1, T = 5000 (this gives 4.4 GB); 2.4 GB at m = 46, T = 200 with
+    n = 10^6 (this gives 1.4 GB for the dense part)."""
+    mT = m * T
+    return 8 * (2 * mT * mT + 4 * mT * T + 16 * T * T)
+
+
+def _operator_block(n: int, T: int) -> int:
+    """The ``(T, n, r)`` intermediate of one K application, ``r`` its column chunk
+    (:meth:`sparsedp.linalg.operators.GossipSystem.chunk_columns`)."""
+    columns = max(MIN_CHUNK_COLUMNS, CHUNK_BLOCK_ENTRIES // max(n, 1))
+    return min(8 * T * n * columns, DEFAULT_MEMORY_BUDGET)
+
+
+def method_cost(method: str, n: int, nnz: int, m: int, T: int, p: int = 0) -> Cost:
+    """The :class:`Cost` of ``method`` (one of structured, gram, dense, matrix-free).
+
+    structured: :func:`structured_memory` plus ``4 (m + 1)`` propagated n-vectors; about
+    ``2 (T + p)`` block products.  gram: the lags ``8 n m T`` and the Gram and its factor
+    ``2 (mT)^2``; ``T - 1 + p`` products.  dense: K and its factor and the operator's
+    intermediate; ``2 T`` products per K application, ``m T`` columns.  matrix-free: the PCG
+    blocks (six ``m T x T``) and the operator's intermediate; ``2 T`` products per iteration
+    (the count is that of one iteration)."""
+    mT = m * T
+    common = 8 * (4 * mT * T + 16 * T * T)
+    vectors = 8 * n * (m + 1) * 4 + 8 * nnz  # propagated vectors and one transposed copy of W
+    if method == "structured":
+        return Cost(method, structured_memory(m, T) + vectors, 2 * (T + p))
+    if method == "gram":
+        lags, square = gram.gram_memory(n, m, T)
+        return Cost(method, lags + 2 * square + common + vectors, T - 1 + p)
+    if method == "dense":
+        return Cost(method, 16 * mT * mT + _operator_block(n, T) + common + vectors,
+                    2 * T * mT)
+    return Cost(method, 8 * 2 * mT * T + _operator_block(n, T) + common + vectors, 2 * T,
+                "sparse products per PCG iteration; iterations unknown in advance")

@@ -1,0 +1,86 @@
+"""The memory budget of a request, checked before the work allocates anything.
+
+Every entry point estimates what a request needs (each family has its cost model, e.g.
+:mod:`sparsedp.gossip.cost`) and calls :func:`require_within` before it allocates: a request
+over the budget is refused at once with the estimate and what would fit, instead of running
+into the kernel's OOM killer or a ``MemoryError`` after minutes.  The budget is
+``MEMORY_FRACTION`` of the physical memory, or what the caller passes as ``max_memory``
+(``--max-memory`` on the command line, e.g. ``8G``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+
+from sparsedp.errors import ParameterError, ResourceLimitError
+
+MEMORY_FRACTION = 0.8  # of the physical memory, the default budget of one request
+_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory of this machine (8 GiB where the OS does not say, e.g. on
+    Windows, which has no ``os.sysconf``)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 8 * 2**30
+
+
+def parse_size(text: str | int | float) -> int:
+    """Bytes from ``"8G"``, ``"512M"``, ``"1.5GiB"``, ``"2e9"`` or a number (binary units)."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value, unit = float(text), ""
+    else:
+        match = re.fullmatch(r"\s*([0-9.eE+]+)\s*([kKmMgGtT]?)(?:i?[bB])?\s*", str(text))
+        if not match:
+            raise ParameterError(f"memory size {text!r} not understood; write e.g. 8G or 512M")
+        value, unit = float(match.group(1)), match.group(2).lower()
+    size = value * _UNITS[unit]
+    if not (math.isfinite(size) and size > 0):
+        raise ParameterError(f"memory size must be > 0, got {text!r}")
+    return int(size)
+
+
+def memory_budget(max_memory=None) -> int:
+    """Bytes one request may use: ``max_memory`` (bytes or a size string) or
+    ``MEMORY_FRACTION`` of the physical memory."""
+    if max_memory is None:
+        return int(MEMORY_FRACTION * physical_memory())
+    return parse_size(max_memory)
+
+
+def format_bytes(size: float) -> str:
+    """``1.5 GiB``-style text."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(size) < 1024 or unit == "PiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def require_within(needed: float, budget: int, what: str, advice: str = "") -> None:
+    """Refuse (:class:`ResourceLimitError`) a request whose estimate exceeds the budget."""
+    if needed > budget:
+        raise ResourceLimitError(
+            f"{what} needs about {format_bytes(needed)}, more than the memory budget of "
+            f"{format_bytes(budget)} (max_memory / --max-memory)"
+            + (f"; {advice}" if advice else "")
+        )
+
+
+def largest_fitting(memory_of, budget: int, low: int = 1) -> int | None:
+    """The largest integer x >= low with ``memory_of(x) <= budget`` (``memory_of``
+    increasing), or ``None`` when even ``low`` does not fit."""
+    if memory_of(low) > budget:
+        return None
+    high = low
+    while memory_of(high * 2) <= budget:
+        high *= 2
+    top = high * 2
+    while top - high > 1:
+        middle = (high + top) // 2
+        high, top = (middle, top) if memory_of(middle) <= budget else (high, middle)
+    return high
