@@ -51,6 +51,7 @@ from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.plain import plain
+from sparsedp.privacy.interop import gaussian_dp_event
 
 METHODS = ("auto", "structured", "gram", "dense", "matrix-free")
 PRECONDITIONERS = ("auto", "stationary", "gram")
@@ -92,6 +93,12 @@ class SensitivityResult:
     def relative_gap(self) -> float:
         """``(upper - lower) / upper`` (0 when they are equal, also both 0 or infinite)."""
         return 0.0 if self.upper == self.lower else (self.upper - self.lower) / self.upper
+
+    def to_dp_event(self, sigma: float):
+        """This view as one ``dp_accounting`` event at noise ``sigma``, built from the
+        certified upper bound (:func:`sparsedp.privacy.interop.gaussian_dp_event`): compose
+        it with other events in ``dp_accounting`` (optional extra ``sparsedp[dp]``)."""
+        return gaussian_dp_event(self.upper, sigma)
 
     def to_dict(self) -> dict:
         """Plain data, strict JSON (:func:`sparsedp.plain.plain`: infinity as the string
