@@ -1,8 +1,10 @@
 """numba implementations of the kernels in :mod:`sparsedp.linalg.kernels` (same algorithms).
 
 Imported only on first use, so ``import sparsedp`` does not pay for numba; compiled
-functions are cached on disk (``cache=True``).  Docstrings of the algorithms are on the
-dispatchers in :mod:`sparsedp.linalg.kernels`; the numpy twins there are the reference.
+functions are cached on disk (``cache=True``) in the directory that
+:mod:`sparsedp.linalg.numba_cache` chooses, outside the package.  Docstrings of the
+algorithms are on the dispatchers in :mod:`sparsedp.linalg.kernels`; the numpy twins there
+are the reference.
 """
 
 import numba

@@ -216,7 +216,11 @@ def _start_vector(T: int) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1)
 def _numba_module():
-    """Import (and so compile lazily, with an on-disk cache) the numba implementations."""
+    """Import (and so compile lazily, with an on-disk cache outside the package that heals
+    itself: :mod:`sparsedp.linalg.numba_cache`) the numba implementations."""
+    from sparsedp.linalg import numba_cache
+
+    numba_cache.configure()
     from sparsedp.linalg import _numba_kernels
 
     return _numba_kernels

@@ -1,0 +1,63 @@
+"""The numba cache lives outside the package and heals itself when corrupt."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparsedp.linalg import numba_cache
+
+PACKAGE = Path(__file__).resolve().parents[1] / "sparsedp"
+QUERY = ("import networkx as nx, sparsedp; W = sparsedp.gossip_matrix(nx.karate_club_graph()); "
+         "print(sparsedp.squared_sensitivity(W, 0, [5], 10, exact=True).upper)")
+
+
+def _query(env_extra: dict) -> subprocess.CompletedProcess:
+    env = {**os.environ, **env_extra}
+    return subprocess.run([sys.executable, "-c", QUERY], capture_output=True, text=True,
+                          env=env, timeout=600)
+
+
+def test_cache_goes_to_numba_cache_dir_and_a_corrupt_one_is_rebuilt(tmp_path):
+    first = _query({"NUMBA_CACHE_DIR": str(tmp_path)})
+    assert first.returncode == 0, first.stderr
+    files = [p for p in tmp_path.rglob("_numba_kernels.*") if p.suffix in (".nbi", ".nbc")]
+    assert files, "no cache written to NUMBA_CACHE_DIR"
+    for path in files:  # corrupt every file: truncated pickles
+        path.write_bytes(path.read_bytes()[:7])
+    second = _query({"NUMBA_CACHE_DIR": str(tmp_path)})
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == first.stdout
+    warnings = [line for line in second.stderr.splitlines() if "corrupt numba cache" in line]
+    assert len(warnings) == 1 and "Traceback" not in second.stderr
+    third = _query({"NUMBA_CACHE_DIR": str(tmp_path)})  # healed: silent again
+    assert third.returncode == 0 and "corrupt" not in third.stderr
+
+
+def test_default_cache_is_per_user_not_in_the_package(tmp_path):
+    before = {p for p in PACKAGE.rglob("*.nb[ic]")}
+    env = {"XDG_CACHE_HOME": str(tmp_path), "HOME": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-c", QUERY], capture_output=True, text=True,
+                         env={k: v for k, v in {**os.environ, **env}.items()
+                              if k != "NUMBA_CACHE_DIR"}, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert {p for p in PACKAGE.rglob("*.nb[ic]")} <= before  # nothing new in the package
+    assert list(tmp_path.rglob("_numba_kernels.*.nbi"))
+
+
+def test_heal_removes_only_unreadable_caches(tmp_path):
+    good = tmp_path / "_numba_kernels.refresh-14.py311.nbi"
+    good.write_bytes(pickle.dumps("version") + pickle.dumps(("stamp", {})))
+    assert not numba_cache.heal(tmp_path) and good.exists()
+    bad = tmp_path / "_numba_kernels.refresh-14.py311.1.nbc"
+    bad.write_bytes(b"\x80\x04garbage")
+    other = tmp_path / "someone_else.f-1.py311.nbi"
+    other.write_bytes(b"not ours")
+    with pytest.warns(UserWarning, match="corrupt numba cache"):
+        assert numba_cache.heal(tmp_path)
+    assert not good.exists() and not bad.exists() and other.exists()
