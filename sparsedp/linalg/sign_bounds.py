@@ -89,14 +89,19 @@ def shift_evaluations(T: int) -> int:
 def top_pairs(A: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The top ``k`` eigenpairs of a symmetric ``A`` (ascending), by LAPACK: the whole
     decomposition (``syevd``) when ``k`` is all of them, else ``syevr`` for the index range
-    (called directly, as ``scipy.linalg.eigh(subset_by_index=..., driver="evr")`` does)."""
+    (called directly, as ``scipy.linalg.eigh(subset_by_index=..., driver="evr")`` does).
+
+    ``syevr`` can return fewer pairs than asked with ``info = 0`` when the spectrum is (nearly)
+    one point (``M_T`` about I: the target inside the view); the full decomposition, which
+    cannot return nothing, is used then.  The eigenvalues only steer the bounds: every upper
+    bound built on them is certified separately (:mod:`sparsedp.linalg.certified`)."""
     T = A.shape[0]
-    if k >= T:
-        return np.linalg.eigh(A)
-    lam, V, found, _, info = scipy.linalg.lapack.dsyevr(A, range="I", il=T - k + 1, iu=T)
-    if info != 0 or found != k:
-        raise np.linalg.LinAlgError(f"syevr failed (info {info}, {found} of {k} eigenpairs)")
-    return lam[:k], V[:, :k]
+    if k < T:
+        lam, V, found, _, info = scipy.linalg.lapack.dsyevr(A, range="I", il=T - k + 1, iu=T)
+        if info == 0 and found == k:
+            return lam[:k], V[:, :k]
+    lam, V = np.linalg.eigh(A)
+    return lam[T - k :], V[:, T - k :]
 
 
 def _softmax_weights(lam: np.ndarray, mu: float) -> tuple[np.ndarray, float]:
