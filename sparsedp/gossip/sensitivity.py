@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from sparsedp import resources, validation
 from sparsedp.errors import GossipMatrixError, ParameterError
@@ -48,7 +49,7 @@ from sparsedp.gossip.views import VIEW_NOTES, ObservationModel, resolve_view
 from sparsedp.linalg import gram, kernels
 from sparsedp.linalg.operators import GossipSystem
 from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
-from sparsedp.linalg.stochastic import check_gossip_matrix
+from sparsedp.linalg.stochastic import check_gossip_matrix, input_rounding
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.plain import plain
 from sparsedp.privacy.interop import gaussian_dp_event
@@ -106,13 +107,17 @@ class SensitivityResult:
         return plain({**asdict(self), "gap": self.gap, "relative_gap": self.relative_gap})
 
 
-def gossip_sequence(W, T: int) -> list[sp.csr_matrix]:
+def gossip_sequence(W, T: int) -> tuple[list[sp.csr_matrix], list[str]]:
     """``[W]`` for one gossip matrix, or the T matrices ``W_0 .. W_(T-1)`` of time-varying
-    gossip given as a list or a callable ``t -> W_t``; each checked (non-negative,
-    row-stochastic, one common size)."""
+    gossip given as a sequence of 2-D matrices or a callable ``t -> W_t``; each checked
+    (non-negative, row-stochastic, one common size), and the notes on their input precision.
+
+    A list of lists of numbers is one dense matrix (its rows); a sequence of 2-D matrices is
+    time-varying gossip.
+    """
     if callable(W) and not hasattr(W, "shape"):
         W = [W(t) for t in range(T)]
-    if isinstance(W, (list, tuple)):
+    if _is_matrix_sequence(W):
         if len(W) != T:
             raise ParameterError(
                 f"time-varying gossip needs one matrix per round: T = {T}, got {len(W)}"
@@ -120,16 +125,39 @@ def gossip_sequence(W, T: int) -> list[sp.csr_matrix]:
         sequence = list(W)
     else:
         sequence = [W]
+    notes = []
     for t, w in enumerate(sequence):
+        name = "W" if len(sequence) == 1 else f"W_{t}"
+        if input_rounding(w) > 0:
+            notes.append(
+                f"{name} is stored in {np.dtype(w.dtype).name}: its rows were checked to sum to "
+                "1 within that type's rounding, and the bounds are for its values as given, "
+                "converted exactly to float64"
+            )
         try:  # canonical CSR (as_square_sparse), non-negative, row-stochastic
             w = sequence[t] = check_gossip_matrix(w, require=("nonnegative", "row_stochastic"))
         except GossipMatrixError as error:
             if len(sequence) == 1:
                 raise
-            raise GossipMatrixError(f"W_{t}: {error}") from error
+            raise GossipMatrixError(f"{name}: {error}") from error
         if w.shape != sequence[0].shape:
             raise ParameterError(f"W_{t} has shape {w.shape}, W_0 has {sequence[0].shape}")
-    return sequence
+    return sequence, notes[:1] if len(notes) > 1 else notes
+
+
+def _is_matrix_sequence(W) -> bool:
+    """A list or tuple of 2-D matrices (time-varying gossip), not the rows of one matrix."""
+    if not isinstance(W, (list, tuple)):
+        return False
+    dims = {2 if sp.issparse(w) else np.ndim(w) for w in W}
+    if dims == {2}:
+        return True
+    if dims <= {1}:
+        return False
+    raise ParameterError(
+        "W is a list that mixes matrices and rows: time-varying gossip is a sequence of 2-D "
+        "matrices (one per round), a single W is a 2-D array, sparse matrix or list of rows"
+    )
 
 
 @limit_blas_threads
@@ -155,11 +183,14 @@ def squared_sensitivity(
 
     Parameters
     ----------
-    W : square scipy sparse matrix (any format) or dense array; the gossip matrix, which must
+    W : square scipy sparse matrix (any format), dense array or list of rows, of any real
+        dtype (float32 rows are checked to sum to 1 within float32 rounding; the bounds are
+        for the values as given, converted exactly to float64); the gossip matrix, which must
         be non-negative and row-stochastic (GossipMatrixError names the failing row): the
         rounding model behind the certified bounds relies on ``||W||_inf = 1``.  Time-varying
-        gossip: a list of T such matrices ``W_0 .. W_(T-1)`` or a callable ``t -> W_t``
-        (round t mixes with ``W_t``; always the matrix-free path).
+        gossip: a sequence of T such 2-D matrices ``W_0 .. W_(T-1)`` or a callable
+        ``t -> W_t`` (round t mixes with ``W_t``; always the matrix-free path).  A graph is a
+        ``TypeError``: build W with :func:`sparsedp.gossip_matrix`.
     target : node index j whose data is protected.
     observers : node index or iterable of indices (the attacker), or ``None`` for the views
         that fix their own observers (``adaptive-v1``, ``target-v1``, ``local-dp``).
@@ -211,7 +242,10 @@ def squared_sensitivity(
     Returns
     -------
     SensitivityResult
-        ``lower <= Delta^2 <= upper`` with every bound and its kind.
+        ``lower <= Delta^2 <= upper`` with every bound and its kind.  Exact closed forms
+        without a solve: 0 when no observed row is in the target's connected component,
+        T for local DP, infinity when the target is an observer whose noise is removed (each
+        with a note).  A target among its own observers is computed and noted.
 
     Raises
     ------
@@ -223,7 +257,7 @@ def squared_sensitivity(
     T = validation.rounds(T)
     budget = resources.memory_budget(max_memory)
     _require_fits(minimal_memory, T, budget, f"T = {T} rounds (by any method)")
-    Ws = gossip_sequence(W, T)
+    Ws, precision_notes = gossip_sequence(W, T)
     n = Ws[0].shape[0]
     target = validation.node_index(target, n, "target")
     if observers is not None:
@@ -244,8 +278,17 @@ def squared_sensitivity(
         return _unbounded(target, model, T)
     if model.observes_everything:
         return _local_dp(target, model, T)
+    if not _reaches_observers(pattern, target, model.observers):
+        return _different_components(target, model, T)
 
     notes = [VIEW_NOTES[view]] if view in VIEW_NOTES else []
+    if observers is not None and target in set(observers.tolist()):
+        notes.append(
+            f"the target {target} is among its own observers: the value is what the observed "
+            "messages reveal about its data to an attacker who does not know the target's "
+            "noise (at most T, local DP); with noise_removed=True it is infinite"
+        )
+    notes.extend(precision_notes)
     system = GossipSystem(
         Ws, model.observers, T, power_offset=model.power_offset, known_noise=model.known_noise
     )
@@ -383,6 +426,27 @@ def _closed_form(target, model: ObservationModel, T: int, value: float, bound: B
         signs=(1,) * T,
         bounds=(bound,),
         notes=(note,),
+    )
+
+
+def _reaches_observers(pattern: sp.csr_matrix, target: int, observed_rows) -> bool:
+    """Whether the target's connected component of the gossip graph (the pattern of W, or of
+    the union of the W_t) holds an observed row; otherwise no message of the target ever
+    reaches the attacker."""
+    _, component = connected_components(pattern, directed=True, connection="weak")
+    return bool(np.any(component[np.asarray(observed_rows)] == component[target]))
+
+
+def _different_components(target, model: ObservationModel, T: int) -> SensitivityResult:
+    """No observed row is in the target's component: ``G_T = 0``, ``M_T = 0``, Delta^2 = 0."""
+    bound = Bound(
+        "different_components", 0.0, "exact", "no observed row is in the target's connected "
+        "component of the gossip graph: G_T = 0, so M_T = 0",
+    )
+    return _closed_form(
+        target, model, T, 0.0, bound,
+        "the target and its observers are in different connected components of the gossip "
+        "graph: nothing the target sends ever reaches them (Delta^2 = 0)",
     )
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "check_gossip_matrix",
     "gossip_properties",
     "has_property",
+    "input_rounding",
     "symmetry_defect",
 ]
 
@@ -51,12 +52,36 @@ def _entry(M: sp.csr_matrix, k: int) -> tuple[int, int]:
     return int(np.searchsorted(M.indptr, k, side="right") - 1), int(M.indices[k])
 
 
+def _refuse_graph(W: Any) -> None:
+    """A graph (networkx or :class:`sparsedp.graphs.Graph`) is not a gossip matrix."""
+    if hasattr(W, "adj") and hasattr(W, "nodes") or hasattr(W, "adjacency") and hasattr(
+        W, "node_ids"
+    ):
+        raise TypeError(
+            f"W is a graph ({type(W).__name__}), not a gossip matrix: build one with "
+            "sparsedp.gossip_matrix(G, scheme=...)"
+        )
+
+
+def input_rounding(W: Any) -> float:
+    """The unit roundoff of W's own floating-point type when it is coarser than float64
+    (``2^-24`` for float32), else 0: the rows of a stochastic matrix stored in that type sum
+    to 1 only up to its rounding.  Integer and float64 input: 0."""
+    dtype = getattr(W, "dtype", None)
+    if dtype is None or not np.issubdtype(dtype, np.floating):
+        return 0.0
+    return max(float(np.finfo(dtype).eps) / 2.0 - float(np.finfo(np.float64).eps) / 2.0, 0.0)
+
+
 def as_square_sparse(W: Any) -> sp.csr_matrix:
     """``W`` as a float64 CSR matrix in canonical form (sorted indices, no duplicates, no
     explicit zeros), after checking that it is square, non-empty and finite.
 
-    A CSR float64 input already in that form is returned as is (no copy).
+    A CSR float64 input already in that form is returned as is (no copy).  Any real dtype is
+    accepted (float32, integers: converted to float64 exactly); a list of lists of numbers is
+    a dense matrix.  A graph raises ``TypeError`` (build W with ``gossip_matrix``).
     """
+    _refuse_graph(W)
     if not sp.issparse(W):
         try:
             W = np.asarray(W, dtype=np.float64)
@@ -94,8 +119,13 @@ class _Diagnosis:
     """Lazily computed facts about a gossip matrix; ``failure(p)`` explains why ``p`` fails."""
 
     def __init__(self, W: Any, atol: float) -> None:
+        """``atol`` is widened to ``(d_max + 1) u`` for W stored in a coarser type with unit
+        roundoff ``u`` (:func:`input_rounding`; ``d_max`` the longest row): the rounding of its
+        ``d_max + 1`` entries moves a row sum by at most that much."""
+        rounding = input_rounding(W)
         self.W = as_square_sparse(W)
-        self.atol = atol
+        longest_row = int(np.diff(self.W.indptr).max())
+        self.atol = max(atol, 2.0 * (longest_row + 1) * rounding)
 
     @cached_property
     def line_sums(self) -> tuple[np.ndarray, np.ndarray]:
