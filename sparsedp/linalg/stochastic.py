@@ -221,6 +221,8 @@ def check_gossip_matrix(W: Any, require: tuple[str, ...] = ("nonnegative", "row_
     ``doubly_stochastic``, ``symmetric`` (``max |W - W^T| <= atol``), ``irreducible`` (the pattern
     of nonzeros is strongly connected), ``aperiodic`` (irreducible with period 1) and
     ``primitive`` (irreducible and aperiodic).  The message names the failing row or entry.
+    W stored in a coarser floating type than float64 (float32) is checked with ``atol``
+    widened to its rounding, ``2 (d_max + 1) u`` (:func:`input_rounding`).
     Unknown property names raise ``ParameterError``.
     """
     if isinstance(require, str):
