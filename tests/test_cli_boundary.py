@@ -10,7 +10,9 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+import jsonschema
 import pytest
 
 COMMAND = [shutil.which("sparsedp")] if shutil.which("sparsedp") else [
@@ -31,21 +33,50 @@ def _no_traceback(run: subprocess.CompletedProcess) -> None:
     assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) <= 2
 
 
-@pytest.mark.parametrize("args", [
-    ("account", "--rounds", "5"),
-    ("account", "--target", "0", "--observer", "0", "--rounds", "4", "--noise-removed"),
-    ("account", "--view", "local-dp", "--rounds", "3"),
-    ("randomwalk", "--generator", "er:200:0.05:1", "--rounds", "500", "--sigma", "20"),
-    ("muffliato", "--generator", "er:200:0.05:1", "--rounds", "10", "--sigma", "5"),
-    ("ppac", "leakage"),
-    ("ppac", "simulate"),
+SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
+PPAC_LEAF_GRAPH = "0 1\n0 2\n1 2\n0 3\n"  # victim 3 hangs on the attacker 0 alone
+
+
+@pytest.mark.parametrize("schema, args", [
+    ("account", ("account", "--rounds", "5")),
+    ("account", ("account", "--target", "0", "--observer", "0", "--rounds", "4",
+                 "--noise-removed")),  # infinite
+    ("account", ("account", "--view", "local-dp", "--rounds", "3")),
+    ("account", ("account", "--view", "neighbourhood", "--rounds", "3", "--noise-removed")),
+    ("randomwalk", ("randomwalk", "--generator", "er:200:0.05:1", "--rounds", "500",
+                    "--sigma", "20")),
+    ("randomwalk", ("randomwalk", "--generator", "ring:12", "--rounds", "10", "--sigma", "3",
+                    "--method", "log-green")),
+    ("muffliato", ("muffliato", "--generator", "er:200:0.05:1", "--rounds", "10",
+                   "--sigma", "5")),
+    ("muffliato", ("muffliato", "--generator", "ring:12", "--rounds", "5", "--sigma", "3",
+                   "--accelerated")),
+    ("ppac-leakage", ("ppac", "leakage")),
+    ("ppac-leakage", ("ppac", "leakage", "--graph", "{leaf_graph}", "--attacker", "0",
+                      "--horizon", "5")),  # a recoverable victim: infinity
+    ("ppac-simulate", ("ppac", "simulate")),
 ])
-def test_every_command_prints_strict_json(args):
-    run = _run(*args, "--json")
+def test_every_command_prints_strict_json_valid_against_its_schema(schema, args, tmp_path):
+    """Each command's --json output parses with a parser that refuses Infinity/NaN and
+    validates against its schema in docs/schemas (which is itself a valid JSON Schema)."""
+    leaf_graph = tmp_path / "leaf.txt"
+    leaf_graph.write_text(PPAC_LEAF_GRAPH)
+    run = _run(*(a.format(leaf_graph=leaf_graph) for a in args), "--json")
     assert run.returncode == 0, run.stderr
     _no_traceback(run)
     record = _strict(run.stdout)
-    assert isinstance(record, dict)
+    document = json.loads((SCHEMAS / f"{schema}.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(document)
+    jsonschema.validate(record, document, cls=jsonschema.Draft202012Validator)
+
+
+def test_the_schemas_reject_non_finite_tokens():
+    """A schema that accepted Python's float('inf') would not check the encoding."""
+    document = json.loads((SCHEMAS / "account.schema.json").read_text())
+    number = {"$defs": document["$defs"], "$ref": "#/$defs/number"}
+    jsonschema.validate("infinity", number)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate("Infinity", number)
 
 
 def test_infinity_is_the_string_infinity():

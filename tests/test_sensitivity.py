@@ -1,5 +1,7 @@
 """squared_sensitivity against the independent dense reference (H^+ H by SVD)."""
 
+import json
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -9,6 +11,7 @@ from sparsedp import resources
 from sparsedp.errors import GraphError, ParameterError, ResourceLimitError
 from sparsedp.gossip import sensitivity
 from sparsedp.gossip.cost import method_cost, minimal_memory, structured_memory
+from sparsedp.gossip.views import VIEWS
 from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.testing import dense_reference
 
@@ -134,6 +137,25 @@ def test_result_is_plain_data():
     data = json.loads(json.dumps(r.to_dict()))
     assert data["lower"] == r.lower and data["upper"] == r.upper
     assert {b["kind"] for b in data["bounds"]} >= {"lower", "exact", "certified upper"}
+
+
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("noise_removed", [False, True])
+@pytest.mark.parametrize("target, observers", [(1, [2]), (2, [2])])
+def test_to_dict_is_strict_json_for_every_view(view, noise_removed, target, observers):
+    """Finite, infinite (target among noise-removed observers) and closed-form results all
+    serialise with allow_nan=False, infinity as the string "infinity"."""
+    W = gossip_matrix(nx.karate_club_graph())
+    fixed = view in ("adaptive-v1", "target-v1", "local-dp")
+    try:
+        r = sparsedp.squared_sensitivity(W, target, None if fixed else observers, 4, view=view,
+                                         noise_removed=noise_removed)
+    except ParameterError:  # a view that has no noise-removed form
+        return
+    data = json.loads(json.dumps(r.to_dict(), allow_nan=False))
+    assert float(data["upper"]) == r.upper and float(data["lower"]) == r.lower
+    if r.upper == float("inf"):
+        assert data["upper"] == "infinity"
 
 
 def test_accepts_any_sparse_format_and_dense():
