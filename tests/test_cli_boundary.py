@@ -130,3 +130,33 @@ def test_ctrl_c_ends_a_long_run_within_two_seconds():
     _, stderr = proc.communicate(timeout=30)
     assert time.perf_counter() - sent < 2.0
     assert proc.returncode == 130 and stderr.strip() == "sparsedp: interrupted"
+
+
+C5 = "0 1\n1 2\n2 3\n3 4\n4 0\n"
+
+
+@pytest.mark.parametrize("args, status", [
+    (("account", "--graph", "{c5}", "--rounds", "1000000000"), 2),
+    (("account", "--graph", "{c5}", "--rounds", "20000"), 2),
+    (("account", "--view", "neighbourhood", "--rounds", "300000"), 2),
+    (("account", "--view", "neighbourhood", "--rounds", "3000"), 2),
+    (("muffliato", "--graph", "{c5}", "--rounds", "1000000000", "--sigma", "5"), 0),
+    (("ppac", "leakage", "--horizon", "1000000000"), 0),
+    (("ppac", "simulate", "--rounds", "1000000000"), 2),
+    (("randomwalk", "--generator", "er:1000000000:0.5:1", "--rounds", "10", "--sigma", "5"), 2),
+    (("randomwalk", "--generator", "complete:1000000", "--rounds", "10", "--sigma", "5"), 2),
+    (("randomwalk", "--graph", "{c5}", "--rounds", "1000000000", "--sigma", "5"), 0),
+])
+def test_huge_requests_are_refused_or_answered_within_10_s(args, status, tmp_path):
+    """The issue's reproducers that ran until killed or ended in a MemoryError: each now
+    answers (a limit instead of a loop) or is refused by the cost model before it allocates,
+    within 10 s, in at most two lines and without a traceback."""
+    c5 = tmp_path / "c5.txt"
+    c5.write_text(C5)
+    start = time.perf_counter()
+    run = _run(*(a.format(c5=c5) for a in args), timeout=10)
+    assert time.perf_counter() - start < 10
+    assert run.returncode == status, run.stderr
+    _no_traceback(run)
+    if status == 2:
+        assert run.stderr.startswith("sparsedp: error:") and "needs about" in run.stderr

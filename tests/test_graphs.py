@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparsedp.errors import GraphError, ParameterError
+from sparsedp.errors import GraphError, ParameterError, ResourceLimitError
 from sparsedp.graphs.graph import (
     Graph,
     _parse_pairs,
@@ -29,6 +29,7 @@ from sparsedp.graphs.graph import (
     synthetic_social_graph,
     write_edge_list,
 )
+from sparsedp.graphs.large import erdos_renyi_large
 
 
 def edge_set(g: Graph) -> set[tuple]:
@@ -345,3 +346,30 @@ def test_synthetic_social_graph_is_social():
 def test_generator_parameter_errors(call, message):
     with pytest.raises(ParameterError, match=message):
         call()
+
+
+@pytest.mark.parametrize("generate", [
+    lambda: erdos_renyi(10**9, 0.5, seed=1),
+    lambda: ring(10**11),
+    lambda: grid(10**5, 10**5),
+    lambda: hypercube(40),
+    lambda: random_geometric(10**8, 0.5, seed=1),
+    lambda: synthetic_social_graph(10**10),
+    lambda: erdos_renyi_large(10**11, 10.0, seed=1),
+], ids=["er", "ring", "grid", "hypercube", "rgg", "social", "er_large"])
+def test_generators_refuse_requests_over_the_memory_budget(generate):
+    """Refused before anything is allocated (the call returns at once)."""
+    with pytest.raises(ResourceLimitError, match="needs about .* more than the memory budget"):
+        generate()
+
+
+def test_generator_memory_estimate_is_above_the_measured_peak():
+    import tracemalloc
+
+    from sparsedp.graphs.cost import generator_memory
+
+    tracemalloc.start()
+    g = erdos_renyi(3000, 0.01, seed=2)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert generator_memory(g.n, g.adjacency.nnz / 2, networkx=True) > peak

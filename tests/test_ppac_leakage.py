@@ -15,6 +15,7 @@ from sparsedp.cli.ppac import example_graph
 from sparsedp.errors import ParameterError
 from sparsedp.graphs.graph import as_graph, ring
 from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.linalg.exact_rank import IntegerEchelon
 from sparsedp.ppac import (
     generalised_leaves,
     laplacian_consensus_matrix,
@@ -25,6 +26,7 @@ from sparsedp.ppac import (
     ppac_layout,
     random_designated,
 )
+from sparsedp.ppac.exact import exact_observation_rows, rational_matrix
 from sparsedp.ppac.structure import informative_sequence
 
 from .test_ppac_protocol import leafy_graph, random_connected
@@ -195,3 +197,23 @@ def test_auto_falls_back_to_floats_for_irrational_weights():
     np.testing.assert_allclose(r.nats, ref.nats, rtol=1e-9)
     with pytest.raises(ParameterError, match="exact arithmetic is unavailable"):
         leakage(layout, W, 0, 4, exact=True)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_horizon_past_n_minus_1_is_the_infinite_horizon(seed):
+    """Cayley-Hamilton (Prop. 6.3): the exact rank of every observation row up to t = n + 3
+    equals that up to t = n - 1, so a horizon of 10^9 is evaluated at n - 1 (no loop) and
+    gives the infinite horizon's values."""
+    g, layout, W = case(seed, leafy=seed % 3 == 0)
+    i = seed % g.n
+    W_int, _ = rational_matrix(W)
+    ranks = []
+    for rounds in (g.n - 1, g.n + 3):
+        echelon = IntegerEchelon(layout.num_sources)
+        for _, row in exact_observation_rows(layout, W_int, i, rounds):
+            echelon.add(row)
+        ranks.append(echelon.rank)
+    assert ranks[0] == ranks[1]
+    huge, infinite = leakage(layout, W, i, 10**9), leakage(layout, W, i, math.inf)
+    np.testing.assert_array_equal(huge.nats, infinite.nats)
+    assert huge.horizon == 10**9 and infinite.horizon is None

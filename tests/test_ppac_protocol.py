@@ -7,8 +7,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from sparsedp.errors import GossipMatrixError, GraphError, ParameterError
+from sparsedp.errors import GossipMatrixError, GraphError, ParameterError, ResourceLimitError
 from sparsedp.graphs.graph import as_graph, ring
+from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.ppac import (
     attacker_view,
     consensus_errors,
@@ -169,3 +170,14 @@ def test_simulator_demonstrates_the_generalised_leaf_attack(seed):
     other = next(v for v in range(g.n) if v != head and (head, v) not in pairs)
     with pytest.raises(ParameterError, match="not a generalised leaf"):
         generalised_leaf_attack(attacker_view(W, prep, other, 0), g, head)
+
+
+def test_consensus_errors_refuse_a_table_over_the_memory_budget():
+    g = as_graph(random_connected(0))
+    layout = ppac_layout(g, random_designated(g, seed=0))
+    prep = prepare(layout, None, realisations=100, seed=0)
+    with pytest.raises(ResourceLimitError, match="1000000000 rounds x 100 realisations"):
+        consensus_errors(gossip_matrix(g), prep, 10**9)
+    with pytest.raises(ResourceLimitError):
+        consensus_errors(gossip_matrix(g), prep, 1000, max_memory="100KB")
+    assert consensus_errors(gossip_matrix(g), prep, 10).shape == (11, 100)

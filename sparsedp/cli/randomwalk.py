@@ -16,8 +16,9 @@ import time
 import networkx as nx
 import numpy as np
 
-from sparsedp.errors import ParameterError
+from sparsedp.errors import ParameterError, SparseDPError
 from sparsedp.graphs import graph as graphs
+from sparsedp.graphs.cost import require_generator_fits
 from sparsedp.graphs.weights import SCHEMES, gossip_matrix
 from sparsedp.randomwalk.accounting import METHODS, random_walk_rdp
 from sparsedp.randomwalk.muffliato import muffliato_rdp
@@ -47,9 +48,14 @@ def _generator(spec: str) -> graphs.Graph:
             seed = int(args[2]) if len(args) > 2 else 0
             return graphs.random_geometric(int(args[0]), float(args[1]), seed=seed)
         if name == "complete":
-            return graphs.as_graph(nx.complete_graph(int(args[0])))
+            n = int(args[0])
+            require_generator_fits("complete", n, n * (n - 1) / 2, networkx=True)
+            return graphs.as_graph(nx.complete_graph(n))
         if name == "star":
+            require_generator_fits("star", int(args[0]), int(args[0]), networkx=True)
             return graphs.as_graph(nx.star_graph(int(args[0]) - 1))
+    except SparseDPError:
+        raise
     except (IndexError, ValueError) as exc:
         raise ParameterError(f"bad generator spec {spec!r}: {exc}") from None
     raise ParameterError(f"unknown generator {name!r} in {spec!r}; known: "

@@ -28,6 +28,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 from sparsedp.errors import GraphError, ParameterError
+from sparsedp.graphs.cost import require_generator_fits
 
 __all__ = [
     "Graph",
@@ -435,6 +436,7 @@ def erdos_renyi(n: int, p: float, seed: int | None = None) -> Graph:
     """G(n, p): each of the ``n (n - 1) / 2`` possible edges independently with probability p."""
     _check_count("n", n, 1)
     _check_probability("p", p)
+    require_generator_fits("erdos_renyi", n, p * n * (n - 1) / 2, networkx=True)
     return as_graph(nx.fast_gnp_random_graph(n, p, seed=seed))
 
 
@@ -448,6 +450,7 @@ def barabasi_albert(n: int, m: int, seed: int | None = None,
     star on ``m + 1`` nodes.
     """
     _check_count("m", m, 1)
+    require_generator_fits("barabasi_albert", n, n * m, networkx=True)
     if initial_clique is None:
         _check_count("n", n, m + 1)
         return as_graph(nx.barabasi_albert_graph(n, m, seed=seed))
@@ -460,6 +463,7 @@ def barabasi_albert(n: int, m: int, seed: int | None = None,
 def ring(n: int) -> Graph:
     """Cycle ``0 - 1 - ... - (n-1) - 0`` (``n >= 3``)."""
     _check_count("n", n, 3)
+    require_generator_fits("ring", n, n, networkx=False)
     i = np.arange(n)
     return _from_edges(n, np.column_stack([i, (i + 1) % n]))
 
@@ -472,6 +476,7 @@ def grid(rows: int, cols: int, periodic: bool = False) -> Graph:
     """
     _check_count("rows", rows, 1)
     _check_count("cols", cols, 1)
+    require_generator_fits("grid", rows * cols, 2 * rows * cols, networkx=False)
     r, c = np.divmod(np.arange(rows * cols), cols)
     node = r * cols + c
     if periodic:
@@ -487,6 +492,7 @@ def grid(rows: int, cols: int, periodic: bool = False) -> Graph:
 def hypercube(dim: int) -> Graph:
     """``dim``-dimensional hypercube: ``2**dim`` nodes, ``i ~ j`` iff they differ in one bit."""
     _check_count("dim", dim, 1)
+    require_generator_fits("hypercube", 2**dim, dim * 2 ** (dim - 1), networkx=False)
     nodes = np.arange(2**dim)
     edges = np.concatenate([np.column_stack([nodes, nodes ^ (1 << b)]) for b in range(dim)])
     return _from_edges(2**dim, edges)
@@ -497,6 +503,8 @@ def random_geometric(n: int, radius: float, seed: int | None = None) -> Graph:
     _check_count("n", n, 1)
     if radius < 0:
         raise ParameterError(f"radius must be >= 0, got {radius!r}")
+    area = min(1.0, np.pi * radius**2)  # of a disc, edge effects ignored: an over-estimate
+    require_generator_fits("random_geometric", n, area * n * (n - 1) / 2, networkx=False)
     points = np.random.default_rng(seed).random((n, 2))
     return _from_edges(n, cKDTree(points).query_pairs(radius, output_type="ndarray"))
 
@@ -511,6 +519,9 @@ def stochastic_block_model(sizes: list[int], p_in: float, p_out: float,
         _check_count("block size", size, 1)
     _check_probability("p_in", p_in)
     _check_probability("p_out", p_out)
+    n = sum(int(s) for s in sizes)
+    require_generator_fits("stochastic_block_model", n, max(p_in, p_out) * n * (n - 1) / 2,
+                           networkx=True)
     probs = np.full((len(sizes), len(sizes)), float(p_out))
     np.fill_diagonal(probs, p_in)
     return as_graph(nx.stochastic_block_model([int(s) for s in sizes], probs.tolist(), seed=seed))
@@ -524,4 +535,5 @@ def synthetic_social_graph(n: int = 2000, seed: int = 0) -> Graph:
     (clustering).  Connected for every ``n >= 5`` and seed.
     """
     _check_count("n", n, 5)
+    require_generator_fits("synthetic_social_graph", n, 4 * n, networkx=True)
     return as_graph(nx.powerlaw_cluster_graph(n, 4, 0.3, seed=seed))

@@ -26,6 +26,7 @@ from scipy.sparse.csgraph import connected_components
 
 from sparsedp import validation
 from sparsedp.errors import ParameterError
+from sparsedp.graphs.cost import require_generator_fits
 from sparsedp.graphs.graph import Graph
 
 
@@ -65,6 +66,7 @@ def _check_size(n, average_degree):
     d = validation.real("average_degree", average_degree)
     if not 0 < d < n - 1:
         raise ParameterError(f"average_degree must lie in (0, n - 1), got {d!r}")
+    require_generator_fits("large graph generator", n, n * d / 2, networkx=False)
     return int(n), d
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from sparsedp import resources, validation
 from sparsedp.errors import GossipMatrixError, GraphError, ParameterError
 from sparsedp.graphs.graph import Graph, as_graph, require_connected
 from sparsedp.linalg.kernels import spmm
@@ -265,13 +266,21 @@ def consensus_rounds(W: sp.csr_matrix, v0: np.ndarray, rounds: int,
             v = spmm(W, v)
 
 
-def consensus_errors(W: Any, prep: Preparation, rounds: int) -> np.ndarray:
+def consensus_errors(W: Any, prep: Preparation, rounds: int, max_memory=None) -> np.ndarray:
     """``||v(t) - u* 1||_2`` for ``t = 0..rounds`` per realisation, shape (rounds + 1, R).
+
+    The table's ``8 (rounds + 1) R`` bytes are checked against the memory budget
+    (``max_memory``, :func:`sparsedp.resources.memory_budget`) before any round runs.
 
     For vector values the norm is over nodes and coordinates together (Frobenius).
     """
     M = check_consensus_matrix(W, prep.layout.n)
     d, R = prep.shape
+    rounds = validation.rounds(rounds)
+    resources.require_within(  # the error table, before the rounds run
+        8.0 * (rounds + 1) * R, resources.memory_budget(max_memory),
+        f"{rounds} rounds x {R} realisations of errors", "use fewer rounds or realisations",
+    )
     target = prep.average()
     out = np.empty((rounds + 1, R))
     for t, v in consensus_rounds(M, prep.v0, rounds):

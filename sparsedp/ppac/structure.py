@@ -241,12 +241,15 @@ class InformativeSequence:
 
 
 def resolve_horizon(horizon: Any, n: int) -> tuple[int, int | None]:
-    """(rounds to evaluate, reported horizon): infinity becomes ``n - 1`` rounds (Prop. 6.3)."""
+    """(rounds to evaluate, reported horizon): infinity, and any horizon past ``n - 1``,
+    becomes ``n - 1`` rounds (Prop. 6.3: by Cayley-Hamilton each later observation row
+    ``e_k^T W^t``, ``t >= n``, is a combination of the rows for ``t < n``, so the attacker's
+    information no longer changes; a huge horizon costs no more than infinity)."""
     if horizon is None or (isinstance(horizon, float) and math.isinf(horizon)):
         return n - 1, None
     if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 0:
         raise ParameterError(f"horizon must be an integer >= 0 or math.inf, got {horizon!r}")
-    return int(horizon), int(horizon)
+    return min(int(horizon), n - 1), int(horizon)
 
 
 def informative_sequence(layout: PPACLayout, W: Any, attacker: int,
