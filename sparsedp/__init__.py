@@ -16,7 +16,7 @@ numerical engine), ``privacy`` (mechanism-level accounting), one subpackage per 
 """
 
 from sparsedp.errors import GossipMatrixError, GraphError, ParameterError, SparseDPError
-from sparsedp.gossip import Bound, SensitivityResult, squared_sensitivity
+from sparsedp.gossip import Bound, SensitivityResult, estimate_cost, squared_sensitivity
 from sparsedp.gossip.closed_forms import (
     ClosedForm,
     certified_rho,
@@ -95,6 +95,7 @@ __all__ = [
     "read_edge_list",
     "spectral_info",
     "squared_sensitivity",
+    "estimate_cost",
     "synthetic_social_graph",
     "thm13_rate",
     "thm13_rate_for",

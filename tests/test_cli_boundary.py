@@ -43,6 +43,9 @@ PPAC_LEAF_GRAPH = "0 1\n0 2\n1 2\n0 3\n"  # victim 3 hangs on the attacker 0 alo
                  "--noise-removed")),  # infinite
     ("account", ("account", "--view", "local-dp", "--rounds", "3")),
     ("account", ("account", "--view", "neighbourhood", "--rounds", "3", "--noise-removed")),
+    ("account-dry-run", ("account", "--view", "neighbourhood", "--rounds", "3000", "--dry-run")),
+    ("account-dry-run", ("account", "--target", "0", "--observer", "0", "--noise-removed",
+                         "--dry-run")),
     ("randomwalk", ("randomwalk", "--generator", "er:200:0.05:1", "--rounds", "500",
                     "--sigma", "20")),
     ("randomwalk", ("randomwalk", "--generator", "ring:12", "--rounds", "10", "--sigma", "3",
@@ -140,6 +143,7 @@ C5 = "0 1\n1 2\n2 3\n3 4\n4 0\n"
     (("account", "--graph", "{c5}", "--rounds", "20000"), 2),
     (("account", "--view", "neighbourhood", "--rounds", "300000"), 2),
     (("account", "--view", "neighbourhood", "--rounds", "3000"), 2),
+    (("account", "--view", "neighbourhood", "--rounds", "3000", "--dry-run"), 0),
     (("muffliato", "--graph", "{c5}", "--rounds", "1000000000", "--sigma", "5"), 0),
     (("ppac", "leakage", "--horizon", "1000000000"), 0),
     (("ppac", "simulate", "--rounds", "1000000000"), 2),

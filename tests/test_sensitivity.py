@@ -258,3 +258,31 @@ def test_memory_sizes_parse():
     assert resources.parse_size("512m") == 512 * 2**20 and resources.parse_size(1000) == 1000
     with pytest.raises(ParameterError):
         resources.parse_size("-1G")
+
+
+@pytest.mark.parametrize("view, T, method", [
+    ("secure-summation", 50, "auto"),
+    ("neighbourhood", 40, "auto"),
+    ("neighbourhood", 30, "matrix-free"),
+    ("secure-summation-v1", 20, "gram"),
+])
+def test_estimate_cost_is_what_the_solve_uses_and_refuses(view, T, method):
+    """The dry run names the method and memory estimate that the solve then reports, and
+    'fits' is False exactly when the same request is refused."""
+    W = gossip_matrix(nx.karate_club_graph())
+    plan = sparsedp.estimate_cost(W, 0, [5], T, view=view, method=method)
+    result = sparsedp.squared_sensitivity(W, 0, [5], T, view=view, method=method)
+    assert plan["fits"] and plan["method"] == result.method
+    assert plan["memory_bytes"] == result.solver["estimated_memory_bytes"]
+    assert plan["largest_T"] >= T
+    small = plan["memory_bytes"] - 1
+    tight = sparsedp.estimate_cost(W, 0, [5], T, view=view, method=method, max_memory=small)
+    assert not tight["fits"] and tight["largest_T"] < T
+    with pytest.raises(ResourceLimitError):
+        sparsedp.squared_sensitivity(W, 0, [5], T, view=view, method=method, max_memory=small)
+
+
+def test_estimate_cost_of_a_closed_form_is_zero():
+    W = gossip_matrix(nx.karate_club_graph())
+    plan = sparsedp.estimate_cost(W, 5, [5], 10, noise_removed=True)
+    assert plan["method"] == "closed form" and plan["memory_bytes"] == 0 and plan["fits"]

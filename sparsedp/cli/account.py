@@ -15,11 +15,17 @@ import time
 
 from sparsedp import validation
 from sparsedp.errors import ParameterError
-from sparsedp.gossip.sensitivity import METHODS, PRECONDITIONERS, squared_sensitivity
+from sparsedp.gossip.sensitivity import (
+    METHODS,
+    PRECONDITIONERS,
+    estimate_cost,
+    squared_sensitivity,
+)
 from sparsedp.gossip.views import VIEWS, VIEWS_WITHOUT_OBSERVERS
 from sparsedp.graphs.graph import as_graph, synthetic_social_graph
 from sparsedp.graphs.weights import SCHEMES, gossip_matrix
 from sparsedp.privacy.gaussian import gaussian_epsilon
+from sparsedp.resources import format_bytes
 
 DEFAULT_GRAPH_NODES = 2000
 
@@ -69,6 +75,9 @@ def add_parser(sub) -> None:
     acc.add_argument("--max-memory", default=None, metavar="SIZE",
                      help="memory budget of the request, e.g. 8G (default: 80%% of the "
                           "physical memory); a larger request is refused before it starts")
+    acc.add_argument("--dry-run", action="store_true",
+                     help="print the method, estimated memory and sparse products of the "
+                          "request (and the largest T that fits) without running it")
     acc.add_argument("--json", action="store_true", help="print one JSON object")
     acc.add_argument("--no-progress", action="store_true", help="hide progress bars")
     acc.set_defaults(run=account, report=format_report)
@@ -109,6 +118,16 @@ def account(args: argparse.Namespace) -> dict:
         observers = None
     else:
         observers = graph.indices_of(_node_ids(graph, args.observers, graph.node_ids[0]))
+    if args.dry_run:
+        plan = estimate_cost(
+            W, graph.index_of(target_id), observers, args.rounds, view=args.view,
+            noise_removed=args.noise_removed, method=args.method,
+            preconditioner=args.preconditioner, max_memory=args.max_memory,
+        )
+        return {"dry_run": True,
+                "graph": {"source": graph_name, "nodes": graph.n, "edges": graph.num_edges},
+                "scheme": args.scheme, "target": _plain(target_id), "view": args.view,
+                "rounds": args.rounds, **plan}
     progress = None if args.no_progress else sys.stderr.isatty()
     result = squared_sensitivity(
         W,
@@ -155,6 +174,8 @@ def _plain(value):
 
 
 def format_report(record: dict) -> str:
+    if record.get("dry_run"):
+        return format_dry_run(record)
     g = record["graph"]
     lines = [
         f"graph     {g['source']}: {g['nodes']} nodes, {g['edges']} edges; "
@@ -172,6 +193,23 @@ def format_report(record: dict) -> str:
         f"privacy   sigma = {record['sigma']:g}, delta = {record['delta']:g}:  "
         f"epsilon <= {record['epsilon']:.6g}  (from the certified upper bound)"
     )
+    lines.extend(f"note      {note}" for note in record["notes"])
+    return "\n".join(lines)
+
+
+def format_dry_run(record: dict) -> str:
+    g = record["graph"]
+    fits = "fits" if record["fits"] else "does NOT fit"
+    largest = record["largest_T"]
+    lines = [
+        f"graph     {g['source']}: {g['nodes']} nodes, {g['edges']} edges; "
+        f"{record['scheme']} weights; T = {record['rounds']} rounds",
+        f"plan      view {record['view']}, target {record['target']}: method "
+        f"{record['method']}, about {format_bytes(record['memory_bytes'])} peak memory and "
+        f"{record['sparse_products']} sparse products",
+        f"budget    {format_bytes(record['budget_bytes'])}: the request {fits}"
+        + (f"; at most T = {largest} rounds fit" if largest is not None else ""),
+    ]
     lines.extend(f"note      {note}" for note in record["notes"])
     return "\n".join(lines)
 

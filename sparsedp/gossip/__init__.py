@@ -5,7 +5,19 @@ and the closed-form theorems as checked calculators.
 Imports ``linalg``, ``graphs``, ``privacy``, ``errors``, ``validation``; no other family.
 """
 
-from sparsedp.gossip.sensitivity import Bound, SensitivityResult, squared_sensitivity
+from sparsedp.gossip.sensitivity import (
+    Bound,
+    SensitivityResult,
+    estimate_cost,
+    squared_sensitivity,
+)
 from sparsedp.gossip.views import VIEWS, closed_neighbourhood
 
-__all__ = ["VIEWS", "Bound", "SensitivityResult", "closed_neighbourhood", "squared_sensitivity"]
+__all__ = [
+    "VIEWS",
+    "Bound",
+    "SensitivityResult",
+    "closed_neighbourhood",
+    "estimate_cost",
+    "squared_sensitivity",
+]

@@ -44,7 +44,7 @@ from scipy.sparse.csgraph import connected_components
 from sparsedp import resources, validation
 from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.gossip.certified_solve import solve
-from sparsedp.gossip.cost import method_cost, minimal_memory, structured_memory
+from sparsedp.gossip.cost import Cost, method_cost, minimal_memory, structured_memory
 from sparsedp.gossip.views import VIEW_NOTES, ObservationModel, resolve_view
 from sparsedp.linalg import gram, kernels
 from sparsedp.linalg.operators import GossipSystem
@@ -254,6 +254,106 @@ def squared_sensitivity(
     ResourceLimitError
         the request does not fit in ``max_memory``.
     """
+    do_exact = _resolve_exact(exact, validation.rounds(T))
+    if not validation.nonnegative("truncation_rtol", truncation_rtol) > 0:
+        raise ParameterError(f"truncation_rtol must be > 0, got {truncation_rtol!r}")
+    plan = _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
+                 max_memory)
+    if plan.closed_form is not None:
+        return plan.closed_form
+    target, model, system, method, notes = (
+        plan.target, plan.model, plan.system, plan.method, plan.notes
+    )
+    T = system.T
+    _require_fits(plan.memory_of, T, plan.budget,
+                  f"method {method!r} with {system.m} observed rows and T = {T} rounds")
+    keep = ~system.redundant_rows().ravel()
+    if not keep.any():
+        return _nothing_learned(target, model, T)
+    sandwich, solver_info = solve(
+        system, target, keep, method, rtol, maxiter, progress, truncation_rtol, preconditioner
+    )
+    solver_info["estimated_memory_bytes"] = plan.cost.memory
+    bounds, signs = evaluate_bounds(sandwich, do_exact, backend)
+    if not solver_info["upper_certified"]:
+        bounds = _lower_bounds_only(bounds)
+        notes.append(
+            "no certified lower bound on the smallest non-zero eigenvalue of K_T for this "
+            "view: the only certified upper bound is T (M_T <= I)"
+        )
+    return _assemble(target, model, T, method, sandwich, bounds, signs, solver_info, notes)
+
+
+def estimate_cost(
+    W,
+    target: int,
+    observers,
+    T: int,
+    *,
+    view: str = "secure-summation",
+    noise_removed: bool = False,
+    method: str = "auto",
+    preconditioner: str = "auto",
+    max_memory=None,
+) -> dict:
+    """What :func:`squared_sensitivity` with these arguments would cost, without solving:
+    the method it would use, its estimated peak memory and sparse products
+    (:func:`sparsedp.gossip.cost.method_cost`), the memory budget, whether the request fits
+    and the largest T that does.  Closed-form answers (local DP, target in the known noise,
+    different components) cost nothing.  The arguments are checked as by
+    :func:`squared_sensitivity`; a T that fits no method raises ``ResourceLimitError``.
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp
+    >>> W = sparsedp.gossip_matrix(nx.karate_club_graph())
+    >>> plan = estimate_cost(W, 0, [5], 10)
+    >>> plan["method"], plan["fits"], plan["sparse_products"]
+    ('structured', True, 20)
+    """
+    plan = _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
+                 max_memory)
+    if plan.closed_form is not None:
+        return {"method": "closed form", "memory_bytes": 0, "sparse_products": 0,
+                "budget_bytes": plan.budget, "fits": True, "largest_T": None,
+                "notes": list(plan.closed_form.notes)}
+    fits = plan.cost.memory <= plan.budget
+    return {
+        "method": plan.method,
+        "memory_bytes": plan.cost.memory,
+        "sparse_products": plan.cost.sparse_products,
+        "observed_rows": plan.system.m,
+        "budget_bytes": plan.budget,
+        "fits": fits,
+        "largest_T": resources.largest_fitting(plan.memory_of, plan.budget),
+        "notes": plan.notes,
+    }
+
+
+@dataclass
+class _Plan:
+    """A checked request: either its closed-form answer, or the system to solve, the method
+    and its cost."""
+
+    target: int
+    budget: int
+    closed_form: SensitivityResult | None = None
+    model: ObservationModel | None = None
+    system: GossipSystem | None = None
+    method: str | None = None
+    cost: Cost | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def memory_of(self, T: int) -> int:
+        system = self.system
+        nnz = max(w.nnz for w in system.Ws)
+        return method_cost(self.method, system.n, nnz, system.m, T, system.power_offset).memory
+
+
+def _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
+          max_memory) -> _Plan:
+    """Check the arguments, resolve the view and the method, estimate the cost; closed forms
+    (infinite, local DP, different components) are answered here."""
     T = validation.rounds(T)
     budget = resources.memory_budget(max_memory)
     _require_fits(minimal_memory, T, budget, f"T = {T} rounds (by any method)")
@@ -262,9 +362,6 @@ def squared_sensitivity(
     target = validation.node_index(target, n, "target")
     if observers is not None:
         observers = validation.node_set(observers, n, "observers")
-    do_exact = _resolve_exact(exact, T)
-    if not validation.nonnegative("truncation_rtol", truncation_rtol) > 0:
-        raise ParameterError(f"truncation_rtol must be > 0, got {truncation_rtol!r}")
     if method not in METHODS:
         raise ParameterError(f"unknown method {method!r}; choose one of {METHODS}")
     if preconditioner not in PRECONDITIONERS:
@@ -275,11 +372,11 @@ def squared_sensitivity(
     model = resolve_view(view, pattern, target, observers, noise_removed)
 
     if target in set(model.known_noise.tolist()):
-        return _unbounded(target, model, T)
+        return _Plan(target, budget, closed_form=_unbounded(target, model, T))
     if model.observes_everything:
-        return _local_dp(target, model, T)
+        return _Plan(target, budget, closed_form=_local_dp(target, model, T))
     if not _reaches_observers(pattern, target, model.observers):
-        return _different_components(target, model, T)
+        return _Plan(target, budget, closed_form=_different_components(target, model, T))
 
     notes = [VIEW_NOTES[view]] if view in VIEW_NOTES else []
     if observers is not None and target in set(observers.tolist()):
@@ -311,25 +408,10 @@ def squared_sensitivity(
         )
     if method == "auto":
         method = _auto_method(system, symmetric, notes)
-    m, p, nnz = system.m, system.power_offset, max(w.nnz for w in system.Ws)
-    cost = method_cost(method, n, nnz, m, T, p)
-    _require_fits(lambda t: method_cost(method, n, nnz, m, t, p).memory, T, budget,
-                  f"method {method!r} with {m} observed rows and T = {T} rounds")
-    keep = ~system.redundant_rows().ravel()
-    if not keep.any():
-        return _nothing_learned(target, model, T)
-    sandwich, solver_info = solve(
-        system, target, keep, method, rtol, maxiter, progress, truncation_rtol, preconditioner
-    )
-    solver_info["estimated_memory_bytes"] = cost.memory
-    bounds, signs = evaluate_bounds(sandwich, do_exact, backend)
-    if not solver_info["upper_certified"]:
-        bounds = _lower_bounds_only(bounds)
-        notes.append(
-            "no certified lower bound on the smallest non-zero eigenvalue of K_T for this "
-            "view: the only certified upper bound is T (M_T <= I)"
-        )
-    return _assemble(target, model, T, method, sandwich, bounds, signs, solver_info, notes)
+    nnz = max(w.nnz for w in system.Ws)
+    cost = method_cost(method, n, nnz, system.m, T, system.power_offset)
+    return _Plan(target, budget, model=model, system=system, method=method, cost=cost,
+                 notes=notes)
 
 
 def _require_fits(memory_of, T: int, budget: int, what: str) -> None:
