@@ -10,10 +10,10 @@ User mistakes print one line ``sparsedp: error: ...`` and exit with status 2.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 from sparsedp import validation
+from sparsedp.cli.options import add_progress_option
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.sensitivity import (
     METHODS,
@@ -79,7 +79,7 @@ def add_parser(sub) -> None:
                      help="print the method, estimated memory and sparse products of the "
                           "request (and the largest T that fits) without running it")
     acc.add_argument("--json", action="store_true", help="print one JSON object")
-    acc.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_progress_option(acc)
     acc.set_defaults(run=account, report=format_report)
 
 
@@ -128,7 +128,6 @@ def account(args: argparse.Namespace) -> dict:
                 "graph": {"source": graph_name, "nodes": graph.n, "edges": graph.num_edges},
                 "scheme": args.scheme, "target": _plain(target_id), "view": args.view,
                 "rounds": args.rounds, **plan}
-    progress = None if args.no_progress else sys.stderr.isatty()
     result = squared_sensitivity(
         W,
         target=graph.index_of(target_id),
@@ -138,7 +137,7 @@ def account(args: argparse.Namespace) -> dict:
         noise_removed=args.noise_removed,
         method=args.method,
         exact=args.exact,
-        progress=progress,
+        progress=args.progress,
         truncation_rtol=args.truncation_rtol,
         preconditioner=args.preconditioner,
         max_memory=args.max_memory,

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from sparsedp.cli.options import add_progress_option
 from sparsedp.graphs.graph import Graph, as_graph
 from sparsedp.ppac import (
     consensus_errors,
@@ -99,6 +100,7 @@ def add_parser(sub) -> None:
     leak.add_argument("--exact", type=_exact, default="auto",
                       help="exact integer arithmetic for ranks: auto, true, false")
     leak.add_argument("--top", type=int, default=10, help="victims listed in the text report")
+    add_progress_option(leak)
     leak.set_defaults(run=run_leakage, report=format_leakage)
     sim = modes.add_parser("simulate", help="run PPAC; convergence times against the bounds")
     _common(sim)
@@ -139,7 +141,8 @@ def run_leakage(args: argparse.Namespace) -> dict:
     victims = None if args.victims is None else graph.indices_of(
         [graph.node_ids[graph.index_of(v)] for v in args.victims])
     result = leakage(layout, W, attacker, args.horizon, value_std=args.value_std,
-                     noise_std=args.noise_std, victims=victims, exact=args.exact)
+                     noise_std=args.noise_std, victims=victims, exact=args.exact,
+                     progress=args.progress)
     record = result.to_dict()
     ids = graph.node_ids
     record["attacker"] = _plain(ids[result.attacker])

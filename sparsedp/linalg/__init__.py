@@ -4,6 +4,7 @@ their lag moments and Gram assembly, Krylov and Cholesky solvers, spectral bound
 arithmetic (rounding models, certified lambda_min / lambda_max, the sign-vector bounds) and
 exact rational rank decisions.
 
-No paper of its own.  Imports nothing of the package but ``sparsedp.errors`` and
-``sparsedp.validation`` (the import contract in pyproject.toml).
+No paper of its own.  Imports nothing of the package but ``sparsedp.errors``,
+``sparsedp.validation``, ``sparsedp.resources`` and ``sparsedp.progress`` (the import
+contract in pyproject.toml).
 """

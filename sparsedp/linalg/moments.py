@@ -38,10 +38,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from tqdm.auto import tqdm
 
 from sparsedp.linalg import kernels
 from sparsedp.linalg.certified import UNIT_ROUNDOFF
+from sparsedp.progress import progress_bar
 
 FRONTIER_FRACTION = 0.125  # use row-restricted products while the frontier is below this
 
@@ -127,11 +127,7 @@ class LagPropagator:
         target_column: bool = True,
     ):
         self.W, self.T, self.backend = W, T, backend
-        self.bar = (
-            tqdm(total=T - 1, desc="sparse products", unit="product", leave=False)
-            if progress
-            else None
-        )
+        self.bar = progress_bar(progress, total=T - 1, desc="sparse products", unit="product")
         self.n = n = W.shape[0]
         observers = np.asarray(observers, dtype=np.int64)
         self.m = m = observers.size

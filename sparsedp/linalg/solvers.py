@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
-from tqdm.auto import tqdm
+
+from sparsedp.progress import progress_bar
 
 
 class StationaryPreconditioner:
@@ -102,7 +103,7 @@ def block_pcg(
     AX = np.zeros_like(B)
     iterations = 0
     restarts = 0
-    bar = tqdm(total=maxiter, desc="PCG on K_T", unit="it", leave=False) if progress else None
+    bar = progress_bar(progress, total=maxiter, desc="PCG on K_T", unit="it")
     while True:
         R = B - AX
         rel = np.linalg.norm(R.reshape(flat), axis=0) / b_norm

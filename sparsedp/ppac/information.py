@@ -63,6 +63,7 @@ from sparsedp.ppac.structure import (
     resolve_horizon,
     victim_status,
 )
+from sparsedp.progress import progress_bar
 from sparsedp.validation import node_index
 
 __all__ = [
@@ -228,14 +229,17 @@ def _r_factor(F: sp.csr_matrix, Lam: sp.csr_matrix, X: np.ndarray, progress=None
     k = X.shape[1] + Lam.shape[1]
     R = np.zeros((0, k))
     starts = range(0, F.shape[0], BLOCK_ROWS)
-    if progress:
-        from tqdm import tqdm
-        starts = tqdm(starts, desc="QR of the attacker's observations", unit="block")
+    bar = progress_bar(progress, total=len(starts), desc="QR of the attacker's observations",
+                       unit="block")
     for start in starts:
         rows = slice(start, start + BLOCK_ROWS)
         block = np.hstack([F[rows] @ X, Lam[rows].toarray()])
         qr, _, _, _ = dgeqrf(np.vstack([R, block]), overwrite_a=True)
         R = np.triu(qr[:k])
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
     return R
 
 

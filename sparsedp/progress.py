@@ -1,0 +1,71 @@
+"""Progress reporting for long work, in three modes.
+
+``progress`` arguments of the public functions and the CLI's ``--progress`` take:
+
+* ``"auto"`` (or ``None``, the default): a tqdm bar on stderr when stderr is a terminal and
+  the work lasts more than :data:`TERMINAL_DELAY` seconds; when stderr is not a terminal (a
+  batch job, a log file) one plain line every :data:`LOG_INTERVAL` seconds, so a long run
+  shows that it is alive and how far it is, while short runs print nothing;
+* ``"always"`` (or ``True``): the bar at once on a terminal, else one line every
+  :data:`ALWAYS_LOG_INTERVAL` seconds from the start;
+* ``"never"`` (or ``False``): nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from tqdm import tqdm
+
+from sparsedp.errors import ParameterError
+
+__all__ = ["MODES", "progress_bar", "progress_mode"]
+
+MODES = ("auto", "always", "never")
+TERMINAL_DELAY = 2.0
+LOG_INTERVAL = 30.0
+ALWAYS_LOG_INTERVAL = 5.0
+
+
+def progress_mode(progress: Any) -> str:
+    """``progress`` as one of :data:`MODES` (``None`` -> auto, ``True`` -> always,
+    ``False`` -> never)."""
+    if progress is None:
+        return "auto"
+    if progress is True or progress is False:
+        return "always" if progress else "never"
+    if progress in MODES:
+        return progress
+    raise ParameterError(f"progress must be one of {MODES} (or True/False/None), "
+                         f"got {progress!r}")
+
+
+class _Lines:
+    """A file for tqdm that turns its carriage-return redraws into whole lines (for logs)."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        line = text.replace("\r", "").strip()
+        if line:
+            self.stream.write(line + "\n")
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def progress_bar(progress: Any, *, total: int | None, desc: str, unit: str) -> tqdm | None:
+    """A tqdm bar for ``progress`` (:func:`progress_mode`), or ``None`` in mode never."""
+    mode = progress_mode(progress)
+    if mode == "never":
+        return None
+    stream = sys.stderr
+    if stream is not None and stream.isatty():
+        return tqdm(total=total, desc=desc, unit=unit, leave=False, file=stream,
+                    delay=TERMINAL_DELAY if mode == "auto" else 0.0)
+    interval = LOG_INTERVAL if mode == "auto" else ALWAYS_LOG_INTERVAL
+    return tqdm(total=total, desc=desc, unit=unit, leave=False, file=_Lines(stream),
+                ascii=True, mininterval=interval, maxinterval=interval,
+                delay=interval if mode == "auto" else 0.0, dynamic_ncols=False, ncols=80)

@@ -1,0 +1,51 @@
+"""Progress modes (sparsedp.progress): auto / always / never, whole lines off a terminal."""
+
+import io
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from sparsedp.errors import ParameterError
+from sparsedp.progress import _Lines, progress_bar, progress_mode
+
+COMMAND = [shutil.which("sparsedp")] if shutil.which("sparsedp") else [
+    sys.executable, "-m", "sparsedp.cli"]
+
+
+@pytest.mark.parametrize("given, mode", [(None, "auto"), (True, "always"), (False, "never"),
+                                         ("auto", "auto"), ("never", "never")])
+def test_progress_modes(given, mode):
+    assert progress_mode(given) == mode
+
+
+def test_unknown_progress_mode_is_refused():
+    with pytest.raises(ParameterError, match="progress must be one of"):
+        progress_mode("sometimes")
+
+
+def test_never_gives_no_bar():
+    assert progress_bar("never", total=10, desc="x", unit="it") is None
+
+
+def test_redraws_become_whole_lines():
+    out = io.StringIO()
+    lines = _Lines(out)
+    lines.write("\rsparse products:  10%")
+    lines.write("\r")
+    lines.write("\rsparse products:  20%")
+    assert out.getvalue() == "sparse products:  10%\nsparse products:  20%\n"
+
+
+@pytest.mark.parametrize("mode, shown", [("always", True), ("auto", False), ("never", False)])
+def test_progress_in_a_log_file(mode, shown):
+    """stderr is a pipe here (as in a batch job): 'always' prints whole progress lines from
+    the start, 'auto' stays silent for a short run, 'never' always."""
+    run = subprocess.run([*COMMAND, "account", "--rounds", "50", "--progress", mode],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert ("sparse products" in run.stderr) == shown
+    assert "\r" not in run.stderr
+    if shown:
+        assert all(line.startswith("sparse products") for line in run.stderr.splitlines())
