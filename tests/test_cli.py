@@ -138,3 +138,18 @@ def test_views_from_the_command_line(capsys, edge_file):
 def test_view_without_observers_refuses_observer(capsys):
     code, _, err = run(capsys, "--view", "target-v1", "--observer", "3")
     assert code == 2 and "fixes its own observers" in err
+
+
+def test_randomwalk_report_lists_the_most_exposed_receivers_first(capsys):
+    """On a ring the receivers next to the source are the most exposed; the text report
+    lists them first (not receivers 1..10) and explains shared values and equal epsilons."""
+    code = main(["randomwalk", "--generator", "ring:30", "--rounds", "10", "--sigma", "3"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    listed = [int(line.split()[1].rstrip(":")) for line in out.splitlines()
+              if line.startswith("  receiver")]
+    assert listed[:2] in ([1, 29], [29, 1]) and len(listed) == 10
+    assert set(listed) == {1, 29, 2, 28, 3, 27, 4, 26, 5, 25}
+    assert "most exposed 10 of 29 receivers" in out
+    assert "2 receivers share the largest RDP" in out and "clipped" in out
+    assert "every receiver has the same epsilon" in out and "alpha_max" in out

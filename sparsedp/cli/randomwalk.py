@@ -171,11 +171,41 @@ def format_pairwise(record: dict) -> str:
     ]
     coalition = record["mechanism"].endswith("coalition")
     label = "coalition" if coalition else "receiver"
-    shown = 1 if coalition else min(SHOWN, len(rdp))
-    for j in range(shown):
+    order = [0] if coalition else np.argsort(-rdp, kind="stable")[:SHOWN]
+    if not coalition and len(rdp) > len(order):
+        lines.append(f"most exposed {len(order)} of {len(rdp)} receivers (--json lists all):")
+    for j in order:
         who = record["receivers"] if coalition else record["receivers"][j]
         lines.append(f"  {label} {who}: RDP {rdp[j]:.6g}"
                      f"{' (clipped)' if record['clipped'][j] else ''}; "
                      f"epsilon {record['epsilon'][j]:.6g} at delta = {record['delta']:g}")
+    lines.extend(_shared_values(record, rdp))
     lines.extend(f"note      {note}" for note in record["notes"])
     return "\n".join(lines)
+
+
+def _shared_values(record: dict, rdp: np.ndarray) -> list[str]:
+    """A line when many receivers share the largest value, saying why: the local-DP clip
+    (each contribution's loss is capped at alpha / (2 sigma^2)) or the graph's symmetry."""
+    if len(rdp) < 2:
+        return []
+    lines = []
+    top = np.isclose(rdp, rdp.max(), rtol=1e-12, atol=0.0)
+    if top.sum() >= 2:
+        clipped = np.asarray(record["clipped"], dtype=bool)
+        if clipped[top].all():
+            why = ("all are clipped at the local-DP value: for them the bound is no better than "
+                   "local DP")
+        else:
+            why = "they are equivalent under the graph's symmetry or equally far from the source"
+        lines.append(f"note      {int(top.sum())} receivers share the largest RDP "
+                     f"{rdp.max():.6g}: {why}")
+    epsilon = np.asarray(record["epsilon"], dtype=float)
+    if np.allclose(epsilon, epsilon[0], rtol=1e-12, atol=0.0) and not np.allclose(rdp, rdp[0]):
+        why = ("the best Renyi order for this delta lies above alpha_max = "
+               f"{record['alpha_max']:.4g}, where the pairwise bound does not hold and only the "
+               "local-DP curve does" if record["alpha_max"] is not None else
+               "the conversion is dominated by the local-DP curve")
+        lines.append(f"note      every receiver has the same epsilon {epsilon[0]:.6g}: {why}; "
+                     "compare receivers by their RDP at alpha, or raise sigma")
+    return lines
