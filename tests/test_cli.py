@@ -153,3 +153,25 @@ def test_randomwalk_report_lists_the_most_exposed_receivers_first(capsys):
     assert "most exposed 10 of 29 receivers" in out
     assert "2 receivers share the largest RDP" in out and "clipped" in out
     assert "every receiver has the same epsilon" in out and "alpha_max" in out
+
+
+def _all_parsers(parser):
+    import argparse
+
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield from _all_parsers(child)
+
+
+def test_every_option_with_a_default_shows_it_in_help():
+    from sparsedp.cli.main import build_parser
+
+    for parser in _all_parsers(build_parser()):
+        text = " ".join(parser.format_help().split())
+        for action in parser._actions:
+            if action.option_strings and action.default not in (None, False, "==SUPPRESS=="):
+                helped = " ".join((action.help or "").split())
+                assert "default" in helped or f"(default: {action.default})" in text, (
+                    parser.prog, action.option_strings)

@@ -46,7 +46,29 @@ def build_parser() -> argparse.ArgumentParser:
     account.add_parser(sub)
     randomwalk.add_parsers(sub)
     ppac.add_parser(sub)
+    _show_defaults(parser)
     return parser
+
+
+class _DefaultsFormatter(argparse.HelpFormatter):
+    """Appends ``(default: ...)`` to an option's help unless the help already states its
+    default or there is none to state (a flag, or no value given)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        silent = action.default in (None, False, argparse.SUPPRESS) or not action.option_strings
+        if silent or "default" in text:
+            return text
+        return text + " (default: %(default)s)"
+
+
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """Every (sub)command's ``--help`` shows each option's default (:class:`_DefaultsFormatter`)."""
+    parser.formatter_class = _DefaultsFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _show_defaults(child)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -109,8 +109,11 @@ def add_parsers(sub) -> None:
                         "receivers, plain or Chebyshev-accelerated gossip.")
     _common(mf)
     mf.add_argument("--accelerated", action="store_true", help="Chebyshev acceleration")
-    mf.add_argument("--row-norms", default="exact", choices=("exact", "bound"))
-    mf.add_argument("--method", default="auto", choices=("auto", "dense", "propagation"))
+    mf.add_argument("--row-norms", default="exact", choices=("exact", "bound"),
+                    help="row norms ||P_t e_w||^2: propagated exactly, or the cheap lower "
+                         "bound 1/n for t >= 2 (a looser upper bound on the loss)")
+    mf.add_argument("--method", default="auto", choices=("auto", "dense", "propagation"),
+                    help="dense eigendecomposition of W (small n) or matrix-free propagation")
     mf.set_defaults(run=run_muffliato, report=format_pairwise)
 
 
