@@ -175,3 +175,39 @@ def test_every_option_with_a_default_shows_it_in_help():
                 helped = " ".join((action.help or "").split())
                 assert "default" in helped or f"(default: {action.default})" in text, (
                     parser.prog, action.option_strings)
+
+
+def test_randomwalk_csv_and_plot_match_the_json(capsys, tmp_path):
+    import csv
+
+    table, figure = tmp_path / "pairs.csv", tmp_path / "pairs.png"
+    code = main(["randomwalk", "--generator", "ring:12", "--rounds", "10", "--sigma", "3",
+                 "--json", "--csv", str(table), "--plot", str(figure)])
+    record = json.loads(capsys.readouterr().out)
+    assert code == 0
+    rows = list(csv.DictReader(table.open()))
+    assert [int(r["receiver"]) for r in rows] == record["receivers"]
+    assert [float(r["rdp"]) for r in rows] == record["rdp"]
+    assert [int(r["graph_distance"]) for r in rows] == [min(v, 12 - v) for v in range(1, 12)]
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(tmp_path.glob(".sparsedp-*"))  # no temporary left behind
+
+
+def test_ppac_leakage_csv_keeps_infinity(capsys, tmp_path):
+    graph = tmp_path / "leaf.txt"
+    graph.write_text("0 1\n0 2\n1 2\n0 3\n")
+    table = tmp_path / "leak.csv"
+    code = main(["ppac", "leakage", "--graph", str(graph), "--attacker", "0", "--horizon", "5",
+                 "--csv", str(table)])
+    capsys.readouterr()
+    assert code == 0
+    text = table.read_text().splitlines()
+    assert text[0] == "victim,graph_distance,nats,kind,status"
+    assert "3,1,inf,exact,recoverable" in text
+
+
+def test_export_to_a_missing_directory_is_one_error_line(capsys, tmp_path):
+    code = main(["randomwalk", "--generator", "ring:12", "--rounds", "10", "--sigma", "3",
+                 "--csv", str(tmp_path / "missing" / "x.csv")])
+    assert code == 2
+    assert "no directory" in capsys.readouterr().err

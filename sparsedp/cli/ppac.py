@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from sparsedp.cli.exports import add_export_options, export, graph_distances
 from sparsedp.cli.options import add_progress_option
 from sparsedp.graphs.graph import Graph, as_graph
 from sparsedp.ppac import (
@@ -101,6 +102,7 @@ def add_parser(sub) -> None:
                       help="exact integer arithmetic for ranks: auto, true, false")
     leak.add_argument("--top", type=int, default=10, help="victims listed in the text report")
     add_progress_option(leak)
+    add_export_options(leak)
     leak.set_defaults(run=run_leakage, report=format_leakage)
     sim = modes.add_parser("simulate", help="run PPAC; convergence times against the bounds")
     _common(sim)
@@ -161,6 +163,12 @@ def run_leakage(args: argparse.Namespace) -> dict:
         "max_finite_nats": float(finite.max()) if finite.size else None,
         "top": args.top, "elapsed_seconds": time.perf_counter() - start,
     })
+    export(args, {
+        "victim": record["victims"],
+        "graph_distance": graph_distances(graph.adjacency, result.attacker, result.victims),
+        "nats": [float(v) for v in result.nats], "kind": record["kind"],
+        "status": record["status"],
+    }, x="graph_distance", y="nats", title=f"PPAC leakage to attacker {record['attacker']}")
     return record
 
 

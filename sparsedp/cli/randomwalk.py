@@ -16,6 +16,7 @@ import time
 import networkx as nx
 import numpy as np
 
+from sparsedp.cli.exports import add_export_options, export, graph_distances
 from sparsedp.errors import ParameterError, SparseDPError
 from sparsedp.graphs import graph as graphs
 from sparsedp.graphs.cost import require_generator_fits
@@ -85,6 +86,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--alpha", type=float, default=2.0, help="Renyi order of the reported RDP")
     p.add_argument("--delta", type=float, default=1e-5, help="delta of the (eps, delta) column")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_export_options(p)
 
 
 def add_parsers(sub) -> None:
@@ -132,6 +134,16 @@ def _record(graph, name, args, result: PairwiseLoss, start: float) -> dict:
     record.update({"graph": {"source": name, "nodes": graph.n, "edges": graph.num_edges},
                    "scheme": args.scheme, "rounds": args.rounds, "delta": args.delta,
                    "elapsed_seconds": time.perf_counter() - start})
+    if args.csv or args.plot:
+        if len(result.rdp) != len(result.receivers):
+            raise ParameterError("--csv and --plot list receivers one by one; a coalition has "
+                                 "one value (use --json)")
+        export(args, {
+            "receiver": record["receivers"],
+            "graph_distance": graph_distances(graph.adjacency, result.source, result.receivers),
+            "rdp": record["rdp"], "epsilon": record["epsilon"], "clipped": record["clipped"],
+        }, x="graph_distance", y="rdp",
+            title=f"{record['mechanism']} from source {record['source']}, T = {args.rounds}")
     return record
 
 
