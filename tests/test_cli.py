@@ -211,3 +211,19 @@ def test_export_to_a_missing_directory_is_one_error_line(capsys, tmp_path):
                  "--csv", str(tmp_path / "missing" / "x.csv")])
     assert code == 2
     assert "no directory" in capsys.readouterr().err
+
+
+def test_account_on_an_edge_list_with_string_labels(capsys, tmp_path):
+    """Labels are what the user types and reads: 'alice', and '1' in a file whose ids are
+    labels because one of them ('x') is not an integer."""
+    names = tmp_path / "names.txt"
+    names.write_text("alice bob\nbob carol\ncarol alice\n")
+    code, out, _ = run(capsys, "--graph", str(names), "--target", "alice", "--observer", "carol",
+                       "--rounds", "3", "--json")
+    record = json.loads(out)
+    assert code == 0 and record["target"] == "alice" and record["observers"] == ["carol"]
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_text("1 2\n2 x\nx 1\n")
+    code, out, _ = run(capsys, "--graph", str(mixed), "--target", "1", "--observer", "x",
+                       "--rounds", "3", "--json")
+    assert code == 0 and json.loads(out)["target"] == "1"

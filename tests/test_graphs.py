@@ -67,8 +67,7 @@ def test_edge_list_comments_ids_duplicates_selfloops(tmp_path):
         "100\t7\n"         # duplicate
         "3000000000 -5 0.25 extra\n"  # extra columns ignored
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    with pytest.warns(UserWarning, match="third column .* is ignored"):
         g = read_edge_list(write(tmp_path, text))
     assert g.node_ids.tolist() == [-5, 7, 100, 3000000000]
     assert g.n == 4 and g.num_edges == 3
@@ -114,15 +113,80 @@ def test_edge_list_partially_reciprocal_warns(tmp_path):
     assert edge_set(g) == {(1, 2), (2, 3)}
 
 
-@pytest.mark.parametrize("text, lineno", [
-    ("# header\n1 2\n3 x\n", 3),
-    ("1 2\n\n# c\n4\n", 4),          # a single field
-    ("1 2\n2 3.5\n", 2),             # non-integer id
-    ("1 2\n1 99999999999999999999\n", 2),  # beyond int64
+@pytest.mark.parametrize("text, lineno, problem", [
+    ("1 2\n\n# c\n4\n", 4, "malformed edge"),          # a single field
+    ("alice bob\ncarol\n", 2, "malformed edge"),         # a single field among labels
+    ("1 2 0.5\n2 3 nan\n", 2, "edge weight nan"),
+    ("1 2 0.5\n# c\n2 3 inf\n", 3, "edge weight inf"),
+    ("1 2 -0.5\n", 1, "edge weight -0.5"),
+    ("a b 1\nb b 2\n", 2, "weighted self-loop"),
+    ("1 2 1\n\n3 3 1\n", 3, "weighted self-loop"),
 ])
-def test_edge_list_malformed_line_names_line_number(tmp_path, text, lineno):
-    with pytest.raises(GraphError, match=rf"line {lineno}\b"):
-        read_edge_list(write(tmp_path, text))
+def test_edge_list_bad_line_names_file_and_line(tmp_path, text, lineno, problem):
+    path = write(tmp_path, text)
+    with pytest.raises(GraphError, match=rf"{path}, line {lineno}: .*{problem}"):
+        read_edge_list(path)
+
+
+@pytest.mark.parametrize("text, ids", [
+    ("alice bob\nbob carol\n", ["alice", "bob", "carol"]),
+    ("# header\n1 2\n3 x\n", ["1", "2", "3", "x"]),        # one non-integer id: all labels
+    ("1 2\n2 3.5\n", ["1", "2", "3.5"]),
+    ("1 2\n1 99999999999999999999\n", ["1", "2", "99999999999999999999"]),  # beyond int64
+    ("zoë,łódź\n", ["zoë", "łódź"]),
+])
+def test_edge_list_with_string_labels(tmp_path, text, ids):
+    """Labels in order of first appearance; the edges are between the named nodes."""
+    g = read_edge_list(write(tmp_path, text))
+    assert g.node_ids.tolist() == ids
+    pairs = [line.replace(",", " ").split()[:2] for line in text.splitlines()
+             if line.strip() and not line.startswith("#")]
+    assert edge_set(g) == {tuple(sorted(p)) for p in pairs}
+
+
+def test_edge_list_weights_that_are_valid_are_ignored_with_a_warning(tmp_path):
+    with pytest.warns(UserWarning, match="third column"):
+        g = read_edge_list(write(tmp_path, "1 2 0.5\n2 3 2\n"))
+    assert edge_set(g) == {(1, 2), (2, 3)}
+    with warnings.catch_warnings():  # a non-numeric third column is not weights
+        warnings.simplefilter("error")
+        read_edge_list(write(tmp_path, "1 2 red\n2 3 blue\n"))
+
+
+def test_edge_list_binary_directory_and_bad_matrix_market(tmp_path):
+    binary = tmp_path / "b.bin"
+    binary.write_bytes(b"1 2\n\x00\x01\x02")
+    with pytest.raises(GraphError, match="not a text edge list"):
+        read_edge_list(binary)
+    with pytest.raises(GraphError, match="cannot read edge list .*directory"):
+        read_edge_list(tmp_path)
+    bad = write(tmp_path, "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 x\n",
+                "bad.mtx")
+    with pytest.raises(GraphError, match="not a valid Matrix Market file"):
+        read_edge_list(bad)
+
+
+text_lines = st.lists(st.one_of(
+    st.text(alphabet=" \t,0123456789-.eainfxb#%\r", max_size=20),
+    st.tuples(st.integers(-5, 5), st.integers(-5, 5),
+              st.sampled_from(["", " 1", " 0.5", " nan", " -1", " inf", " x"]))
+    .map(lambda t: f"{t[0]} {t[1]}{t[2]}"),
+), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=200), text_lines.map(lambda ls: "\n".join(ls).encode())))
+def test_reader_raises_only_graph_error(tmp_path_factory, data):
+    """Random bytes and random near-valid files: a Graph or a GraphError, nothing else."""
+    path = tmp_path_factory.mktemp("fuzz") / "edges.txt"
+    path.write_bytes(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            g = read_edge_list(path)
+        except GraphError:
+            return
+    assert g.n >= 1 and g.adjacency.shape == (g.n, g.n)
 
 
 def test_edge_list_empty_and_missing(tmp_path):

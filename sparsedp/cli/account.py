@@ -87,14 +87,7 @@ def add_parser(sub) -> None:
 def _node_ids(graph, given, default):
     if given is None:
         return [default]
-    return [graph.node_ids[graph.index_of(_parse_id(v))] for v in given]
-
-
-def _parse_id(text: str):
-    try:
-        return int(text)
-    except ValueError:
-        return text
+    return [graph.node_ids[graph.index_of(v)] for v in given]  # "42" finds integer id 42
 
 
 def account(args: argparse.Namespace) -> dict:

@@ -280,23 +280,103 @@ def _blank_comments(body: bytearray) -> list[bytes]:
     return comments
 
 
+class _LabelledIds(Exception):
+    """Some node id of the file is not an int64 integer: the file is read with string labels."""
+
+
+def _malformed(path: str, lineno: int, line: bytes) -> GraphError:
+    text = line.strip().decode(errors="replace")
+    return GraphError(f"{path}, line {lineno}: malformed edge {text!r} (expected two node ids)")
+
+
 def _parse_pairs_slow(body: bytes, path: str) -> np.ndarray:
-    """Reference line-by-line parser: ``(m, 2)`` int64 ids; names the first malformed line."""
+    """Reference line-by-line parser: ``(m, 2)`` int64 ids; names the first line with a
+    single field, and raises :class:`_LabelledIds` when an id is not an int64 integer."""
     pairs = []
     for lineno, line in enumerate(body.split(b"\n"), start=1):
         fields = line.split()
         if not fields:
             continue
+        if len(fields) < 2:
+            raise _malformed(path, lineno, line)
         try:
             u, v = int(fields[0]), int(fields[1])
-        except (ValueError, IndexError):
-            text = line.strip().decode(errors="replace")
-            raise GraphError(f"{path}, line {lineno}: malformed edge {text!r} "
-                             "(expected two integer node ids)") from None
+        except ValueError:
+            raise _LabelledIds from None
         if not (_INT64.min <= u <= _INT64.max and _INT64.min <= v <= _INT64.max):
-            raise GraphError(f"{path}, line {lineno}: node id out of the int64 range")
+            raise _LabelledIds
         pairs.append((u, v))
     return np.array(pairs, dtype=np.int64).reshape(-1, 2)
+
+
+def _parse_labels(body: bytes, path: str) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs of string labels: ``(m, 2)`` indices into the labels in order of first
+    appearance, and those labels (UTF-8 text; a line with a single field is malformed)."""
+    index: dict[str, int] = {}
+    pairs = []
+    for lineno, line in enumerate(body.split(b"\n"), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) < 2:
+            raise _malformed(path, lineno, line)
+        try:
+            u, v = fields[0].decode(), fields[1].decode()
+        except UnicodeDecodeError:
+            raise GraphError(f"{path}, line {lineno}: node ids are not UTF-8 text") from None
+        pairs.append((index.setdefault(u, len(index)), index.setdefault(v, len(index))))
+    return np.array(pairs, dtype=np.int64).reshape(-1, 2), np.array(list(index), dtype=str)
+
+
+def _third_fields(body: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The third field of every line that has one, as floats, with its 1-based line number
+    and the index of its line's pair; ``None`` when some third field is not a number (a
+    label or tag column, not weights)."""
+    buf = np.frombuffer(body, dtype=np.uint8)
+    space = buf <= 32
+    is_start = ~space
+    is_start[1:] &= space[:-1]
+    is_end = ~space
+    is_end[:-1] &= space[1:]
+    starts, ends = np.flatnonzero(is_start), np.flatnonzero(is_end) + 1
+    line = np.searchsorted(np.flatnonzero(buf == 10), starts)
+    first = np.ones(starts.size, dtype=bool)
+    first[1:] = line[1:] != line[:-1]
+    rank = np.arange(starts.size)
+    rank -= np.maximum.accumulate(np.where(first, rank, 0))
+    third = rank == 2
+    if not third.any():
+        return None
+    text = b" ".join(body[a:b] for a, b in zip(starts[third], ends[third], strict=True))
+    try:
+        values = np.fromstring(text, dtype=np.float64, sep=" ")
+    except ValueError:
+        return None
+    if values.size != int(third.sum()):
+        return None
+    pair = np.cumsum(first) - 1  # each non-blank line is one pair
+    return values, line[third] + 1, pair[third]
+
+
+def _check_weights(body: bytes, pairs: np.ndarray, path: str) -> None:
+    """A numeric third column is read as edge weights: ``nan``, ``inf``, a negative weight or
+    a weighted self-loop is an error naming the line; valid weights are ignored with a
+    warning (the gossip weights come from the scheme)."""
+    found = _third_fields(body)
+    if found is None:
+        return
+    weights, lines, pair = found
+    bad = np.flatnonzero(~np.isfinite(weights) | (weights < 0))
+    if bad.size:
+        k = int(bad[0])
+        raise GraphError(f"{path}, line {lines[k]}: edge weight {weights[k]:g} is not a finite "
+                         "non-negative number")
+    self_loop = np.flatnonzero(pairs[pair, 0] == pairs[pair, 1])
+    if self_loop.size:
+        raise GraphError(f"{path}, line {lines[self_loop[0]]}: a weighted self-loop; the "
+                         "weight a node keeps (W_ii) comes from the gossip scheme, not the file")
+    _warn_caller(f"{path}: the third column (edge weights) is ignored; the gossip weights "
+                 "come from the scheme")
 
 
 def _parse_pairs(body: bytes, path: str) -> np.ndarray:
@@ -366,33 +446,53 @@ def read_edge_list(path: str | os.PathLike[str]) -> Graph:
     """Read a SNAP-style edge list into a :class:`Graph`.
 
     Format: lines starting with ``#`` or ``%`` are comments, blank lines are skipped, fields are
-    separated by whitespace or commas, the first two fields are integer node ids and further
-    fields (weights, timestamps) are ignored.  Ids are remapped to ``0..n-1`` in increasing id
-    order (``node_ids`` keeps the originals); every id that appears is a node, also one seen only
-    in a self-loop.  Duplicate edges and self-loops are dropped.  The graph is symmetrised with a
+    separated by whitespace or commas, the first two fields are node ids and further fields
+    are ignored.  Integer ids are remapped to ``0..n-1`` in increasing id order (``node_ids``
+    keeps the originals); a file with any other id (``alice bob``) is read with string labels,
+    numbered in order of first appearance.  Every id that appears is a node, also one seen
+    only in a self-loop.  Duplicate edges and unweighted self-loops are dropped.  A numeric
+    third column is read as edge weights and checked: ``nan``, ``inf``, a negative weight or
+    a weighted self-loop is a ``GraphError`` naming the line; valid weights are ignored with a
+    ``UserWarning`` (the gossip scheme sets W).  A binary file, an empty file, a directory or
+    a missing file is a ``GraphError`` naming the path.  The graph is symmetrised with a
     ``UserWarning`` when a comment declares it directed (SNAP "Directed graph", KONECT "asym") or
     when the edges are partially reciprocal (some ``u v`` also appear as ``v u``, some do not);
     a list naming each edge once, or every edge in both directions, is read as undirected.
-    A Matrix Market file (``%%MatrixMarket`` header) is read with ``scipy.io.mmread``.
-    Malformed lines raise ``GraphError`` with the line number.
+    A Matrix Market file (``%%MatrixMarket`` header) is read with ``scipy.io.mmread`` (its
+    parse errors as ``GraphError``).  Malformed lines raise ``GraphError`` with the line number.
     """
     path_str = os.fspath(path)
     try:
         data = Path(path_str).read_bytes()
     except OSError as exc:
         raise GraphError(f"cannot read edge list {path_str}: {exc.strerror}") from None
+    if b"\0" in data[:65536]:
+        raise GraphError(f"{path_str} is not a text edge list (binary content)")
     if data.startswith(b"%%MatrixMarket"):
-        return _from_matrix(scipy.io.mmread(path_str))
+        return _read_matrix_market(path_str)
     body = bytearray(data.replace(b",", b" "))
     comments = _blank_comments(body)
-    pairs = _parse_pairs(bytes(body), path_str)
-    if pairs.size == 0:
-        raise GraphError(f"graph is empty (no nodes): {path_str} lists no edges")
-    ids, index = _remap_ids(pairs)
+    try:
+        pairs = _parse_pairs(bytes(body), path_str)
+        if pairs.size == 0:
+            raise GraphError(f"graph is empty (no nodes): {path_str} lists no edges")
+        ids, index = _remap_ids(pairs)
+    except _LabelledIds:
+        index, ids = _parse_labels(bytes(body), path_str)
+    _check_weights(bytes(body), index, path_str)
     declared = any(_DIRECTED_HEADER.search(c) for c in comments)
     return _graph_from_pairs(
         index[:, 0], index[:, 1], ids, one_sided_ok=True,
         declared_directed=f"{path_str} declares a directed graph" if declared else None)
+
+
+def _read_matrix_market(path: str) -> Graph:
+    """A Matrix Market file through ``scipy.io.mmread``, its parse errors as ``GraphError``."""
+    try:
+        matrix = scipy.io.mmread(path)
+    except (ValueError, TypeError, IndexError, OverflowError, EOFError) as exc:
+        raise GraphError(f"{path}: not a valid Matrix Market file ({exc})") from None
+    return _from_matrix(matrix)
 
 
 def write_edge_list(graph: Any, path: str | os.PathLike[str]) -> None:
