@@ -61,3 +61,27 @@ def test_heal_removes_only_unreadable_caches(tmp_path):
     with pytest.warns(UserWarning, match="corrupt numba cache"):
         assert numba_cache.heal(tmp_path)
     assert not good.exists() and not bad.exists() and other.exists()
+
+
+def test_a_non_editable_install_leaves_no_cache_in_site_packages(tmp_path):
+    """pip-install the project (not editable) into a fresh venv that borrows the other
+    dependencies, run a query from outside the source tree: no .nbi/.nbc file in its
+    site-packages, the cache is in the per-user directory."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+                   check=True, timeout=300)
+    python = venv / "bin" / "python"
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps",
+                              str(PACKAGE.parent)], capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stderr[-2000:]
+    cache = tmp_path / "cache"
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "PYTHONPATH")}
+    env["XDG_CACHE_HOME"] = str(cache)
+    run = subprocess.run([str(python), "-c", "import sparsedp; print(sparsedp.__file__); "
+                          + QUERY], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr
+    installed = Path(run.stdout.splitlines()[0]).parent
+    assert installed.is_relative_to(venv)  # the installed copy, not the source tree
+    assert not list(installed.rglob("*.nb[ic]"))
+    assert list(cache.rglob("_numba_kernels.*.nbi"))
