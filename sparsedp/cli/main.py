@@ -99,13 +99,15 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> tuple[dict, list[str]]:
     """The command's record and its warnings.
 
-    Where processes can be forked, the work runs in a child process and this one waits for its
+    Where processes can be forked (and no numba threads run here yet), the work runs in a
+    child process and this one waits for its
     result: a long numba or LAPACK call defers Python's signal handling until it returns
     (minutes, for a large factorisation), so Ctrl-C could not stop it in time, whereas the
     waiting parent is interrupted at once and kills the child.  ``--debug`` runs in this
     process, for a traceback of the original frames.
     """
-    if args.debug or "fork" not in multiprocessing.get_all_start_methods():
+    if (args.debug or "fork" not in multiprocessing.get_all_start_methods()
+            or _threads_started()):
         return _run_here(args)
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
@@ -124,6 +126,14 @@ def _run(args: argparse.Namespace) -> tuple[dict, list[str]]:
     if outcome == "error":
         raise payload
     return payload, warning_lines
+
+
+def _threads_started() -> bool:
+    """Whether numba's parallel threads already run in this process (``main`` called from a
+    program that has used the kernels): forking it is unsafe (GNU OpenMP aborts the child),
+    so the command then runs here.  The ``sparsedp`` command itself starts without them."""
+    parallel = sys.modules.get("numba.np.ufunc.parallel")
+    return bool(parallel is not None and getattr(parallel, "_is_initialized", True))
 
 
 def _run_here(args: argparse.Namespace) -> tuple[dict, list[str]]:
