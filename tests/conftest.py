@@ -30,3 +30,94 @@ def connected_instance(kind: str, n: int, seed: int):
 def er_metropolis():
     G = connected_instance("er", 40, 0)
     return gossip_matrix(G, scheme="metropolis")
+
+
+def random_doubly_stochastic(G, rng, kind: str = "sinkhorn"):
+    """A random symmetric doubly stochastic W (CSR) on the pattern of G plus self-loops.
+
+    ``"sinkhorn"``: random log-normal weights on the edges and on the diagonal (the diagonal
+    scaled by a random factor in ``[1e-4, 1]``, so nearly periodic W occur), balanced by the
+    symmetric Sinkhorn-Knopp iteration ``x <- sqrt(x / (A x))``, ``W = diag(x) A diag(x)``; the
+    diagonal then absorbs the last rounding of the row sums.  ``"matchings"``: a random convex
+    combination of the identity and of random matchings of G (each a symmetric permutation
+    matrix), retried until the matchings cover a connected spanning subgraph (irreducible W);
+    ``RuntimeError`` when that does not happen (stars).  Neither is a Metropolis or max-degree
+    matrix: the spectra are irregular, often with a small gap."""
+    import scipy.sparse as sp
+
+    n = G.number_of_nodes()
+    index = {v: i for i, v in enumerate(G.nodes())}
+    edges = [(index[u], index[v]) for u, v in G.edges() if u != v]
+    if kind == "sinkhorn":
+        A = np.zeros((n, n))
+        for u, v in edges:
+            A[u, v] = A[v, u] = rng.lognormal(0.0, 1.0)
+        A[np.arange(n), np.arange(n)] = (rng.lognormal(0.0, 1.0, size=n)
+                                         * 10.0 ** -rng.uniform(0.0, 4.0))
+        x = np.ones(n)
+        for _ in range(20_000):
+            x = np.sqrt(x / (A @ x))
+            if np.abs(x * (A @ x) - 1.0).max() < 1e-15:
+                break
+        A = x[:, None] * A * x[None, :]
+        A = (A + A.T) / 2.0
+        A[np.arange(n), np.arange(n)] += 1.0 - A.sum(axis=1)
+        if np.min(np.diag(A)) < 0 or np.abs(A.sum(axis=1) - 1.0).max() > 1e-13:
+            raise RuntimeError("Sinkhorn scaling did not converge")
+        return sp.csr_matrix(A)
+    if kind == "matchings":
+        for _attempt in range(100):
+            k = int(rng.integers(2, 8))
+            weights = rng.dirichlet(np.ones(k + 1))
+            A = weights[0] * np.eye(n)
+            union = nx.Graph()
+            union.add_nodes_from(range(n))
+            for w in weights[1:]:
+                P = np.eye(n)
+                used = set()
+                for e in rng.permutation(len(edges)):
+                    u, v = edges[e]
+                    if u not in used and v not in used:
+                        used |= {u, v}
+                        P[u, u] = P[v, v] = 0.0
+                        P[u, v] = P[v, u] = 1.0
+                        union.add_edge(u, v)
+                A += w * P
+            if nx.is_connected(union):
+                return sp.csr_matrix(A)
+        raise RuntimeError("no irreducible combination of matchings")
+    raise ValueError(kind)
+
+
+def small_graph(rng):
+    """A random small connected graph from a few families (cycles, paths, stars, trees,
+    complete, Erdos-Renyi, Barabasi-Albert, barbells, wheels, the Petersen graph)."""
+    family = rng.choice(["cycle", "path", "star", "tree", "complete", "er", "ba", "barbell",
+                         "wheel", "petersen"])
+    n = int(rng.integers(3, 26))
+    s = int(rng.integers(1 << 30))
+    if family == "cycle":
+        return nx.cycle_graph(n)
+    if family == "path":
+        return nx.path_graph(n)
+    if family == "star":
+        return nx.star_graph(n - 1)
+    if family == "tree":
+        return nx.random_labeled_tree(n, seed=s) if hasattr(nx, "random_labeled_tree") \
+            else nx.random_tree(n, seed=s)
+    if family == "complete":
+        return nx.complete_graph(min(n, 12))
+    if family == "ba":
+        return nx.barabasi_albert_graph(max(n, 4), 2, seed=s)
+    if family == "barbell":
+        return nx.barbell_graph(max(3, n // 3), int(rng.integers(0, 4)))
+    if family == "wheel":
+        return nx.wheel_graph(max(n, 4))
+    if family == "petersen":
+        return nx.petersen_graph()
+    for _attempt in range(100):
+        G = nx.erdos_renyi_graph(n, min(1.0, 2.5 * np.log(n) / n), seed=s)
+        if nx.is_connected(G):
+            return G
+        s += 1
+    return nx.cycle_graph(n)

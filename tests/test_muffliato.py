@@ -5,11 +5,12 @@ import math
 import networkx as nx
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.randomwalk import muffliato as mf
-from tests.conftest import connected_instance
+from tests.conftest import connected_instance, random_doubly_stochastic, small_graph
 
 
 def brute_force(W, G, u, T, sigma, alpha, gamma):
@@ -87,3 +88,87 @@ def test_refusals():
         mf.muffliato_rdp(W, 0, 5, 1.0, 2.0, receivers=[0])
     with pytest.raises(ParameterError, match="gap"):
         mf.chebyshev_gamma(0.0)
+
+
+def _spectrum_but_one(W):
+    ev = np.sort(np.linalg.eigvalsh(W.toarray()))
+    return ev[:-1]  # drop the eigenvalue 1
+
+
+def _accelerated_rate_holds(W, gamma, T=40):
+    """|P_t(lambda)| <= (t + 1) (gamma - 1)^(t/2) on every eigenvalue but 1, t < T."""
+    lam = _spectrum_but_one(W)
+    P = np.stack(list(mf.gossip_polynomial(sp.diags(lam).tocsr(), np.ones(len(lam)), T,
+                                           gamma)))
+    t = np.arange(T)[:, None]
+    return bool(np.all(np.abs(P) <= (t + 1) * (gamma - 1) ** (t / 2) * (1 + 1e-9) + 1e-15))
+
+
+COMPLETE_NO_LOOPS = {n: sp.csr_matrix((np.ones((n, n)) - np.eye(n)) / (n - 1)) for n in (3, 7)}
+
+
+def test_accelerated_gossip_with_negative_second_eigenvalue():
+    """W = (J - I)/6: lambda_2 = -1/6, so 1 - lambda_2 = 7/6 > 1; this used to raise 'gap
+    must be in (0, 1]'.  Now g = 7/6 (it covers the spectrum, 1/6 <= 1 - g/2 = 5/12)."""
+    W = COMPLETE_NO_LOOPS[7]
+    g, note = mf.acceleration_gap(W)
+    assert g == pytest.approx(7 / 6)
+    gamma = mf.chebyshev_gamma(g)
+    assert 1.0 <= gamma < 2.0 and _accelerated_rate_holds(W, gamma)
+    r = mf.muffliato_rdp(W, 0, 6, 3.0, 2.0, accelerated=True)
+    assert any("gamma" in s for s in r.notes)
+    G = nx.complete_graph(7)
+    ref = np.delete(brute_force(W, G, 0, 6, 3.0, 2.0, gamma), 0)
+    np.testing.assert_allclose(r.rdp, ref, rtol=1e-10)
+    p = mf.muffliato_rdp(W, 0, 6, 3.0, 2.0, accelerated=True, method="propagation")
+    np.testing.assert_allclose(p.rdp, ref, rtol=1e-10)
+
+
+def test_acceleration_gap_covers_the_most_negative_eigenvalue():
+    """K3 without loops: lambda_2 = lambda_3 = -1/2.  Muffliato's g = 1 - lambda_2 = 3/2
+    gives rho* = 1/4 < 1/2 and a rate of 0.47 per round instead of sqrt(gamma - 1) = 0.27;
+    acceleration_gap gives g = 2 (1 - 1/2) = 1, which attains it."""
+    W = COMPLETE_NO_LOOPS[3]
+    g, note = mf.acceleration_gap(W)
+    assert g == pytest.approx(1.0) and "lambda_n" in note
+    assert _accelerated_rate_holds(W, mf.chebyshev_gamma(g))
+    assert not _accelerated_rate_holds(W, mf.chebyshev_gamma(1.5))
+
+
+def test_acceleration_gap_is_muffliato_gap_in_the_usual_case_and_rate_holds():
+    """Metropolis W on graphs and random symmetric doubly stochastic W: g = 1 - lambda_2 when
+    lambda_n >= -(1 + lambda_2)/2, and the accelerated rate holds on the whole spectrum."""
+    rng = np.random.default_rng(7)
+    usual = 0
+    for _ in range(30):
+        G = small_graph(rng)
+        W = (gossip_matrix(G) if rng.random() < 0.5
+             else random_doubly_stochastic(G, rng, "sinkhorn"))
+        lam = _spectrum_but_one(W)
+        g, _ = mf.acceleration_gap(W)
+        assert 0.0 < g <= 2.0
+        if lam[0] >= -(1 + lam[-1]) / 2:
+            assert g == pytest.approx(1.0 - lam[-1], abs=1e-12)
+            usual += 1
+        if max(abs(lam[0]), abs(lam[-1])) < 1 - 1e-9:
+            assert _accelerated_rate_holds(W, mf.chebyshev_gamma(g))
+    assert usual >= 20
+
+
+def test_periodic_matrix_keeps_muffliato_gap_with_a_note():
+    W = gossip_matrix(nx.cycle_graph(6), scheme="max-degree")  # W_ii = 0, eigenvalue -1
+    g, note = mf.acceleration_gap(W)
+    assert g == pytest.approx(1.0 - np.cos(2 * np.pi / 6)) and "periodic" in note
+    r = mf.muffliato_rdp(W, 0, 5, 1.0, 2.0, accelerated=True)
+    assert any("periodic" in s for s in r.notes)
+
+
+def test_gap_range_is_zero_to_two():
+    assert mf.chebyshev_gamma(2.0) == 1.0  # rho* = 0: plain gossip
+    for g in (0.01, 0.3, 1.0, 1.5, 1.99):  # Muffliato's form cancels towards g = 2
+        muffliato_form = 2 * (1 - math.sqrt(g * (1 - g / 4))) / (1 - g / 2) ** 2
+        assert mf.chebyshev_gamma(g) == pytest.approx(muffliato_form, rel=1e-8)
+    for bad in (0.0, -0.1, 2.0001, math.nan):
+        with pytest.raises(ParameterError, match=r"gap must be in \(0, 2\]"):
+            mf.chebyshev_gamma(bad)
+    assert mf.muffliato_rounds(100, 1.5, 1.0) == math.ceil(math.log(100) / math.sqrt(1.5))

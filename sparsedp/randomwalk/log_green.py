@@ -24,14 +24,21 @@ Columns (:func:`log_green_columns`), never forming an n x n matrix except for ``
   truncation is applied with the three-term recurrence ``T_{k+1} = 2 X T_k - T_{k-1}``
   (``X = (2 W - (a + c) I) / (c - a)``, the mean projected out at every step).  As
   ``||T_k(X)|| <= 1`` on ``1^perp``, the truncation error is at most
-  ``||b|| sum_{k > K} 2 / (k r^k) <= ||b|| 2 r^-(K+1) / ((K + 1)(1 - 1/r))``.
-* ``"lanczos"``: ``||b|| Q_k f(T_k) e_1`` from k Lanczos steps (full reorthogonalisation).
-  For every polynomial p of degree < k, ``p(W) b = ||b|| Q_k p(T_k) e_1``, and the Ritz
-  values lie in ``[a, c]``, so the error is at most ``2 ||b|| E_{k-1}``, ``E_{k-1}`` the best
-  uniform approximation error of f on ``[a, c]`` by degree ``k - 1``, itself bounded by the
-  Chebyshev tail above (exact arithmetic; reorthogonalisation keeps rounding at that level).
-  A breakdown or ``n - 1`` steps (invariant Krylov space) make the result exact: only
-  rounding is charged.
+  ``||b|| sum_{k > K} 2 / (k r^k) <= ||b|| 2 r^-(K+1) / ((K + 1)(1 - 1/r))``.  An interval
+  narrower than ``MIN_RELATIVE_WIDTH (1 - c)`` (a point spectrum: complete graphs, ``J/n``)
+  is widened downwards first, and a termwise floating-point bound (each term's magnitude
+  times a few eps, propagated through the recurrence) is added: details key
+  ``rounding_bound`` (:mod:`sparsedp.randomwalk.krylov`).
+* ``"lanczos"``: ``||b|| Q_k f(T_k) e_1`` from k Lanczos steps (full reorthogonalisation,
+  the mean removed again after it).  Error bound: the smaller of the a-priori bound
+  ``2 ||b|| E_{k-1}`` (for every polynomial p of degree < k, ``p(W) b = ||b|| Q_k p(T_k)
+  e_1``, and the Ritz values lie in ``[a, c]``; ``E_{k-1}``, the best uniform approximation
+  error of f on ``[a, c]`` by degree ``k - 1``, is bounded by the Chebyshev tail above) and
+  the a-posteriori bound from the final residual ``beta_k |e_k^T ...|``, plus the measured
+  loss of the Lanczos relation (orthogonality, rounding) times ``1 / (1 - c)``
+  (:mod:`sparsedp.randomwalk.krylov`).  A breakdown (invariant Krylov space) stops the
+  iteration: the a-posteriori term then certifies the exact result of the smaller
+  tridiagonal matrix.
 * ``"quadrature"``: ``-log(1 - x) = int_0^1 x / (1 - s x) ds`` gives, for ``b`` orthogonal
   to 1, ``L b = int_0^1 (I - s W)^{-1} W b ds``.  m-point Gauss-Legendre in s; each node is a
   CG solve of ``(I - s_j W) y = W b`` (pyamg-preconditioned when ``I - s_j W`` is
@@ -44,6 +51,8 @@ Columns (:func:`log_green_columns`), never forming an n x n matrix except for ``
     ``|e_m(x)| <= |x|^(2m+1) / ((2m + 1) binom(2m, m)^2)``;
   - solves: with the true residual ``r_j`` (recomputed after CG), the error of ``y_j`` is at
     most ``||r_j|| / (1 - s_j max(c, 0))``, as ``I - s_j W >= 1 - s_j c`` on ``1^perp``.
+    A CG breakdown (NaN, possible with the AMG preconditioner of the singular ``I - W``) is
+    retried without the preconditioner, and failing that ``y_j = 0`` is charged in full.
 * ``"dense"``: eigendecomposition (``n <= DENSE_MAX_N``), the reference.
 
 The bounds assume the interval contains the spectrum on ``1^perp``: the lower end is the
@@ -59,6 +68,7 @@ the mean of ``L_uv`` over ordered pairs ``u != v``: ``sum_{u != v} L_uv = -tr L`
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +81,17 @@ from sparsedp import validation
 from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.linalg.spectral import _amg_preconditioner
 from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix
+from sparsedp.randomwalk.krylov import (
+    SpectralInterval,
+    chebyshev_columns,
+    chebyshev_tail_bound,
+    lanczos,
+    lanczos_columns,
+    lanczos_quadratic_form,
+    matvec_rounding_factor,
+    remove_mean,
+    tridiagonal_eig,
+)
 
 __all__ = [
     "COLUMN_METHODS",
@@ -111,23 +132,6 @@ def check_random_walk_matrix(W: Any) -> sp.csr_matrix:
     return M
 
 
-@dataclass(frozen=True)
-class SpectralInterval:
-    """``[lower, upper]`` contains the spectrum of W on ``1^perp`` (see the module docstring).
-
-    ``lower`` >= -1; ``upper`` < 1.  ``how`` says where each end comes from.
-    """
-
-    lower: float
-    upper: float
-    how: str
-
-    @property
-    def rho(self) -> float:
-        """``max(|lower|, |upper|)``: bounds ``|lambda_i|`` for ``i >= 2``."""
-        return max(abs(self.lower), abs(self.upper))
-
-
 def spectral_interval(W: Any, lanczos_steps: int = 60) -> SpectralInterval:
     """An interval containing the eigenvalues of a symmetric doubly stochastic W on ``1^perp``.
 
@@ -150,12 +154,12 @@ def spectral_interval(W: Any, lanczos_steps: int = 60) -> SpectralInterval:
     else:
         lower = max(-1.0, float(np.min(2.0 * M.diagonal() - 1.0)))
         start = np.random.default_rng(0).standard_normal(n)
-        alpha, beta, _, beta_next = _lanczos(M, start, min(lanczos_steps, n - 1), keep=False)
-        theta, S = _tridiagonal_eig(alpha, beta)
-        residual = beta_next * abs(S[-1, -1])
+        run = lanczos(M, start, min(lanczos_steps, n - 1), keep=False)
+        theta, S = tridiagonal_eig(run.alpha, run.beta)
+        residual = run.beta_next * abs(S[-1, -1])
         upper = float(theta[-1] + residual + 16 * _EPS)
         how = (f"Gershgorin lower end; upper end: top Ritz value {theta[-1]:.8g} + residual "
-               f"{residual:.2g} after {len(alpha)} Lanczos steps")
+               f"{residual:.2g} after {run.steps} Lanczos steps")
     if not upper < 1.0:
         raise GossipMatrixError(
             f"the second eigenvalue of W is not separated from 1 (upper bound {upper!r}): "
@@ -165,26 +169,6 @@ def spectral_interval(W: Any, lanczos_steps: int = 60) -> SpectralInterval:
 
 def _interval(W: sp.csr_matrix, interval: SpectralInterval | None) -> SpectralInterval:
     return spectral_interval(W) if interval is None else interval
-
-
-def _chebyshev_parameters(interval: SpectralInterval) -> tuple[float, float, float]:
-    """``(x*, r, c_0)`` of the Chebyshev series of ``-log(1 - lambda)`` on the interval."""
-    a, c = interval.lower, interval.upper
-    if c - a < 1e-12:  # a point spectrum: widen it a little, the series needs c > a
-        a = c - 1e-12
-    xs = (2.0 - a - c) / (c - a)
-    r = xs + math.sqrt((xs - 1.0) * (xs + 1.0))
-    c0 = -math.log((c - a) * r / 4.0)
-    return xs, r, c0
-
-
-def chebyshev_tail_bound(degree: int, interval: SpectralInterval) -> float:
-    """``sum_{k > degree} 2 / (k r^k) <= 2 r^-(K+1) / ((K+1)(1 - 1/r))``: the uniform error of
-    the degree-``degree`` Chebyshev truncation of ``-log(1 - x)`` on the interval (and a bound
-    on the best polynomial approximation error of that degree)."""
-    _, r, _ = _chebyshev_parameters(interval)
-    k = degree + 1
-    return 2.0 * math.exp(-k * math.log(r)) / (k * (1.0 - 1.0 / r))
 
 
 @dataclass(frozen=True)
@@ -217,10 +201,6 @@ def _centered_unit_block(sources: np.ndarray, n: int) -> np.ndarray:
     return B
 
 
-def _project(X: np.ndarray) -> np.ndarray:
-    return X - X.mean(axis=0)
-
-
 def log_green_matrix(W: Any) -> np.ndarray:
     """Dense ``L = -log(I - W + J/n)`` by eigendecomposition (``n <= DENSE_MAX_N``).
 
@@ -237,127 +217,62 @@ def log_green_matrix(W: Any) -> np.ndarray:
     return (V * f) @ V.T
 
 
-def _chebyshev(M: sp.csr_matrix, B: np.ndarray, interval: SpectralInterval, tol: float,
-               max_degree: int) -> tuple[np.ndarray, np.ndarray, dict]:
-    a, c = interval.lower, interval.upper
-    xs, r, c0 = _chebyshev_parameters(interval)
-    norms = np.linalg.norm(B, axis=0)
-    degree = 1
-    while chebyshev_tail_bound(degree, interval) * norms.max() > tol:
-        degree += 1
-        if degree > max_degree:
-            raise ParameterError(
-                f"chebyshev: degree {max_degree} does not reach tol = {tol:g} (spectral "
-                f"interval [{a:.6g}, {c:.6g}]); raise max_degree or use 'quadrature'")
-    scale, shift = 2.0 / (c - a), (a + c) / (c - a)
-
-    def X(V: np.ndarray) -> np.ndarray:
-        return _project(scale * (M @ V) - shift * V)
-
-    prev, cur = B, X(B)
-    out = c0 * B + (2.0 / r) * cur
-    coef_sum = abs(c0) + 2.0 / r
-    for k in range(2, degree + 1):
-        prev, cur = cur, 2.0 * X(cur) - prev
-        ck = 2.0 / (k * r**k)
-        out += ck * cur
-        coef_sum += ck
-    truncation = chebyshev_tail_bound(degree, interval) * norms
-    rounding = 8.0 * degree * _EPS * coef_sum * (1.0 + abs(scale) + abs(shift)) * norms
-    return _project(out), truncation + rounding, {
-        "degree": degree, "matvecs": degree, "chebyshev_r": r, "x_star": xs,
-        "truncation_bound": truncation.tolist(), "rounding_allowance": rounding.tolist()}
-
-
-def _lanczos(M: sp.csr_matrix, b: np.ndarray, steps: int, keep: bool = True
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, float]:
-    """k-step Lanczos on ``1^perp`` from ``b`` (mean removed).
-
-    With ``keep``: full reorthogonalisation against the stored basis.  Without: the plain
-    three-term recurrence (no n x k storage; the Ritz values stay accurate, copies of
-    converged ones may appear).  Returns ``(alpha, beta, Q, beta_next)``: the tridiagonal
-    ``T_k`` (diagonal alpha, off-diagonal beta), the ``n x k`` basis (``None`` unless
-    ``keep``) and the norm of the next Lanczos vector (``W Q = Q T + beta_next q_{k+1}
-    e_k^T``).  Stops early on breakdown (an invariant subspace: ``beta_next = 0``)."""
-    n = b.shape[0]
-    Q = np.empty((n, steps)) if keep else None
-    alpha, beta = np.zeros(steps), np.zeros(steps)
-    q = b - b.mean()
-    q /= np.linalg.norm(q)
-    q_prev = np.zeros(n)
-    used = steps
-    for k in range(steps):
-        w = M @ q
-        w -= w.mean()
-        alpha[k] = q @ w
-        if keep:
-            Q[:, k] = q
-            basis = Q[:, :k + 1]
-            w -= basis @ (basis.T @ w)  # full reorthogonalisation, twice is enough
-            w -= basis @ (basis.T @ w)
-        else:
-            w -= alpha[k] * q + (beta[k - 1] if k else 0.0) * q_prev
-        beta[k] = np.linalg.norm(w)
-        if beta[k] <= 1e-14 * max(1.0, abs(alpha[k])):
-            used = k + 1
-            break
-        q_prev, q = q, w / beta[k]
-    return (alpha[:used], beta[:used - 1], Q[:, :used] if keep else None,
-            float(beta[used - 1]))
-
-
-def _tridiagonal_eig(alpha: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    from scipy.linalg import eigh_tridiagonal
-
-    return eigh_tridiagonal(alpha, beta)
-
-
-def _lanczos_columns(M: sp.csr_matrix, B: np.ndarray, interval: SpectralInterval, tol: float,
-                     max_degree: int) -> tuple[np.ndarray, np.ndarray, dict]:
-    norms = np.linalg.norm(B, axis=0)
-    steps = 1
-    while 2.0 * chebyshev_tail_bound(steps - 1, interval) * norms.max() > tol:
-        steps += 1
-        if steps > max_degree:
-            raise ParameterError(f"lanczos: {max_degree} steps do not reach tol = {tol:g}")
-    steps = min(steps, M.shape[0] - 1)
-    out = np.empty_like(B)
-    used, truncation = [], np.zeros(B.shape[1])
-    for j in range(B.shape[1]):
-        alpha, beta, Q, _ = _lanczos(M, B[:, j], steps)
-        theta, S = _tridiagonal_eig(alpha, beta)
-        theta = np.clip(theta, interval.lower, interval.upper)
-        fT_e1 = S @ (-np.log1p(-theta) * S[0, :])
-        out[:, j] = norms[j] * (Q @ fT_e1)
-        used.append(len(alpha))
-        # a breakdown, or n - 1 steps (all of 1^perp): the Krylov space is invariant and the
-        # result exact
-        if len(alpha) == steps < M.shape[0] - 1:
-            truncation[j] = 2.0 * chebyshev_tail_bound(steps - 1, interval) * norms[j]
-    bound = truncation + 8.0 * max(used) * _EPS * norms * (1.0 + abs(math.log1p(-interval.upper)))
-    return _project(out), bound, {"steps": used, "matvecs": sum(used)}
-
-
 def gauss_legendre_error_bound(m: int, interval: SpectralInterval) -> float:
     """Bound on ``|int_0^1 x/(1 - s x) ds - Q_m|`` over x in the interval (module docstring).
 
-    Positive side: ``e_m(c)`` computed directly (plus a rounding allowance); negative side:
-    ``|a|^(2m+1) / ((2m + 1) binom(2m, m)^2)``.
+    Positive side: ``e_m(c)`` computed directly with the floating-point rule, plus twice a
+    bound on how far that rule is from the exact one there (weights within ``4 m eps``
+    relative, nodes within ``4 eps``: ``sum_j (4 m eps w_j g(s_j) + 4 eps w_j |g'(s_j)|)``,
+    ``g(s) = c/(1 - s c)``, largest at ``x = c`` for every ``x`` in ``[0, c]``), plus a
+    rounding allowance; negative side: ``|a|^(2m+1) / ((2m + 1) binom(2m, m)^2)`` plus the
+    same perturbation (``|g|, |g'| <= 1`` there).
     """
     s, w = _gauss_legendre_01(m)
     c = max(interval.upper, 0.0)
     exact = -math.log1p(-c)
-    approx = float(np.sum(w * c / (1.0 - s * c)))
-    positive = max(exact - approx, 0.0) + 4.0 * m * _EPS * (1.0 + exact)
+    denom = 1.0 - s * c
+    approx = float(np.sum(w * c / denom))
+    rule = float(np.sum(w * (4.0 * m * _EPS * c / denom + 4.0 * _EPS * c * c / denom**2)))
+    positive = max(exact - approx, 0.0) + 2.0 * rule + 4.0 * m * _EPS * (1.0 + exact)
     a = abs(min(interval.lower, 0.0))
     log_neg = (2 * m + 1) * math.log(a) if a > 0 else -math.inf
     log_neg -= math.log(2 * m + 1) + 2.0 * (math.lgamma(2 * m + 1) - 2.0 * math.lgamma(m + 1))
-    return max(positive, math.exp(log_neg))
+    negative = math.exp(log_neg) + 8.0 * (m + 1) * _EPS
+    return max(positive, negative)
 
 
+@functools.lru_cache(maxsize=64)
 def _gauss_legendre_01(m: int) -> tuple[np.ndarray, np.ndarray]:
-    x, w = np.polynomial.legendre.leggauss(m)
-    return (x + 1.0) / 2.0, w / 2.0
+    """m-point Gauss-Legendre rule on [0, 1]: numpy's nodes, weights from the Christoffel
+    function ``w_j = 2 / sum_{k<m} (2k + 1) P_k(x_j)^2`` (a sum of positive terms).  numpy's
+    own weights lose up to 1e-8 relative accuracy at the end nodes for m ~ 1000, which
+    against the integrand ``c/(1 - s c) ~ 1/(1 - c)`` there moved the rule by 8e-10 (more
+    than the quadrature bound); these agree with a 40-digit rule to about 1.5e-12 there."""
+    x, _ = np.polynomial.legendre.leggauss(m)
+    x = (x - x[::-1]) / 2.0  # exactly symmetric
+    p_prev, p = np.ones_like(x), x.copy()
+    total = 1.0 + 3.0 * x * x
+    for k in range(1, m - 1):
+        p_prev, p = p, ((2 * k + 1) * x * p - k * p_prev) / (k + 1)
+        total += (2 * k + 3) * p * p
+    s, w = (x + 1.0) / 2.0, 1.0 / total
+    s.setflags(write=False)
+    w.setflags(write=False)
+    return s, w
+
+
+def _solve(A: LinearOperator, rhs: np.ndarray, atol: float, precond: Any, maxiter: int,
+           callback: Any) -> np.ndarray:
+    """CG for ``A y = rhs`` (mean removed from y).  A breakdown of preconditioned CG (the AMG
+    preconditioner is built on the singular ``I - W``) can give NaN: then CG is rerun without
+    it (``A`` is positive definite on ``1^perp``), and if that too fails, ``y = 0`` (the bound
+    charges the residual ``||rhs||``).  The caller's bound uses the true residual of y."""
+    for pre in ((precond, None) if precond is not None else (None,)):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            y, _ = cg(A, rhs, rtol=0.0, atol=atol, M=pre, maxiter=maxiter, callback=callback)
+        if np.all(np.isfinite(y)):
+            return y - y.mean()
+    return np.zeros_like(rhs)
 
 
 def _quadrature(M: sp.csr_matrix, B: np.ndarray, interval: SpectralInterval, tol: float,
@@ -373,7 +288,9 @@ def _quadrature(M: sp.csr_matrix, B: np.ndarray, interval: SpectralInterval, tol
                                  f"{interval.upper:.6g}])")
     s_nodes, weights = _gauss_legendre_01(m)
     c_pos, a_neg = max(interval.upper, 0.0), abs(min(interval.lower, 0.0))
-    WB = _project(M @ B)
+    WB = remove_mean(M @ B)
+    rhs_norms = np.linalg.norm(WB, axis=0)
+    mv = matvec_rounding_factor(M)  # the computed residual is itself rounded
     amg = None
     out = np.zeros_like(B)
     solve_err = np.zeros(B.shape[1])
@@ -394,16 +311,15 @@ def _quadrature(M: sp.csr_matrix, B: np.ndarray, interval: SpectralInterval, tol
             def counter(_x, count=count):
                 count[0] += 1
 
-            y, _ = cg(A, WB[:, j], rtol=0.0, atol=atol, M=precond, maxiter=10 * n,
-                      callback=counter)
-            y -= y.mean()
+            y = _solve(A, WB[:, j], atol, precond, 10 * n, counter)
             residual = float(np.linalg.norm(WB[:, j] - A @ y))
+            residual += _EPS * ((mv + 4.0) * float(np.linalg.norm(y)) + 2.0 * rhs_norms[j])
             out[:, j] += w * y
             solve_err[j] += w * residual / margin
             iterations.append(count[0])
     quad = gauss_legendre_error_bound(m, interval) * norms
     rounding = 8.0 * m * _EPS * np.linalg.norm(out, axis=0)
-    return _project(out), quad + solve_err + rounding, {
+    return remove_mean(out), quad + solve_err + rounding, {
         "nodes": m, "cg_iterations": iterations, "matvecs": int(sum(iterations)) + m,
         "preconditioned": amg is not None, "quadrature_bound": quad.tolist(),
         "solve_bound": solve_err.tolist()}
@@ -437,9 +353,9 @@ def log_green_columns(W: Any, sources: Any, method: str = "chebyshev", tol: floa
     iv = _interval(M, interval)
     B = _centered_unit_block(src, n)
     if method == "chebyshev":
-        cols, bound, details = _chebyshev(M, B, iv, tol, max_degree)
+        cols, bound, details = chebyshev_columns(M, B, iv, tol, max_degree)
     elif method == "lanczos":
-        cols, bound, details = _lanczos_columns(M, B, iv, tol, max_degree)
+        cols, bound, details = lanczos_columns(M, B, iv, tol, max_degree)
     else:
         cols, bound, details = _quadrature(M, B, iv, tol, _MAX_NODES)
     return LogGreenColumns(src, cols, bound, method, "approximation", iv, details)
@@ -494,10 +410,14 @@ def _logdet_slq(M: sp.csr_matrix, probes: int, steps: int | None, seed: int,
                 interval: SpectralInterval) -> LogDetResult:
     """Hutchinson with Rademacher probes z (projected on ``1^perp``):
     ``-tr L = E[z^T log(I - W) z]`` restricted to ``1^perp``, each quadratic form by k-point
-    Lanczos (Gauss) quadrature ``||Pz||^2 sum_j tau_j^2 log(1 - theta_j)``.
+    Lanczos (Gauss) quadrature ``||Pz||^2 sum_j tau_j^2 log(1 - theta_j)``
+    (:func:`sparsedp.randomwalk.krylov.lanczos_quadratic_form`).
 
-    Gauss quadrature with k nodes is exact for degree ``2k - 1``, so each form has error
-    at most ``2 ||Pz||^2 E_{2k-1}`` (the Chebyshev tail bound)."""
+    Each form's error is at most the smaller of ``2 ||Pz||^2 E_{2k-1}`` (exact for degree
+    ``2k - 1``; the Chebyshev tail bound) and the a-posteriori Lanczos bound, plus the loss of
+    the Lanczos relation; the mean of these bounds bounds the error of the mean.  A breakdown
+    (the Krylov space of z is invariant: small or symmetric graphs) stops the Lanczos run, and
+    its smaller tridiagonal matrix gives the exact form; a probe with ``Pz = 0`` gives 0."""
     n = M.shape[0]
     if steps is None:
         steps = 2
@@ -507,24 +427,20 @@ def _logdet_slq(M: sp.csr_matrix, probes: int, steps: int | None, seed: int,
                 break
     steps = min(steps, n - 1)
     rng = np.random.default_rng(seed)
-    samples = np.empty(probes)
-    quad_bound = 0.0
+    samples, bounds = np.empty(probes), np.empty(probes)
+    short_runs = 0
     for p in range(probes):
         z = rng.choice([-1.0, 1.0], size=n)
-        z -= z.mean()
-        nz2 = float(z @ z)
-        alpha, beta, _, _ = _lanczos(M, z, steps)
-        theta, S = _tridiagonal_eig(alpha, beta)
-        theta = np.clip(theta, interval.lower, interval.upper)
-        samples[p] = nz2 * float(np.sum(S[0, :] ** 2 * np.log1p(-theta)))
-        quad_bound = max(quad_bound, 2.0 * nz2 * chebyshev_tail_bound(2 * len(alpha) - 1,
-                                                                       interval))
+        samples[p], bounds[p], used = lanczos_quadratic_form(M, z, steps, interval)
+        short_runs += used < steps
     value = float(samples.mean())
+    quad_bound = float(bounds.mean())
     stderr = float(samples.std(ddof=1) / math.sqrt(probes)) if probes > 1 else math.inf
     return LogDetResult(value, 1.96 * stderr + quad_bound, "estimate",
                         "stochastic Lanczos quadrature",
                         {"probes": probes, "lanczos_steps": steps, "standard_error": stderr,
-                         "quadrature_bound": quad_bound, "seed": seed})
+                         "quadrature_bound": quad_bound, "breakdowns": short_runs,
+                         "seed": seed})
 
 
 def log_pseudo_determinant(W: Any, method: str = "auto", probes: int = 64,

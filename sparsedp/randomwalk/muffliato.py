@@ -8,8 +8,10 @@ Muffliato averaging: every node u releases ``x_u + eta_u``, ``eta_u ~ N(0, sigma
 * plain gossip: ``P_t(W) = W^t``;
 * Chebyshev-accelerated gossip: ``P_0 = I``, ``P_1 = W``,
   ``P_{t+1} = gamma W P_t + (1 - gamma) P_{t-1}``, with
-  ``gamma = 2 (1 - sqrt(g (1 - g/4))) / (1 - g/2)^2`` and ``g = 1 - lambda_2(W)``
-  (:func:`chebyshev_gamma`).  ``P_t(1) = 1`` for both.
+  ``gamma = 2 (1 - sqrt(g (1 - g/4))) / (1 - g/2)^2`` (:func:`chebyshev_gamma`) and, by
+  default, ``g = min(1 - lambda_2, 2 (1 - max(|lambda_2|, |lambda_n|)))``
+  (:func:`acceleration_gap`; Muffliato's ``1 - lambda_2`` unless the most negative eigenvalue
+  needs a smaller g, see there).  ``P_t(1) = 1`` for both.
 
 At round t node v receives ``x^t_w = e_w^T P_t (x + eta)`` from each neighbour w; each is a
 Gaussian mechanism with sensitivity ``|(P_t)_wu|`` to ``x_u`` and noise standard deviation
@@ -53,6 +55,7 @@ from sparsedp.randomwalk.pairwise import PairwiseLoss, renyi_order
 __all__ = [
     "DENSE_MAX_N",
     "EXACT_ROW_NORMS_MAX",
+    "acceleration_gap",
     "chebyshev_gamma",
     "gossip_polynomial",
     "muffliato_rdp",
@@ -64,23 +67,58 @@ EXACT_ROW_NORMS_MAX = 50_000  # exact row norms for at most this many distinct w
 _CHUNK = 256
 
 
-def chebyshev_gamma(gap: float) -> float:
-    """``gamma = 2 (1 - sqrt(g (1 - g/4))) / (1 - g/2)^2`` for the spectral gap
-    ``g = 1 - lambda_2(W)`` in (0, 1] (Muffliato's accelerated gossip)."""
+def _gap(gap: float) -> float:
     g = validation.real("gap", gap)
-    if not 0.0 < g <= 1.0:
-        raise ParameterError(f"gap must be in (0, 1], got {g!r}")
-    return 2.0 * (1.0 - math.sqrt(g * (1.0 - g / 4.0))) / (1.0 - g / 2.0) ** 2
+    if not 0.0 < g <= 2.0:
+        raise ParameterError(f"gap must be in (0, 2], got {g!r}")
+    return g
+
+
+def chebyshev_gamma(gap: float) -> float:
+    """``gamma = 2 (1 - sqrt(g (1 - g/4))) / (1 - g/2)^2 = 2 / (1 + sqrt(g (1 - g/4)))`` for
+    ``g`` in (0, 2] (Muffliato's accelerated gossip; the second form has no 0/0 at g = 2).
+
+    On an eigenvalue lambda of W the recurrence is ``p_{t+1} = gamma lambda p_t - (gamma - 1)
+    p_{t-1}``; with ``rho* = 1 - g/2`` this gamma is ``2 / (1 + sqrt(1 - rho*^2))``, the
+    optimal parameter for eigenvalues in ``[-rho*, rho*]``: there the characteristic roots
+    are complex with modulus ``sqrt(gamma - 1)`` and ``|P_t(lambda)| <= (t + 1) (gamma -
+    1)^(t/2)``.  So g must satisfy ``max(|lambda_2|, |lambda_n|) <= 1 - g/2`` to give that
+    rate on every eigenvalue but 1; :func:`acceleration_gap` computes such a g from W.  A g
+    above 1 (``rho* < 1/2``) is legitimate: W with a negative second eigenvalue, such as
+    ``(J - I)/(n - 1)``.  ``g = 2`` gives ``gamma = 1`` (plain gossip, ``rho* = 0``)."""
+    g = _gap(gap)
+    return 2.0 / (1.0 + math.sqrt(g * (1.0 - g / 4.0)))
+
+
+def acceleration_gap(W: Any) -> tuple[float, str]:
+    """``(g, note)``: the gap used for the accelerated gossip of a symmetric stochastic W.
+
+    ``g = min(1 - lambda_2, 2 (1 - rho))``, ``rho = max(|lambda_2|, |lambda_n|)``: Muffliato's
+    ``1 - lambda_2`` whenever it covers the whole spectrum (``rho <= 1 - g/2``, i.e.
+    ``lambda_n >= -(1 + lambda_2)/2``, the usual case), else the largest g that does (see
+    :func:`chebyshev_gamma`).  ``g`` lies in (0, 2]; it exceeds 1 when ``lambda_2 < 0``.  A
+    periodic W (``rho = 1``: eigenvalue -1, bipartite graph without self-loops) has no
+    accelerating gamma (nor does plain gossip converge on the eigenvalue -1): then
+    ``g = 1 - lambda_2``, as in Muffliato, and the note says so."""
+    info = spectral_info(W)
+    muffliato = 1.0 - info.lambda_2
+    radius = 2.0 * (1.0 - info.rho)
+    if radius <= 1e-12:
+        return muffliato, (f"W is periodic (eigenvalue -1): gossip does not converge on that "
+                           f"eigenvector; gap 1 - lambda_2 = {muffliato:.10g} as in Muffliato")
+    if radius < muffliato:
+        return radius, (f"gap 2 (1 - max|lambda_i|) = {radius:.10g} (below 1 - lambda_2 = "
+                        f"{muffliato:.10g}: lambda_n = {info.lambda_n:.6g} is the binding "
+                        "eigenvalue)")
+    return muffliato, f"gap 1 - lambda_2 = {muffliato:.10g}"
 
 
 def muffliato_rounds(n: int, gap: float, sigma: float, accelerated: bool = True) -> int:
     """Rounds to reach the noise level, as in the published code of both papers:
     ``ceil(log(n max(1/4, sigma^2) / sigma^2) / s)`` with ``s = sqrt(gap)`` (accelerated)
-    or ``s = gap`` (plain), ``gap = 1 - lambda_2(W)``."""
+    or ``s = gap`` (plain), ``gap = 1 - lambda_2(W)`` in (0, 2]."""
     s = validation.sigma(sigma)
-    g = validation.real("gap", gap)
-    if not 0.0 < g <= 1.0:
-        raise ParameterError(f"gap must be in (0, 1], got {g!r}")
+    g = _gap(gap)
     rate = math.sqrt(g) if accelerated else g
     return max(1, math.ceil(math.log(n * max(0.25, s * s) / (s * s)) / rate))
 
@@ -138,8 +176,10 @@ def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
                   row_norms: str = "exact", method: str = "auto") -> PairwiseLoss:
     """Muffliato RDP loss of ``source`` towards each receiver after T gossip rounds.
 
-    ``accelerated``: Chebyshev-accelerated gossip (``gamma`` from the spectral gap unless
-    given).  ``row_norms``: ``"exact"`` or ``"bound"`` (see the module docstring).
+    ``accelerated``: Chebyshev-accelerated gossip (``gamma`` from :func:`acceleration_gap`
+    and :func:`chebyshev_gamma` unless given; any gamma gives a valid privacy bound, the
+    choice only sets how fast the gossip mixes).  ``row_norms``: ``"exact"`` or ``"bound"``
+    (see the module docstring).
     ``method``: ``"dense"`` (eigendecomposition), ``"propagation"`` (matrix-free) or
     ``"auto"`` (dense for ``n <= DENSE_MAX_N`` with exact row norms).  W must be symmetric,
     stochastic and nonnegative.
@@ -158,8 +198,9 @@ def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
     alpha = renyi_order(alpha)
     notes = []
     if accelerated and gamma is None:
-        gamma = chebyshev_gamma(1.0 - spectral_info(M).lambda_2)
-        notes.append(f"Chebyshev gamma = {gamma:.10g} from the spectral gap")
+        gap, gap_note = acceleration_gap(M)
+        gamma = chebyshev_gamma(gap)
+        notes.append(f"Chebyshev gamma = {gamma:.10g} from the {gap_note}")
     elif accelerated:
         gamma = validation.real("gamma", gamma)
     else:
