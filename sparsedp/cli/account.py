@@ -75,19 +75,6 @@ def add_parser(sub) -> None:
 
 
 
-def _node_ids(graph, given, default):
-    if given is None:
-        return [default]
-    return [graph.node_ids[graph.index_of(_parse_id(v))] for v in given]
-
-
-def _parse_id(text: str):
-    try:
-        return int(text)
-    except ValueError:
-        return text
-
-
 def account(args: argparse.Namespace) -> dict:
     """Run one accounting query; return the JSON-ready record."""
     start = time.perf_counter()
@@ -100,19 +87,20 @@ def account(args: argparse.Namespace) -> dict:
     else:
         graph = as_graph(args.graph)
         graph_name = str(args.graph)
-    W = gossip_matrix(graph, scheme=args.scheme)
-    target_id = _node_ids(graph, None if args.target is None else [args.target],
-                          graph.node_ids[-1])[0]
+    W = gossip_matrix(graph, scheme=args.scheme)  # row i is the node graph.id_of(i)
+    # node ids as typed ("42" names the integer label 42), turned into rows of W
+    target = graph.n - 1 if args.target is None else graph.index_of(args.target, "target")
     if args.view in VIEWS_WITHOUT_OBSERVERS:
         if args.observers:
             raise ParameterError(f"--view {args.view} fixes its own observers; drop --observer")
         observers = None
     else:
-        observers = graph.indices_of(_node_ids(graph, args.observers, graph.node_ids[0]))
+        observers = [0] if args.observers is None else [
+            graph.index_of(v, "observer") for v in args.observers]
     progress = None if args.no_progress else sys.stderr.isatty()
     result = squared_sensitivity(
         W,
-        target=graph.index_of(target_id),
+        target=target,
         observers=observers,
         T=args.rounds,
         view=args.view,
@@ -127,10 +115,10 @@ def account(args: argparse.Namespace) -> dict:
     return {
         "graph": {"source": graph_name, "nodes": graph.n, "edges": graph.num_edges},
         "scheme": args.scheme,
-        "target": _plain(target_id),
+        "target": graph.id_of(result.target),
         "view": result.view,
         "noise_removed": result.noise_removed,
-        "observers": [_plain(graph.node_ids[i]) for i in result.observers],
+        "observers": [graph.id_of(i) for i in result.observers],
         "rounds": args.rounds,
         "sigma": args.sigma,
         "delta": args.delta,
@@ -148,10 +136,6 @@ def account(args: argparse.Namespace) -> dict:
         "notes": list(result.notes),
         "elapsed_seconds": time.perf_counter() - start,
     }
-
-
-def _plain(value):
-    return value.item() if hasattr(value, "item") else value
 
 
 def format_report(record: dict) -> str:

@@ -5,6 +5,17 @@ Every graph is normalised into a :class:`Graph`: a symmetric 0/1 adjacency matri
 the adjacency belongs to node ``node_ids[i]``.  Directed input is symmetrised (an undirected edge
 ``{u, v}`` exists when ``u -> v`` or ``v -> u`` was given) with a ``UserWarning``.
 
+Labels and positions.  A node has a *label* (its networkx node, its id in an edge-list file,
+``0..n-1`` for a matrix or a generator) and a *position* (its row ``i``: the order of
+``G.nodes()`` for networkx, increasing ids for an edge list).  Every public function that takes
+a graph speaks labels, in its arguments and in its results; matrices built from a graph
+(gossip matrices, ``W = I - L/c``) and per-node arrays are in position order.
+:meth:`Graph.index_of` / :meth:`Graph.indices_of` turn labels into positions (for the
+functions that take only a matrix W, whose node arguments are row indices),
+:meth:`Graph.id_of` / :meth:`Graph.ids_of` / :meth:`Graph.per_node` turn positions back into
+labels.  When the labels are ``0..n-1`` in order (:attr:`Graph.labels_are_positions`) the two
+coincide.
+
 Generators are deterministic given ``seed`` and label nodes ``0..n-1``.  They do not enforce
 connectivity; :func:`require_connected` (called by the gossip-matrix builders) does.
 """
@@ -51,7 +62,8 @@ class Graph:
     """An undirected simple graph: ``adjacency[i, j] = 1`` iff nodes ``i`` and ``j`` are linked.
 
     ``adjacency`` is a symmetric ``scipy.sparse.csr_matrix`` with float64 data equal to 1, an
-    empty diagonal and sorted indices; ``node_ids[i]`` is the caller's id of node ``i``.  Use
+    empty diagonal and sorted indices; ``node_ids[i]`` is the caller's label of the node at
+    position (row) ``i`` (see the module docstring on labels and positions).  Use
     :func:`as_graph` or a generator to build one; the constructor only validates.
     """
 
@@ -106,36 +118,87 @@ class Graph:
     def _id_order(self) -> np.ndarray:
         return np.argsort(self.node_ids, kind="stable")
 
-    def index_of(self, node_id: Any) -> int:
-        """Row index of ``node_id``: any value equal to a stored id (python or numpy scalar).
+    @cached_property
+    def labels_are_positions(self) -> bool:
+        """True when the labels are ``0..n-1`` in this order (label == row index), as for the
+        generators, matrices and networkx graphs built on ``range(n)``."""
+        ids = self.node_ids
+        return (ids.dtype.kind in "iu" and ids[0] == 0 and ids[-1] == self.n - 1
+                and bool(np.all(ids[1:] > ids[:-1])))
 
-        For integer ids a decimal string such as ``"42"`` (as typed on a command line) is
-        accepted too.  Raises ``GraphError("unknown node id X")`` otherwise.
+    def _unknown(self, label: Any, role: str) -> GraphError:
+        shown = repr(label) if isinstance(label, str) else str(label)
+        where = "" if role == "node" else f" for {role}"
+        sample = ", ".join(repr(v) for v in self.node_ids[:3].tolist())
+        more = ", ..." if self.n > 3 else ""
+        return GraphError(f"unknown node id {shown}{where} (nodes are named by their labels: "
+                          f"{sample}{more})")
+
+    def index_of(self, label: Any, role: str = "node") -> int:
+        """Row index of the node labelled ``label`` (any value equal to a label: python or
+        numpy scalar).
+
+        For integer labels a decimal string such as ``"42"`` (as typed on a command line) is
+        accepted too.  ``role`` names the argument in the error: ``GraphError("unknown node id
+        'x' for target (...)")``, which also shows a few of the graph's labels.
         """
+        if self.labels_are_positions and isinstance(label, (int, np.integer)) \
+                and not isinstance(label, bool):
+            if 0 <= label < self.n:
+                return int(label)
+            raise self._unknown(label, role)
         try:
-            return self._index[node_id]
+            return self._index[label]
         except (KeyError, TypeError):
             pass
-        if isinstance(node_id, str) and self.node_ids.dtype.kind in "iu":
+        if isinstance(label, str) and self.node_ids.dtype.kind in "iu":
             try:
-                return self._index[int(node_id)]
-            except (KeyError, ValueError):
+                number = int(label)
+            except ValueError:
                 pass
-        raise GraphError(f"unknown node id {node_id!r}" if isinstance(node_id, str)
-                         else f"unknown node id {node_id}")
+            else:
+                if number in self._index:
+                    return self._index[number]
+                label = number  # reported as the number it names
+        raise self._unknown(label, role)
 
-    def indices_of(self, ids: Any) -> np.ndarray:
-        """Row indices (int64 array) of a sequence of node ids; see :meth:`index_of`."""
-        if self.node_ids.dtype.kind in "iu" and np.asarray(ids).dtype.kind in "iu":
-            # Vectorised lookup of integer ids: binary search in the sorted ids.
-            ids = np.asarray(ids)
+    def __contains__(self, label: Any) -> bool:
+        """Whether :meth:`index_of` knows ``label``."""
+        try:
+            self.index_of(label)
+        except GraphError:
+            return False
+        return True
+
+    def indices_of(self, labels: Any, role: str = "node") -> np.ndarray:
+        """Row indices (int64 array) of a sequence of labels; see :meth:`index_of`."""
+        if self.node_ids.dtype.kind in "iu" and np.asarray(labels).dtype.kind in "iu":
+            # Vectorised lookup of integer labels: binary search in the sorted labels.
+            labels = np.asarray(labels)
             order = self._id_order
-            pos = np.minimum(np.searchsorted(self.node_ids, ids, sorter=order), self.n - 1)
-            found = self.node_ids[order[pos]] == ids
+            pos = np.minimum(np.searchsorted(self.node_ids, labels, sorter=order), self.n - 1)
+            found = self.node_ids[order[pos]] == labels
             if not found.all():
-                self.index_of(ids[~found].flat[0])  # raises "unknown node id"
+                raise self._unknown(labels[~found].flat[0], role)
             return order[pos].astype(np.int64)
-        return np.fromiter((self.index_of(i) for i in ids), dtype=np.int64)
+        return np.fromiter((self.index_of(v, role) for v in labels), dtype=np.int64)
+
+    def id_of(self, index: Any) -> Any:
+        """The label of row ``index``, as a plain Python value (``int``, ``str``, ...)."""
+        value = self.node_ids[int(index)]
+        return value.item() if isinstance(value, np.generic) else value
+
+    def ids_of(self, indices: Any) -> np.ndarray:
+        """The labels of the rows ``indices`` (an array of the labels' dtype)."""
+        return self.node_ids[np.asarray(indices, dtype=np.int64)]
+
+    def per_node(self, values: Any) -> dict[Any, Any]:
+        """``{label: value}`` from an array (or sequence) in row order, e.g. a column of W."""
+        values = values.tolist() if isinstance(values, np.ndarray) else list(values)
+        if len(values) != self.n:
+            raise ParameterError(f"per_node needs {self.n} values (one per node), got "
+                                 f"{len(values)}")
+        return dict(zip(self.node_ids.tolist(), values, strict=True))
 
 
 # --------------------------------------------------------------------------------------------

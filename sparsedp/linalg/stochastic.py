@@ -55,8 +55,16 @@ def as_square_sparse(W: Any) -> sp.csr_matrix:
     """``W`` as a float64 CSR matrix in canonical form (sorted indices, no duplicates, no
     explicit zeros), after checking that it is square, non-empty and finite.
 
-    A CSR float64 input already in that form is returned as is (no copy).
+    A CSR float64 input already in that form is returned as is (no copy).  A graph (networkx
+    or :class:`sparsedp.graphs.Graph`) is refused with a hint: the functions that take W name
+    nodes by their rows ``0..n-1``, not by the graph's labels.
     """
+    if (hasattr(W, "adj") and hasattr(W, "nodes")) or (hasattr(W, "adjacency")
+                                                       and hasattr(W, "node_ids")):
+        raise GossipMatrixError(
+            f"W must be a matrix, got a graph ({type(W).__name__}): build it with "
+            "sparsedp.gossip_matrix(graph) (row i is the node as_graph(graph).id_of(i)) and "
+            "name nodes by their rows, as_graph(graph).index_of(label)")
     if not sp.issparse(W):
         try:
             W = np.asarray(W, dtype=np.float64)

@@ -142,7 +142,8 @@ def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
     given).  ``row_norms``: ``"exact"`` or ``"bound"`` (see the module docstring).
     ``method``: ``"dense"`` (eigendecomposition), ``"propagation"`` (matrix-free) or
     ``"auto"`` (dense for ``n <= DENSE_MAX_N`` with exact row norms).  W must be symmetric,
-    stochastic and nonnegative.
+    stochastic and nonnegative.  ``source``, ``receivers`` and the result's nodes are rows of
+    W (``0..n-1``); for a graph's labels see :meth:`sparsedp.graphs.Graph.index_of`.
     """
     if row_norms not in ("exact", "bound"):
         raise ParameterError(f"row_norms must be 'exact' or 'bound', got {row_norms!r}")
