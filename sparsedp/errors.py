@@ -18,6 +18,11 @@ class GossipMatrixError(SparseDPError):
     """A gossip matrix fails a required property (named in the message, with the row)."""
 
 
+class GraphGivenForMatrixError(GossipMatrixError, TypeError):
+    """A graph was passed where a gossip matrix W is expected (also a ``TypeError``: the
+    argument has the wrong type, not a wrong value)."""
+
+
 class ParameterError(SparseDPError):
     """A scalar parameter is out of range (T < 1, sigma <= 0, delta outside (0, 1), ...)."""
 

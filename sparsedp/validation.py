@@ -21,11 +21,13 @@ def rounds(T) -> int:
 
 
 def node_index(node, n: int, role: str) -> int:
-    """A node index in ``0..n-1`` (``role`` names the argument in the error)."""
+    """A node index in ``0..n-1``, a row of the matrix W of the functions that take only W
+    (``role`` names the argument in the error).  Functions that take a graph name nodes by
+    their labels instead (:meth:`sparsedp.graphs.Graph.index_of`)."""
     if isinstance(node, bool) or not isinstance(node, numbers.Integral):
-        raise GraphError(f"{role} must be an integer node index, got {node!r}")
+        raise GraphError(f"{role} must be an integer node index (a row of W), got {node!r}")
     if not 0 <= node < n:
-        raise GraphError(f"unknown node id {node} for {role}: the graph has nodes 0..{n - 1}")
+        raise GraphError(f"unknown node id {node} for {role}: W has the rows 0..{n - 1}")
     return int(node)
 
 

@@ -74,8 +74,8 @@ def test_gram_method_and_preconditioner(capsys, edge_file):
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["--target", "999"], "unknown node id '999'"),
-        (["--observer", "7"], "unknown node id '7'"),
+        (["--target", "999"], "unknown node id 999 for target"),
+        (["--observer", "7"], "unknown node id 7 for observer"),
         (["--rounds", "0"], "T"),
         (["--sigma", "0"], "sigma"),
         (["--sigma", "-2"], "sigma"),

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparsedp.errors import GossipMatrixError, GraphError, ParameterError
-from sparsedp.graphs.graph import grid, hypercube, ring
+from sparsedp.graphs.generators import grid, hypercube, ring
 from sparsedp.graphs.weights import SCHEMES, gossip_matrix
 from sparsedp.linalg.stochastic import (
     PROPERTIES,

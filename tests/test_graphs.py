@@ -12,21 +12,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparsedp.errors import GraphError, ParameterError, ResourceLimitError
-from sparsedp.graphs.graph import (
-    Graph,
-    _parse_pairs,
-    _parse_pairs_slow,
-    as_graph,
+from sparsedp.graphs.generators import (
     barabasi_albert,
     erdos_renyi,
     grid,
     hypercube,
     random_geometric,
-    read_edge_list,
-    require_connected,
     ring,
     stochastic_block_model,
     synthetic_social_graph,
+)
+from sparsedp.graphs.graph import (
+    Graph,
+    _parse_pairs,
+    _parse_pairs_slow,
+    as_graph,
+    read_edge_list,
+    require_connected,
     write_edge_list,
 )
 from sparsedp.graphs.large import erdos_renyi_large

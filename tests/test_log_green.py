@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 from sparsedp.errors import GossipMatrixError, ParameterError
-from sparsedp.graphs.graph import hypercube
+from sparsedp.graphs.generators import hypercube
 from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.randomwalk import krylov
 from sparsedp.randomwalk import log_green as lgm

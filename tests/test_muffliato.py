@@ -50,6 +50,30 @@ def test_dense_and_propagation_match_brute_force(kind, n, seed, accelerated, T):
         np.testing.assert_allclose(bound.rdp, ref, rtol=1e-12)
 
 
+@pytest.mark.parametrize("accelerated", [False, True])
+@pytest.mark.parametrize("T", [4, 25])
+def test_rounds_stop_at_the_clip_without_changing_any_value(accelerated, T):
+    """Sums stop once they reach the local-DP clip: the values equal the brute-force sum over
+    all T rounds (T = 4: some receivers clipped, some not; T = 25: all), and T = 10^9 costs
+    no more than the rounds to the clip."""
+    G = connected_instance("er", 30, 1)
+    W = gossip_matrix(G)
+    gap, _ = mf.acceleration_gap(W)
+    gamma = mf.chebyshev_gamma(gap) if accelerated else None
+    ref = np.delete(brute_force(W, G, 2, T, 3.0, 2.0, gamma), 2)
+    for method in ("dense", "propagation"):
+        r = mf.muffliato_rdp(W, 2, T, 3.0, 2.0, accelerated=accelerated, method=method)
+        np.testing.assert_allclose(r.rdp, ref, rtol=1e-10, atol=1e-14)
+    clipped = np.isclose(ref, 2.0 / 18.0, rtol=1e-12, atol=0)
+    assert clipped.any() and (clipped.all() == (T == 25))
+    if T == 25:
+        for method in ("dense", "propagation"):
+            huge = mf.muffliato_rdp(W, 2, 10**9, 3.0, 2.0, accelerated=accelerated,
+                                    method=method)
+            np.testing.assert_allclose(huge.rdp, ref, rtol=1e-10)
+            assert any("rounds summed up to" in note for note in huge.notes)
+
+
 def test_neighbours_are_saturated_and_receivers_subset():
     G = connected_instance("er", 40, 4)
     W = gossip_matrix(G)

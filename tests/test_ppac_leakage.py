@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from sparsedp.cli.ppac import example_graph
-from sparsedp.errors import ParameterError
-from sparsedp.graphs.graph import as_graph, ring
+from sparsedp.errors import GraphError, ParameterError
+from sparsedp.graphs.generators import ring
+from sparsedp.graphs.graph import as_graph
 from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.linalg.exact_rank import IntegerEchelon
 from sparsedp.ppac import (
@@ -94,7 +95,7 @@ def test_monte_carlo_agrees_on_the_papers_example():
     g, designated = example_graph()
     layout = ppac_layout(g, designated)
     W = laplacian_consensus_matrix(g)
-    i, j = g.index_of(4), g.index_of(1)
+    i, j = 4, 1  # node labels of the paper's example (1..6)
     for horizon in (0, 1):
         ref = leakage_theorem_6_6(layout, W, i, j, horizon, value_std=1.0, noise_std=1.5)
         scalable = leakage(layout, W, i, horizon, value_std=1.0, noise_std=1.5).value(j)
@@ -129,7 +130,7 @@ def test_noise_limit_and_monotonicity():
     g, designated = example_graph()
     layout = ppac_layout(g, designated)
     W = laplacian_consensus_matrix(g)
-    i, j = g.index_of(4), g.index_of(1)
+    i, j = 4, 1  # node labels of the paper's example (1..6)
     values = [leakage(layout, W, i, math.inf, value_std=10.0, noise_std=s).value(j)
               for s in (15.0, 150.0, 1.5e3, 1.5e4, 1.5e6)]
     assert all(a > b for a, b in zip(values, values[1:], strict=False))
@@ -162,11 +163,13 @@ def test_refusals():
     layout = ppac_layout(g, designated)
     W = laplacian_consensus_matrix(g)
     with pytest.raises(ParameterError, match="attacker itself"):
-        leakage(layout, W, 0, 3, victims=[0])
+        leakage(layout, W, 1, 3, victims=[1])
     with pytest.raises(ParameterError, match="same node"):
         leakage_theorem_6_6(layout, W, 2, 2, 3)
     with pytest.raises(ParameterError, match="horizon"):
-        leakage(layout, W, 0, -1)
+        leakage(layout, W, 1, -1)
+    with pytest.raises(GraphError, match="unknown node id 0 for attacker"):
+        leakage(layout, W, 0, 3)  # the example's labels are 1..6
     big = ppac_layout(ring(30_000), random_designated(ring(30_000), seed=0))
     with pytest.raises(ParameterError, match="finite horizon"):
         leakage(big, laplacian_consensus_matrix(ring(30_000), scale=3), 0, math.inf)

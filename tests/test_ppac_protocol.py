@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from sparsedp.errors import GossipMatrixError, GraphError, ParameterError, ResourceLimitError
-from sparsedp.graphs.graph import as_graph, ring
+from sparsedp.graphs.generators import ring
+from sparsedp.graphs.graph import as_graph
 from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.ppac import (
     attacker_view,

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparsedp.errors import ParameterError
-from sparsedp.graphs.graph import as_graph, ring
+from sparsedp.graphs.generators import ring
+from sparsedp.graphs.graph import as_graph
 from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.ppac import (
     delayed_recovery,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sparsedp.errors import ParameterError
-from sparsedp.graphs.graph import ring
+from sparsedp.graphs.generators import ring
 from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.randomwalk import closed_forms as cf
 from sparsedp.randomwalk.accounting import harmonic_number, walk_series

@@ -8,8 +8,8 @@ import runpy
 import numpy as np
 import pytest
 
+from sparsedp import graphs
 from sparsedp.cli.main import main
-from sparsedp.graphs import graph as graphs
 from sparsedp.randomwalk.gossip_comparison import compare_by_distance
 from sparsedp.randomwalk.pairwise import loss_by_distance
 

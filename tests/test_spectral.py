@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import ArpackNoConvergence
 
 from sparsedp.errors import GossipMatrixError, ParameterError
-from sparsedp.graphs.graph import barabasi_albert, grid, ring
+from sparsedp.graphs.generators import barabasi_albert, grid, ring
 from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.linalg.spectral import SpectralInfo, spectral_info, stationary_distribution
 

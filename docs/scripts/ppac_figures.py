@@ -23,7 +23,7 @@ import numpy as np
 from tqdm import tqdm
 
 from sparsedp.cli.ppac import EXAMPLE_EDGES, EXAMPLE_VALUES, example_graph
-from sparsedp.graphs.graph import ring
+from sparsedp.graphs.generators import ring
 from sparsedp.ppac import (
     consensus_errors,
     convergence_bounds,
@@ -95,7 +95,7 @@ def convergence(graph, layout, W) -> dict:
 
 
 def leakage_example(graph, layout, W) -> dict:
-    i, j = graph.index_of(4), graph.index_of(1)
+    i, j = 4, 1  # node labels: the example's nodes are 1..6
     rows = []
     for s in tqdm(SIGMAS_N, desc="leakage, 6-node example (Fig. 5)"):
         r = leakage(layout, W, i, math.inf, value_std=SIGMA_0, noise_std=s, victims=[j])
@@ -140,7 +140,7 @@ def leakage_cycles() -> dict:
         out.append(
             {
                 "n": n,
-                "designated": designated.tolist(),
+                "designated": list(designated.values()),  # m_k for k = 0..n-1
                 "rows": rows,
                 "informative_last_time": paper.informative.last_time,
                 "noise_limit": leakage_noise_limit(layout, paper_W, 0, 1, value_std=SIGMA_0),

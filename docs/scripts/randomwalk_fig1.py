@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
+from sparsedp import graphs
 from sparsedp.errors import GraphError
-from sparsedp.graphs import graph as graphs
 from sparsedp.graphs.graph import require_connected
 from sparsedp.randomwalk.gossip_comparison import compare_by_distance
 

@@ -22,7 +22,8 @@ from sparsedp.gossip.sensitivity import (
     squared_sensitivity,
 )
 from sparsedp.gossip.views import VIEWS, VIEWS_WITHOUT_OBSERVERS
-from sparsedp.graphs.graph import as_graph, synthetic_social_graph
+from sparsedp.graphs.generators import synthetic_social_graph
+from sparsedp.graphs.graph import as_graph
 from sparsedp.graphs.weights import SCHEMES, gossip_matrix
 from sparsedp.privacy.gaussian import gaussian_epsilon
 from sparsedp.resources import format_bytes
@@ -83,13 +84,6 @@ def add_parser(sub) -> None:
     acc.set_defaults(run=account, report=format_report)
 
 
-
-def _node_ids(graph, given, default):
-    if given is None:
-        return [default]
-    return [graph.node_ids[graph.index_of(v)] for v in given]  # "42" finds integer id 42
-
-
 def account(args: argparse.Namespace) -> dict:
     """Run one accounting query; return the JSON-ready record."""
     start = time.perf_counter()
@@ -102,28 +96,29 @@ def account(args: argparse.Namespace) -> dict:
     else:
         graph = as_graph(args.graph)
         graph_name = str(args.graph)
-    W = gossip_matrix(graph, scheme=args.scheme)
-    target_id = _node_ids(graph, None if args.target is None else [args.target],
-                          graph.node_ids[-1])[0]
+    W = gossip_matrix(graph, scheme=args.scheme)  # row i is the node graph.id_of(i)
+    # node ids as typed ("42" names the integer label 42), turned into rows of W
+    target = graph.n - 1 if args.target is None else graph.index_of(args.target, "target")
     if args.view in VIEWS_WITHOUT_OBSERVERS:
         if args.observers:
             raise ParameterError(f"--view {args.view} fixes its own observers; drop --observer")
         observers = None
     else:
-        observers = graph.indices_of(_node_ids(graph, args.observers, graph.node_ids[0]))
+        observers = [0] if args.observers is None else [
+            graph.index_of(v, "observer") for v in args.observers]
     if args.dry_run:
         plan = estimate_cost(
-            W, graph.index_of(target_id), observers, args.rounds, view=args.view,
+            W, target, observers, args.rounds, view=args.view,
             noise_removed=args.noise_removed, method=args.method,
             preconditioner=args.preconditioner, max_memory=args.max_memory,
         )
         return {"dry_run": True,
                 "graph": {"source": graph_name, "nodes": graph.n, "edges": graph.num_edges},
-                "scheme": args.scheme, "target": _plain(target_id), "view": args.view,
+                "scheme": args.scheme, "target": graph.id_of(target), "view": args.view,
                 "rounds": args.rounds, **plan}
     result = squared_sensitivity(
         W,
-        target=graph.index_of(target_id),
+        target=target,
         observers=observers,
         T=args.rounds,
         view=args.view,
@@ -138,10 +133,10 @@ def account(args: argparse.Namespace) -> dict:
     return {
         "graph": {"source": graph_name, "nodes": graph.n, "edges": graph.num_edges},
         "scheme": args.scheme,
-        "target": _plain(target_id),
+        "target": graph.id_of(result.target),
         "view": result.view,
         "noise_removed": result.noise_removed,
-        "observers": [_plain(graph.node_ids[i]) for i in result.observers],
+        "observers": [graph.id_of(i) for i in result.observers],
         "rounds": args.rounds,
         "sigma": args.sigma,
         "delta": args.delta,
@@ -159,10 +154,6 @@ def account(args: argparse.Namespace) -> dict:
         "notes": list(result.notes),
         "elapsed_seconds": time.perf_counter() - start,
     }
-
-
-def _plain(value):
-    return value.item() if hasattr(value, "item") else value
 
 
 def format_report(record: dict) -> str:

@@ -37,8 +37,9 @@ EXAMPLE_DESIGNATED = (2, 4, 4, 3, 4, 1)
 EXAMPLE_VALUES = (2.30, 4.40, -6.17, 2.75, 6.01, 0.92)
 
 
-def example_graph() -> tuple[Graph, np.ndarray]:
-    """The 6-node example of App. A (nodes 1..6) and its designated neighbours.
+def example_graph() -> tuple[Graph, dict[int, int]]:
+    """The 6-node example of App. A (nodes labelled 1..6) and its designated neighbours
+    ``{k: m_k}`` (labels).
 
     The paper gives ``m = (2, 4, 4, 3, 4, 1)``, which forces the edges 1-2, 2-4, 3-4, 4-5 and
     1-6, and says the graph has no generalised leaf.  The figure is not reproduced in the text;
@@ -50,8 +51,7 @@ def example_graph() -> tuple[Graph, np.ndarray]:
     G = nx.Graph()
     G.add_nodes_from(range(1, 7))
     G.add_edges_from(EXAMPLE_EDGES)
-    g = as_graph(G)
-    return g, g.indices_of(list(EXAMPLE_DESIGNATED))
+    return as_graph(G), dict(zip(range(1, 7), EXAMPLE_DESIGNATED, strict=True))
 
 
 def _horizon(text: str):
@@ -125,36 +125,20 @@ def _setup(args):
     layout = ppac_layout(graph, designated)
     W = laplacian_consensus_matrix(graph, scale=args.scale)
     info = {"source": name, "nodes": graph.n, "edges": graph.num_edges,
-            "designated": {_plain(graph.node_ids[k]): _plain(graph.node_ids[m])
-                           for k, m in enumerate(designated)} if graph.n <= 100 else None,
+            "designated": layout.designated if graph.n <= 100 else None,
             "scale": args.scale if args.scale is not None else int(graph.degrees.max())}
     return graph, layout, W, info
-
-
-def _plain(value):
-    return value.item() if hasattr(value, "item") else value
 
 
 def run_leakage(args: argparse.Namespace) -> dict:
     start = time.perf_counter()
     graph, layout, W, info = _setup(args)
-    default_attacker = 4 if args.graph is None else graph.node_ids[0]
-    attacker = graph.index_of(default_attacker if args.attacker is None else args.attacker)
-    victims = None if args.victims is None else graph.indices_of(
-        [graph.node_ids[graph.index_of(v)] for v in args.victims])
-    result = leakage(layout, W, attacker, args.horizon, value_std=args.value_std,
-                     noise_std=args.noise_std, victims=victims, exact=args.exact,
-                     progress=args.progress)
+    default_attacker = 4 if args.graph is None else graph.id_of(0)
+    # labels as typed ("30" names the integer label 30): leakage reports the graph's labels
+    result = leakage(layout, W, default_attacker if args.attacker is None else args.attacker,
+                     args.horizon, value_std=args.value_std, noise_std=args.noise_std,
+                     victims=args.victims, exact=args.exact, progress=args.progress)
     record = result.to_dict()
-    ids = graph.node_ids
-    record["attacker"] = _plain(ids[result.attacker])
-    record["victims"] = [_plain(v) for v in ids[result.victims]]
-    if record["informative"] is not None:
-        record["informative"]["attacker"] = record["attacker"]
-        record["informative"]["sequence"] = [[_plain(ids[nb]), t] for nb, t in
-                                             record["informative"]["sequence"]]
-        record["informative"]["recoverable"] = [_plain(ids[v]) for v in
-                                                record["informative"]["recoverable"]]
     finite = result.nats[np.isfinite(result.nats)]
     record.update({
         "graph": info, "units": "nats", "value_std": args.value_std,
@@ -163,12 +147,15 @@ def run_leakage(args: argparse.Namespace) -> dict:
         "max_finite_nats": float(finite.max()) if finite.size else None,
         "top": args.top, "elapsed_seconds": time.perf_counter() - start,
     })
-    export(args, {
-        "victim": record["victims"],
-        "graph_distance": graph_distances(graph.adjacency, result.attacker, result.victims),
-        "nats": [float(v) for v in result.nats], "kind": record["kind"],
-        "status": record["status"],
-    }, x="graph_distance", y="nats", title=f"PPAC leakage to attacker {record['attacker']}")
+    if args.csv or args.plot:
+        export(args, {
+            "victim": record["victims"],
+            "graph_distance": graph_distances(graph.adjacency,
+                                              graph.index_of(result.attacker, "attacker"),
+                                              graph.indices_of(result.victims, "victim")),
+            "nats": [float(v) for v in result.nats], "kind": record["kind"],
+            "status": record["status"],
+        }, x="graph_distance", y="nats", title=f"PPAC leakage to attacker {record['attacker']}")
     return record
 
 

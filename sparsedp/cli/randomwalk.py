@@ -16,9 +16,9 @@ import time
 import networkx as nx
 import numpy as np
 
+from sparsedp import graphs
 from sparsedp.cli.exports import add_export_options, export, graph_distances
 from sparsedp.errors import ParameterError, SparseDPError
-from sparsedp.graphs import graph as graphs
 from sparsedp.graphs.cost import require_generator_fits
 from sparsedp.graphs.weights import SCHEMES, gossip_matrix
 from sparsedp.randomwalk.accounting import METHODS, random_walk_rdp
@@ -119,17 +119,17 @@ def add_parsers(sub) -> None:
     mf.set_defaults(run=run_muffliato, report=format_pairwise)
 
 
-def _ids(graph: graphs.Graph, given) -> list[int] | None:
+def _ids(graph: graphs.Graph, given, role: str) -> list[int] | None:
+    """Rows of W of the node ids as typed (``"42"`` names the integer label 42)."""
     if given is None:
         return None
-    return [graph.index_of(v) for v in given]
+    return [graph.index_of(v, role) for v in given]
 
 
 def _record(graph, name, args, result: PairwiseLoss, start: float) -> dict:
-    record = result.as_dict()
-    ids = graph.node_ids
-    record["source"] = ids[result.source].item()
-    record["receivers"] = [ids[v].item() for v in result.receivers]
+    record = result.as_dict()  # rows of W, reported as the graph's labels
+    record["source"] = graph.id_of(result.source)
+    record["receivers"] = graph.ids_of(result.receivers).tolist()
     record["epsilon"] = [float(e) for e in result.epsilon(args.delta)]
     record.update({"graph": {"source": name, "nodes": graph.n, "edges": graph.num_edges},
                    "scheme": args.scheme, "rounds": args.rounds, "delta": args.delta,
@@ -151,10 +151,11 @@ def run_randomwalk(args: argparse.Namespace) -> dict:
     start = time.perf_counter()
     graph, name = _load(args)
     W = gossip_matrix(graph, scheme=args.scheme)
-    source = 0 if args.source is None else graph.index_of(args.source)
+    source = 0 if args.source is None else graph.index_of(args.source, "source")
     result = random_walk_rdp(
         W, source, args.rounds, args.sigma, args.alpha, contributions=args.contributions,
-        receivers=_ids(graph, args.receivers), coalition=_ids(graph, args.coalition),
+        receivers=_ids(graph, args.receivers, "receiver"),
+        coalition=_ids(graph, args.coalition, "coalition"),
         sender_known=args.sender_known, clip=not args.no_clip, method=args.method,
         column_method=args.column_method, tol=args.tol)
     return _record(graph, name, args, result, start)
@@ -164,9 +165,9 @@ def run_muffliato(args: argparse.Namespace) -> dict:
     start = time.perf_counter()
     graph, name = _load(args)
     W = gossip_matrix(graph, scheme=args.scheme)
-    source = 0 if args.source is None else graph.index_of(args.source)
+    source = 0 if args.source is None else graph.index_of(args.source, "source")
     result = muffliato_rdp(W, source, args.rounds, args.sigma, args.alpha,
-                           receivers=_ids(graph, args.receivers),
+                           receivers=_ids(graph, args.receivers, "receiver"),
                            accelerated=args.accelerated, row_norms=args.row_norms,
                            method=args.method)
     return _record(graph, name, args, result, start)

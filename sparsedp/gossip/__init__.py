@@ -2,6 +2,9 @@
 sensitivity ``max_c c^T G^T K_T^{-1} G c`` with certified bounds, its certified solve paths,
 and the closed-form theorems as checked calculators.
 
+Nodes are rows of the gossip matrix W (``0..n-1``); for a graph whose labels are not its
+positions, ``sparsedp.as_graph(G).index_of(label)`` gives the row of a label.
+
 Imports ``linalg``, ``graphs``, ``privacy``, ``errors``, ``validation``; no other family.
 """
 

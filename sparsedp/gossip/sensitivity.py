@@ -191,9 +191,13 @@ def squared_sensitivity(
         gossip: a sequence of T such 2-D matrices ``W_0 .. W_(T-1)`` or a callable
         ``t -> W_t`` (round t mixes with ``W_t``; always the matrix-free path).  A graph is a
         ``TypeError``: build W with :func:`sparsedp.gossip_matrix`.
-    target : node index j whose data is protected.
-    observers : node index or iterable of indices (the attacker), or ``None`` for the views
-        that fix their own observers (``adaptive-v1``, ``target-v1``, ``local-dp``).
+    target : node j whose data is protected, as a row index of W (``0..n-1``).
+    observers : row index or iterable of row indices (the attacker), or ``None`` for the
+        views that fix their own observers (``adaptive-v1``, ``target-v1``, ``local-dp``).
+        W is a matrix, so nodes are its rows: for ``W = gossip_matrix(G)`` row ``i`` is the
+        node ``as_graph(G).id_of(i)`` (``list(G)[i]``), and ``as_graph(G).index_of(label)``
+        gives the row of a label (the same number when G's nodes are ``0..n-1`` in order);
+        ``target`` and ``observers`` of the result are rows too.
     T : number of gossip rounds (>= 1).
     view : the threat model, one of :data:`sparsedp.gossip.views.VIEWS` (see that module for the
         matrix form of each): ``"secure-summation"`` (default; v2 Lemma 10, a colluding set

@@ -5,8 +5,9 @@ row-normalised) that every protocol family runs on.
 Imports ``sparsedp.linalg`` (the matrix checks), ``errors`` and ``validation``; never a family.
 """
 
-from sparsedp.graphs import graph, weights
-from sparsedp.graphs.graph import *  # noqa: F403  (the public names of graph and weights)
+from sparsedp.graphs import generators, graph, weights
+from sparsedp.graphs.generators import *  # noqa: F403
+from sparsedp.graphs.graph import *  # noqa: F403
 from sparsedp.graphs.weights import *  # noqa: F403
 
-__all__ = [*graph.__all__, *weights.__all__]
+__all__ = [*graph.__all__, *generators.__all__, *weights.__all__]

@@ -1,12 +1,22 @@
-"""Graph input (networkx, sparse or dense matrices, SNAP-style edge-list files) and generators.
+"""Graph input: networkx, sparse or dense matrices, SNAP-style edge-list files.
 
 Every graph is normalised into a :class:`Graph`: a symmetric 0/1 adjacency matrix in CSR form
 (float64 data, no self-loops, sorted indices) plus the original node ids, so that row ``i`` of
 the adjacency belongs to node ``node_ids[i]``.  Directed input is symmetrised (an undirected edge
 ``{u, v}`` exists when ``u -> v`` or ``v -> u`` was given) with a ``UserWarning``.
 
-Generators are deterministic given ``seed`` and label nodes ``0..n-1``.  They do not enforce
-connectivity; :func:`require_connected` (called by the gossip-matrix builders) does.
+Labels and positions.  A node has a *label* (its networkx node, its id in an edge-list file,
+``0..n-1`` for a matrix or a generator) and a *position* (its row ``i``: the order of
+``G.nodes()`` for networkx, increasing ids for an edge list).  Every public function that takes
+a graph speaks labels, in its arguments and in its results; matrices built from a graph
+(gossip matrices, ``W = I - L/c``) and per-node arrays are in position order.
+:meth:`Graph.index_of` / :meth:`Graph.indices_of` turn labels into positions (for the
+functions that take only a matrix W, whose node arguments are row indices),
+:meth:`Graph.id_of` / :meth:`Graph.ids_of` / :meth:`Graph.per_node` turn positions back into
+labels.  When the labels are ``0..n-1`` in order (:attr:`Graph.labels_are_positions`) the two
+coincide.
+
+The generators live in :mod:`sparsedp.graphs.generators`.
 """
 
 from __future__ import annotations
@@ -25,24 +35,14 @@ import numpy as np
 import scipy.io
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
-from scipy.spatial import cKDTree
 
 from sparsedp.errors import GraphError, ParameterError
-from sparsedp.graphs.cost import require_generator_fits
 
 __all__ = [
     "Graph",
     "as_graph",
-    "barabasi_albert",
-    "erdos_renyi",
-    "grid",
-    "hypercube",
-    "random_geometric",
     "read_edge_list",
     "require_connected",
-    "ring",
-    "stochastic_block_model",
-    "synthetic_social_graph",
     "write_edge_list",
 ]
 
@@ -52,7 +52,8 @@ class Graph:
     """An undirected simple graph: ``adjacency[i, j] = 1`` iff nodes ``i`` and ``j`` are linked.
 
     ``adjacency`` is a symmetric ``scipy.sparse.csr_matrix`` with float64 data equal to 1, an
-    empty diagonal and sorted indices; ``node_ids[i]`` is the caller's id of node ``i``.  Use
+    empty diagonal and sorted indices; ``node_ids[i]`` is the caller's label of the node at
+    position (row) ``i`` (see the module docstring on labels and positions).  Use
     :func:`as_graph` or a generator to build one; the constructor only validates.
     """
 
@@ -107,36 +108,87 @@ class Graph:
     def _id_order(self) -> np.ndarray:
         return np.argsort(self.node_ids, kind="stable")
 
-    def index_of(self, node_id: Any) -> int:
-        """Row index of ``node_id``: any value equal to a stored id (python or numpy scalar).
+    @cached_property
+    def labels_are_positions(self) -> bool:
+        """True when the labels are ``0..n-1`` in this order (label == row index), as for the
+        generators, matrices and networkx graphs built on ``range(n)``."""
+        ids = self.node_ids
+        return (ids.dtype.kind in "iu" and ids[0] == 0 and ids[-1] == self.n - 1
+                and bool(np.all(ids[1:] > ids[:-1])))
 
-        For integer ids a decimal string such as ``"42"`` (as typed on a command line) is
-        accepted too.  Raises ``GraphError("unknown node id X")`` otherwise.
+    def _unknown(self, label: Any, role: str) -> GraphError:
+        shown = repr(label) if isinstance(label, str) else str(label)
+        where = "" if role == "node" else f" for {role}"
+        sample = ", ".join(repr(v) for v in self.node_ids[:3].tolist())
+        more = ", ..." if self.n > 3 else ""
+        return GraphError(f"unknown node id {shown}{where} (nodes are named by their labels: "
+                          f"{sample}{more})")
+
+    def index_of(self, label: Any, role: str = "node") -> int:
+        """Row index of the node labelled ``label`` (any value equal to a label: python or
+        numpy scalar).
+
+        For integer labels a decimal string such as ``"42"`` (as typed on a command line) is
+        accepted too.  ``role`` names the argument in the error: ``GraphError("unknown node id
+        'x' for target (...)")``, which also shows a few of the graph's labels.
         """
+        if self.labels_are_positions and isinstance(label, (int, np.integer)) \
+                and not isinstance(label, bool):
+            if 0 <= label < self.n:
+                return int(label)
+            raise self._unknown(label, role)
         try:
-            return self._index[node_id]
+            return self._index[label]
         except (KeyError, TypeError):
             pass
-        if isinstance(node_id, str) and self.node_ids.dtype.kind in "iu":
+        if isinstance(label, str) and self.node_ids.dtype.kind in "iu":
             try:
-                return self._index[int(node_id)]
-            except (KeyError, ValueError):
+                number = int(label)
+            except ValueError:
                 pass
-        raise GraphError(f"unknown node id {node_id!r}" if isinstance(node_id, str)
-                         else f"unknown node id {node_id}")
+            else:
+                if number in self._index:
+                    return self._index[number]
+                label = number  # reported as the number it names
+        raise self._unknown(label, role)
 
-    def indices_of(self, ids: Any) -> np.ndarray:
-        """Row indices (int64 array) of a sequence of node ids; see :meth:`index_of`."""
-        if self.node_ids.dtype.kind in "iu" and np.asarray(ids).dtype.kind in "iu":
-            # Vectorised lookup of integer ids: binary search in the sorted ids.
-            ids = np.asarray(ids)
+    def __contains__(self, label: Any) -> bool:
+        """Whether :meth:`index_of` knows ``label``."""
+        try:
+            self.index_of(label)
+        except GraphError:
+            return False
+        return True
+
+    def indices_of(self, labels: Any, role: str = "node") -> np.ndarray:
+        """Row indices (int64 array) of a sequence of labels; see :meth:`index_of`."""
+        if self.node_ids.dtype.kind in "iu" and np.asarray(labels).dtype.kind in "iu":
+            # Vectorised lookup of integer labels: binary search in the sorted labels.
+            labels = np.asarray(labels)
             order = self._id_order
-            pos = np.minimum(np.searchsorted(self.node_ids, ids, sorter=order), self.n - 1)
-            found = self.node_ids[order[pos]] == ids
+            pos = np.minimum(np.searchsorted(self.node_ids, labels, sorter=order), self.n - 1)
+            found = self.node_ids[order[pos]] == labels
             if not found.all():
-                self.index_of(ids[~found].flat[0])  # raises "unknown node id"
+                raise self._unknown(labels[~found].flat[0], role)
             return order[pos].astype(np.int64)
-        return np.fromiter((self.index_of(i) for i in ids), dtype=np.int64)
+        return np.fromiter((self.index_of(v, role) for v in labels), dtype=np.int64)
+
+    def id_of(self, index: Any) -> Any:
+        """The label of row ``index``, as a plain Python value (``int``, ``str``, ...)."""
+        value = self.node_ids[int(index)]
+        return value.item() if isinstance(value, np.generic) else value
+
+    def ids_of(self, indices: Any) -> np.ndarray:
+        """The labels of the rows ``indices`` (an array of the labels' dtype)."""
+        return self.node_ids[np.asarray(indices, dtype=np.int64)]
+
+    def per_node(self, values: Any) -> dict[Any, Any]:
+        """``{label: value}`` from an array (or sequence) in row order, e.g. a column of W."""
+        values = values.tolist() if isinstance(values, np.ndarray) else list(values)
+        if len(values) != self.n:
+            raise ParameterError(f"per_node needs {self.n} values (one per node), got "
+                                 f"{len(values)}")
+        return dict(zip(self.node_ids.tolist(), values, strict=True))
 
 
 # --------------------------------------------------------------------------------------------
@@ -510,130 +562,3 @@ def write_edge_list(graph: Any, path: str | os.PathLike[str]) -> None:
     header = (f"# Undirected graph: {g.n} nodes, {g.num_edges} edges\n"
               "# FromNodeId\tToNodeId\n")
     Path(path).write_text(header + "".join(map("{}\t{}\n".format, u, v)))
-
-
-# --------------------------------------------------------------------------------------------
-# Generators (deterministic given seed, node ids 0..n-1)
-# --------------------------------------------------------------------------------------------
-
-def _check_count(name: str, value: int, minimum: int) -> None:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
-        raise ParameterError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
-def _check_probability(name: str, value: float) -> None:
-    if not 0.0 <= value <= 1.0:
-        raise ParameterError(f"{name} must be in [0, 1], got {value!r}")
-
-
-def _from_edges(n: int, edges: np.ndarray) -> Graph:
-    """Undirected graph on ``0..n-1`` from an ``(m, 2)`` array of edges."""
-    u, v = np.asarray(edges, dtype=np.int64).reshape(-1, 2).T
-    return _graph_from_pairs(np.concatenate([u, v]), np.concatenate([v, u]), np.arange(n))
-
-
-def erdos_renyi(n: int, p: float, seed: int | None = None) -> Graph:
-    """G(n, p): each of the ``n (n - 1) / 2`` possible edges independently with probability p."""
-    _check_count("n", n, 1)
-    _check_probability("p", p)
-    require_generator_fits("erdos_renyi", n, p * n * (n - 1) / 2, networkx=True)
-    return as_graph(nx.fast_gnp_random_graph(n, p, seed=seed))
-
-
-def barabasi_albert(n: int, m: int, seed: int | None = None,
-                    initial_clique: int | None = None) -> Graph:
-    """Preferential attachment: each new node links to ``m`` distinct nodes, chosen with
-    probability proportional to their degree.
-
-    With ``initial_clique = c`` the process starts from a complete graph on ``c >= m`` nodes
-    (the variant of the paper, e.g. ``c = 5``); with ``None`` it starts from networkx's default
-    star on ``m + 1`` nodes.
-    """
-    _check_count("m", m, 1)
-    require_generator_fits("barabasi_albert", n, n * m, networkx=True)
-    if initial_clique is None:
-        _check_count("n", n, m + 1)
-        return as_graph(nx.barabasi_albert_graph(n, m, seed=seed))
-    _check_count("initial_clique", initial_clique, max(m, 2))
-    _check_count("n", n, initial_clique)
-    core = nx.complete_graph(initial_clique)
-    return as_graph(nx.barabasi_albert_graph(n, m, seed=seed, initial_graph=core))
-
-
-def ring(n: int) -> Graph:
-    """Cycle ``0 - 1 - ... - (n-1) - 0`` (``n >= 3``)."""
-    _check_count("n", n, 3)
-    require_generator_fits("ring", n, n, networkx=False)
-    i = np.arange(n)
-    return _from_edges(n, np.column_stack([i, (i + 1) % n]))
-
-
-def grid(rows: int, cols: int, periodic: bool = False) -> Graph:
-    """``rows x cols`` lattice, node ``r * cols + c`` at (r, c); ``periodic`` wraps it to a torus.
-
-    Wrap-around links that duplicate an edge (a side of length 2) or form a self-loop (a side of
-    length 1) are dropped.
-    """
-    _check_count("rows", rows, 1)
-    _check_count("cols", cols, 1)
-    require_generator_fits("grid", rows * cols, 2 * rows * cols, networkx=False)
-    r, c = np.divmod(np.arange(rows * cols), cols)
-    node = r * cols + c
-    if periodic:
-        right, down = r * cols + (c + 1) % cols, ((r + 1) % rows) * cols + c
-        edges = np.concatenate([np.column_stack([node, right]), np.column_stack([node, down])])
-    else:
-        has_right, has_down = c + 1 < cols, r + 1 < rows
-        edges = np.concatenate([np.column_stack([node[has_right], node[has_right] + 1]),
-                                np.column_stack([node[has_down], node[has_down] + cols])])
-    return _from_edges(rows * cols, edges)
-
-
-def hypercube(dim: int) -> Graph:
-    """``dim``-dimensional hypercube: ``2**dim`` nodes, ``i ~ j`` iff they differ in one bit."""
-    _check_count("dim", dim, 1)
-    require_generator_fits("hypercube", 2**dim, dim * 2 ** (dim - 1), networkx=False)
-    nodes = np.arange(2**dim)
-    edges = np.concatenate([np.column_stack([nodes, nodes ^ (1 << b)]) for b in range(dim)])
-    return _from_edges(2**dim, edges)
-
-
-def random_geometric(n: int, radius: float, seed: int | None = None) -> Graph:
-    """``n`` uniform points in the unit square, linked when their distance is at most ``radius``."""
-    _check_count("n", n, 1)
-    if radius < 0:
-        raise ParameterError(f"radius must be >= 0, got {radius!r}")
-    area = min(1.0, np.pi * radius**2)  # of a disc, edge effects ignored: an over-estimate
-    require_generator_fits("random_geometric", n, area * n * (n - 1) / 2, networkx=False)
-    points = np.random.default_rng(seed).random((n, 2))
-    return _from_edges(n, cKDTree(points).query_pairs(radius, output_type="ndarray"))
-
-
-def stochastic_block_model(sizes: list[int], p_in: float, p_out: float,
-                           seed: int | None = None) -> Graph:
-    """Blocks of the given sizes (nodes numbered block by block); an edge inside a block with
-    probability ``p_in``, between blocks with probability ``p_out``, independently."""
-    if len(sizes) == 0:
-        raise ParameterError("sizes must list at least one block")
-    for size in sizes:
-        _check_count("block size", size, 1)
-    _check_probability("p_in", p_in)
-    _check_probability("p_out", p_out)
-    n = sum(int(s) for s in sizes)
-    require_generator_fits("stochastic_block_model", n, max(p_in, p_out) * n * (n - 1) / 2,
-                           networkx=True)
-    probs = np.full((len(sizes), len(sizes)), float(p_out))
-    np.fill_diagonal(probs, p_in)
-    return as_graph(nx.stochastic_block_model([int(s) for s in sizes], probs.tolist(), seed=seed))
-
-
-def synthetic_social_graph(n: int = 2000, seed: int = 0) -> Graph:
-    """The package's default test graph: Holme-Kim power-law cluster graph.
-
-    ``networkx.powerlaw_cluster_graph(n, 4, 0.3, seed)``: preferential attachment with 4 links
-    per new node (heavy-tailed degrees) and a triangle-closing step with probability 0.3
-    (clustering).  Connected for every ``n >= 5`` and seed.
-    """
-    _check_count("n", n, 5)
-    require_generator_fits("synthetic_social_graph", n, 4 * n, networkx=True)
-    return as_graph(nx.powerlaw_cluster_graph(n, 4, 0.3, seed=seed))

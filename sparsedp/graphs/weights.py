@@ -41,6 +41,11 @@ def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0)
 
     ``laziness = a`` in [0, 1) returns ``a I + (1 - a) W``.
 
+    Row and column ``i`` belong to the node at position ``i`` of the graph:
+    ``as_graph(graph).id_of(i)``, i.e. ``list(G)[i]`` for a networkx graph (``i`` itself when
+    the nodes are ``0..n-1`` in order).  The functions that take W name nodes by these rows;
+    ``as_graph(graph).index_of(label)`` converts a label.
+
     Raises ``GraphError`` for a disconnected graph (with the component count) or a single node,
     ``ParameterError`` for an unknown scheme or a laziness outside [0, 1).
     """

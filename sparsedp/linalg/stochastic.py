@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, shortest_path
 
-from sparsedp.errors import GossipMatrixError, ParameterError
+from sparsedp.errors import GossipMatrixError, GraphGivenForMatrixError, ParameterError
 from sparsedp.linalg import kernels
 
 __all__ = [
@@ -57,10 +57,10 @@ def _refuse_graph(W: Any) -> None:
     if hasattr(W, "adj") and hasattr(W, "nodes") or hasattr(W, "adjacency") and hasattr(
         W, "node_ids"
     ):
-        raise TypeError(
-            f"W is a graph ({type(W).__name__}), not a gossip matrix: build one with "
-            "sparsedp.gossip_matrix(G, scheme=...)"
-        )
+        raise GraphGivenForMatrixError(
+            f"W must be a matrix, got a graph ({type(W).__name__}): build it with "
+            "sparsedp.gossip_matrix(G, scheme=...) (row i is the node as_graph(G).id_of(i)) and "
+            "name nodes by their rows, as_graph(G).index_of(label)")
 
 
 def input_rounding(W: Any) -> float:
@@ -79,7 +79,8 @@ def as_square_sparse(W: Any) -> sp.csr_matrix:
 
     A CSR float64 input already in that form is returned as is (no copy).  Any real dtype is
     accepted (float32, integers: converted to float64 exactly); a list of lists of numbers is
-    a dense matrix.  A graph raises ``TypeError`` (build W with ``gossip_matrix``).
+    a dense matrix.  A graph raises :class:`GraphGivenForMatrixError` (a ``TypeError``): the
+    functions that take W name nodes by their rows ``0..n-1``, not by the graph's labels.
     """
     _refuse_graph(W)
     if not sp.issparse(W):

@@ -8,6 +8,9 @@
   sequence (exact arithmetic, :mod:`~sparsedp.ppac.exact`);
 * :mod:`~sparsedp.ppac.convergence`: convergence-time bounds (Lemma B.5, eqs. 133, 144, 145)
   and the exact expected initial error.
+
+Nodes (attackers, victims, heads, tails, designated neighbours) are the graph's labels in every
+argument and result; W and per-node arrays follow the graph's node order.
 """
 
 from sparsedp.ppac.convergence import ConvergenceBounds, convergence_bounds, expected_initial_error

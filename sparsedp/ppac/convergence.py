@@ -81,8 +81,9 @@ def expected_initial_error(layout: PPACLayout, *, value_mean: Any = 0.0, value_s
                            noise_mean: Any = 0.0, noise_std: Any = 1.0,
                            dimension: int = 1) -> float:
     """Exact ``E||v(0) - u* 1||^2`` (module docstring); means and stds scalar, per node
-    (values) or per directed edge (noises, CSR order).  ``value_std = 0`` with
-    ``value_mean = u`` gives the expectation for fixed values ``u`` (noise only)."""
+    (values, in the graph's node order) or per directed edge (noises, CSR order).
+    ``value_std = 0`` with ``value_mean = u`` gives the expectation for fixed values ``u``
+    (noise only)."""
     n = layout.n
     mu_u = _per_item("value_mean", value_mean, n, positive=False)
     mu_e = _per_item("noise_mean", noise_mean, layout.num_sources, positive=False)

@@ -93,7 +93,7 @@ def exact_observation_rows(layout: PPACLayout, W_int: np.ndarray, attacker: int,
                     row[src_of[f]] = -1
             yield ("received", int(nb)), row
     k, dst = layout.src[layout.noise_edges], layout.dst[layout.noise_edges]
-    m = layout.designated
+    m = layout.designated_index
     X = np.zeros((len(nbrs), n), dtype=object)
     X[:] = 0
     X[np.arange(len(nbrs)), nbrs] = 1

@@ -32,6 +32,10 @@ are ``p_l(tau) = C^T (W^T)^tau e_l``: the ``deg(i) (t + 1)`` vectors ``(W^T)^tau
 ``t`` sparse products, and row ``u_k`` of ``Y`` is ``s_k x[m_k]``, row ``Gamma_kl`` is
 ``s_kl (x[l] - x[m_k])``.
 
+Nodes.  Attackers and victims are node labels, in the arguments and in the results; ``W``
+and the per-node standard deviations are in the graph's node order (see
+:mod:`sparsedp.ppac.protocol`).
+
 Kinds.  Infinite values are ``"exact"`` when proved (a generalised leaf, or exact integer
 arithmetic); finite values are floating-point ``"estimate"``\\ s.  Which victims are finite is
 decided exactly (exact arithmetic on small graphs; otherwise the structural tests of
@@ -43,6 +47,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,13 +63,13 @@ from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.plain import plain
 from sparsedp.ppac.protocol import PPACLayout, attacker_view, check_consensus_matrix, prepare
 from sparsedp.ppac.structure import (
-    delayed_recovery,
-    informative_sequence,
+    basis_pursuit,
+    delayed_recovery_by_position,
     resolve_horizon,
-    victim_status,
+    status_by_position,
+    with_labels,
 )
 from sparsedp.progress import progress_bar
-from sparsedp.validation import node_index
 
 __all__ = [
     "LeakageResult",
@@ -87,13 +92,15 @@ GRAM_MIN_SV_RATIO = 1e-5  # use the Gram matrix when sv_min / sv_max of Y is abo
 class LeakageResult:
     """Leakage of every victim in ``victims`` to one attacker, in nats.
 
-    ``nats[k]`` is ``inf`` for exact recovery; ``kind[k]`` is ``"exact"`` (proved) or
+    ``attacker`` and ``victims`` are node labels (``victims`` an array, in the order asked
+    for, default node order); ``nats[k]`` is the leakage of ``victims[k]``, ``inf`` for exact
+    recovery; ``kind[k]`` is ``"exact"`` (proved) or
     ``"estimate"`` (floating point); ``status[k]`` says how finiteness was decided:
     ``"recoverable"`` / ``"private"`` (structure or exact arithmetic) or
     ``"numerical"`` (float decision, see ``notes``).
     """
 
-    attacker: int
+    attacker: Any
     horizon: int | None
     victims: np.ndarray
     nats: np.ndarray
@@ -108,11 +115,16 @@ class LeakageResult:
     seconds: float = 0.0
     extra: dict = field(default_factory=dict)
 
-    def value(self, victim: int) -> float:
-        k = np.flatnonzero(self.victims == victim)
-        if k.size == 0:
-            raise ParameterError(f"node {victim} is not among the victims")
-        return float(self.nats[k[0]])
+    def value(self, victim: Any) -> float:
+        """The leakage of the victim labelled ``victim``."""
+        for k, label in enumerate(self.victims.tolist()):
+            if label == victim:
+                return float(self.nats[k])
+        raise ParameterError(f"node {victim!r} is not among the victims")
+
+    def per_victim(self) -> dict[Any, float]:
+        """``{victim label: nats}``."""
+        return dict(zip(self.victims.tolist(), self.nats.tolist(), strict=True))
 
     def to_dict(self) -> dict:
         """Plain data, strict JSON (:func:`sparsedp.plain.plain`: infinite leakage and an
@@ -287,10 +299,13 @@ def _use_exact(exact: Any, layout: PPACLayout) -> bool:
     raise ParameterError(f"exact must be 'auto', True or False, got {exact!r}")
 
 
-def leakage(layout: PPACLayout, W: Any, attacker: int, horizon: Any = 10, *,
+def leakage(layout: PPACLayout, W: Any, attacker: Any, horizon: Any = 10, *,
             value_std: Any = 1.0, noise_std: Any = 1.0, victims: Any = None,
             exact: Any = "auto", progress: bool | None = None) -> LeakageResult:
     """``pi_i^(j)(t)`` in nats for one attacker and many victims (default: every other node).
+
+    ``attacker`` and ``victims`` are node labels; ``W`` (and per-node ``value_std``) are in
+    the graph's node order.
 
     ``horizon``: last consensus round ``t`` observed (``math.inf``: all rounds, evaluated at
     ``n - 1`` by Prop. 6.3).  ``value_std`` (scalar or per node) and ``noise_std`` (scalar or
@@ -303,26 +318,28 @@ def leakage(layout: PPACLayout, W: Any, attacker: int, horizon: Any = 10, *,
     of a ``2m x deg(i)(t + 3)`` matrix, and O(n deg(i)(t + 3)) for all victims.
     """
     start = time.perf_counter()
-    n = layout.n
-    i = node_index(attacker, n, "attacker")
+    n, g = layout.n, layout.graph
+    i = g.index_of(attacker, "attacker")
     Wc = check_consensus_matrix(W, n)
     rounds, reported = resolve_horizon(horizon, n)
     std = layout.source_std(value_std, noise_std)
     if victims is None:
         victims = np.delete(np.arange(n), i)
     else:
-        victims = np.array([node_index(v, n, "victim") for v in np.atleast_1d(victims)],
-                           dtype=np.int64)
+        if isinstance(victims, (str, bytes)) or not isinstance(victims, Iterable) or (
+                isinstance(victims, tuple) and victims in g):  # one victim (a tuple label)
+            victims = [victims]
+        victims = g.indices_of(victims, "victim")
         if np.any(victims == i):
-            raise ParameterError(f"victim {i} is the attacker itself: its own value is in its "
-                                 "data (infinite leakage by definition); leave it out")
+            raise ParameterError(f"victim {g.id_of(i)!r} is the attacker itself: its own value "
+                                 "is in its data (infinite leakage by definition); leave it out")
     notes = []
     nbrs = _neighbours(layout, i)
     informative = None
     use_exact = _use_exact(exact, layout)
     if use_exact:
         try:
-            informative = informative_sequence(layout, Wc, i, horizon)
+            informative = basis_pursuit(layout, Wc, i, horizon)
         except ParameterError as exc:
             if exact is True:
                 raise
@@ -339,9 +356,9 @@ def leakage(layout: PPACLayout, W: Any, attacker: int, horizon: Any = 10, *,
                 f"horizon = infinity needs deg(i) n = {nbrs.size * n} message rows in floating "
                 f"point (limit {FLOAT_INFINITE_MAX_ROWS}); give a finite horizon")
         X = _message_vectors(Wc, nbrs, rounds)
-        status = victim_status(layout.graph, i)[victims]
+        status = status_by_position(g, i)[victims]
         for k in np.flatnonzero(status == "undetermined"):
-            if delayed_recovery(layout.graph, Wc, i, int(victims[k]), rounds):
+            if delayed_recovery_by_position(g, Wc, i, int(victims[k]), rounds):
                 status[k] = "recoverable"
         method = "float (structural finiteness tests)"
     unknown, F, Lam = _whitened_parts(layout, i, std)
@@ -385,8 +402,20 @@ def leakage(layout: PPACLayout, W: Any, attacker: int, horizon: Any = 10, *,
     if accuracy > 1e-3:
         notes.append(f"the observation matrix is ill-conditioned (sv_min / sv_max = {ratio:.1e}):"
                      f" finite values may be inaccurate (relative error about {accuracy:.0e})")
-    return LeakageResult(i, reported, victims, nats, kind, status.astype(str), method, rank,
-                         ratio, accuracy, informative, tuple(notes), time.perf_counter() - start)
+    if informative is not None:  # by label, as informative_sequence returns it
+        informative = with_labels(informative, g)
+    return LeakageResult(g.id_of(i), reported, g.ids_of(victims), nats, kind,
+                         status.astype(str), method, rank, ratio, accuracy, informative,
+                         tuple(notes), time.perf_counter() - start)
+
+
+def _attacker_and_victim(layout: PPACLayout, attacker: Any, victim: Any) -> tuple[int, int]:
+    """Positions of the attacker and the victim (labels; ``ParameterError`` when equal)."""
+    g = layout.graph
+    i, j = g.index_of(attacker, "attacker"), g.index_of(victim, "victim")
+    if i == j:
+        raise ParameterError(f"attacker and victim are the same node {g.id_of(i)!r}")
+    return i, j
 
 
 def _dense_rows(layout: PPACLayout, W: sp.csr_matrix, rows) -> np.ndarray:
@@ -405,10 +434,11 @@ def _dense_rows(layout: PPACLayout, W: sp.csr_matrix, rows) -> np.ndarray:
 
 
 @limit_blas_threads
-def leakage_theorem_6_6(layout: PPACLayout, W: Any, attacker: int, victim: int,
+def leakage_theorem_6_6(layout: PPACLayout, W: Any, attacker: Any, victim: Any,
                         horizon: Any = math.inf, *, value_std: Any = 1.0,
                         noise_std: Any = 1.0) -> float:
-    """Reference: the paper's formula (eq. 25) with dense matrices, for small graphs.
+    """Reference: the paper's formula (eq. 25) with dense matrices, for small graphs
+    (``attacker``, ``victim``: labels).
 
     The informative rows ``R_i^r`` come from exact basis pursuit; Case 2 (exact recovery,
     decided exactly) returns ``inf``; otherwise ``Sigma = R_{-j} S_{-j} R_{-j}^T`` is
@@ -419,12 +449,9 @@ def leakage_theorem_6_6(layout: PPACLayout, W: Any, attacker: int, victim: int,
     ``1e-7`` (relative) at ``t = inf`` on 10-node graphs, and by ``2e-6`` at noise/value ratio
     ``1.5e5`` on the paper's example, where :func:`leakage` stays within ``1e-12``.
     """
-    i = node_index(attacker, layout.n, "attacker")
-    j = node_index(victim, layout.n, "victim")
-    if i == j:
-        raise ParameterError(f"attacker and victim are the same node {i}")
+    i, j = _attacker_and_victim(layout, attacker, victim)
     Wc = check_consensus_matrix(W, layout.n)
-    seq = informative_sequence(layout, Wc, i, horizon)
+    seq = basis_pursuit(layout, Wc, i, horizon)
     if j in seq.recoverable:
         return math.inf
     R = _dense_rows(layout, Wc, seq.rows)
@@ -436,10 +463,11 @@ def leakage_theorem_6_6(layout: PPACLayout, W: Any, attacker: int, victim: int,
     return 0.5 * math.log1p(q)
 
 
-def leakage_monte_carlo(layout: PPACLayout, W: Any, attacker: int, victim: int, horizon: int,
+def leakage_monte_carlo(layout: PPACLayout, W: Any, attacker: Any, victim: Any, horizon: int,
                         *, value_std: Any = 1.0, noise_std: Any = 1.0, samples: int = 20_000,
                         seed: int | None = None) -> tuple[float, float]:
-    """Monte-Carlo estimate of ``pi_i^(j)(t)`` from simulated runs: ``(estimate, std error)``.
+    """Monte-Carlo estimate of ``pi_i^(j)(t)`` from simulated runs: ``(estimate, std error)``
+    (``attacker``, ``victim``: labels).
 
     ``samples`` independent runs of the simulator (values and noises Gaussian); the attacker's
     data ``D_i(t)`` (:func:`sparsedp.ppac.protocol.attacker_view`) is regressed on by least
@@ -449,12 +477,13 @@ def leakage_monte_carlo(layout: PPACLayout, W: Any, attacker: int, victim: int, 
     ``1/2 sqrt(2 / (N - 1) + 2 / (N - p - 1))`` (delta method, ignoring their correlation,
     which only makes it conservative).
     """
+    _, j = _attacker_and_victim(layout, attacker, victim)
     prep = prepare(layout, None, realisations=samples, value_std=value_std,
                    noise_std=noise_std, seed=seed)
     view = attacker_view(W, prep, attacker, horizon)
     F = view.features().T
     F = F - F.mean(axis=0)
-    u = prep.values[node_index(victim, layout.n, "victim")]
+    u = prep.values[j]
     u = u - u.mean()
     coef, _, p, _ = np.linalg.lstsq(F, u, rcond=None)
     rss = float(np.sum((u - F @ coef) ** 2))
@@ -464,9 +493,10 @@ def leakage_monte_carlo(layout: PPACLayout, W: Any, attacker: int, victim: int, 
     return est, se
 
 
-def leakage_noise_limit(layout: PPACLayout, W: Any, attacker: int, victim: int,
+def leakage_noise_limit(layout: PPACLayout, W: Any, attacker: Any, victim: Any,
                         horizon: Any = math.inf, *, value_std: Any = 1.0) -> float:
-    """Limit of ``pi_i^(j)(t)`` when every noise variance grows without bound (same scale).
+    """Limit of ``pi_i^(j)(t)`` when every noise variance grows without bound (same scale;
+    ``attacker``, ``victim``: labels).
 
     The observations whose noise coefficients all vanish, ``F = {c^T R : c^T R_Gamma = 0}``,
     keep their information, the others lose it (their noise covariance dominates), so the
@@ -474,10 +504,9 @@ def leakage_noise_limit(layout: PPACLayout, W: Any, attacker: int, victim: int,
     first); the leverage of ``u_j`` among the rows of ``F diag(value_std)`` is then computed
     in floating point.  Returns ``inf`` for exact recovery.
     """
-    i = node_index(attacker, layout.n, "attacker")
-    j = node_index(victim, layout.n, "victim")
+    i, j = _attacker_and_victim(layout, attacker, victim)
     Wc = check_consensus_matrix(W, layout.n)
-    seq = informative_sequence(layout, Wc, i, horizon)
+    seq = basis_pursuit(layout, Wc, i, horizon)
     if j in seq.recoverable:
         return math.inf
     n = layout.n

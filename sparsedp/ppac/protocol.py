@@ -16,6 +16,13 @@ Randomness sources (paper eq. 14): ``g = (u_1..u_n, Gamma_kl for (k, l) in S)`` 
 ``n x 2m`` *source matrix* ``C``: column ``u_k`` is ``e_{m_k}``, column ``Gamma_kl`` is
 ``e_l - e_{m_k}`` (eq. 13 at t = 0).
 
+Nodes.  Every node argument and every node in a result is a *label* of the graph (its
+networkx node, its edge-list id; ``0..n-1`` for generators and matrices), see
+:mod:`sparsedp.graphs.graph`.  Arrays with one entry per node (values, standard deviations,
+``v(t)``) and the consensus matrix ``W`` are in the graph's node order (``list(G)`` for a
+networkx graph, ``as_graph(G).node_ids``); :meth:`sparsedp.graphs.Graph.per_node` turns such an
+array into a dict keyed by label.
+
 Layout.  Directed edges ``e = (k, l)`` are numbered in the CSR order of the adjacency (row
 ``k``, sorted ``l``), so per-edge arrays (fragments, noise standard deviations) line up with
 ``graph.adjacency.indices``.  The preparation is O(edges) per realisation; realisations (and
@@ -25,6 +32,7 @@ sparse-times-dense product for all of them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -37,7 +45,6 @@ from sparsedp.errors import GossipMatrixError, GraphError, ParameterError
 from sparsedp.graphs.graph import Graph, as_graph, require_connected
 from sparsedp.linalg.kernels import spmm
 from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix
-from sparsedp.validation import node_index
 
 __all__ = [
     "AttackerView",
@@ -57,6 +64,7 @@ def laplacian_consensus_matrix(graph: Any, scale: float | None = None) -> sp.csr
     bipartite and ``d_max``-regular (even cycles, hypercubes): W is then periodic and the
     consensus does not converge.  ``c = d_max + 1`` (or any ``c > d_max``) is aperiodic.
     The leakage does not depend on ``c``: ``span{(I - L/c)^s : s <= t} = span{L^s : s <= t}``.
+    Rows and columns follow the graph's node order (``as_graph(graph).node_ids``).
     """
     g = as_graph(graph)
     if g.n < 2:
@@ -73,27 +81,38 @@ def laplacian_consensus_matrix(graph: Any, scale: float | None = None) -> sp.csr
     return W
 
 
-def random_designated(graph: Any, seed: int | None = None) -> np.ndarray:
-    """Designated neighbours ``m_k`` drawn uniformly from ``N_k`` (as in the paper's App. A)."""
+def random_designated(graph: Any, seed: int | None = None) -> dict[Any, Any]:
+    """Designated neighbours ``m_k`` drawn uniformly from ``N_k`` (as in the paper's App. A):
+    ``{k: m_k}`` keyed by node label, in node order, for :func:`ppac_layout`."""
     g = as_graph(graph)
     deg = g.degrees
     if np.any(deg == 0):
-        raise GraphError(f"node {int(np.flatnonzero(deg == 0)[0])} has no neighbour")
+        raise GraphError(f"node {g.id_of(np.flatnonzero(deg == 0)[0])!r} has no neighbour")
     pick = np.floor(np.random.default_rng(seed).random(g.n) * deg).astype(np.int64)
-    return g.adjacency.indices[g.adjacency.indptr[:-1] + pick].astype(np.int64)
+    m = g.adjacency.indices[g.adjacency.indptr[:-1] + pick]
+    return dict(zip(g.node_ids.tolist(), g.ids_of(m).tolist(), strict=True))
 
 
 @dataclass(frozen=True, eq=False)
 class PPACLayout:
     """A connected graph with designated neighbours: the indexing of PPAC's randomness.
 
-    ``src[e], dst[e]``: directed edge ``e`` (CSR order); ``designated_edge[k]``: the edge
-    ``(k, m_k)``; ``noise_edges``: the edges of ``S`` in increasing order; source ``n + s`` of
-    ``g`` is the fragment of edge ``noise_edges[s]``.
+    ``designated``: ``{k: m_k}`` by node label; the arrays below are by position (row index
+    of ``graph``): ``designated_index[k]`` the position of ``m_k``, ``src[e], dst[e]``:
+    directed edge ``e`` (CSR order); ``designated_edge[k]``: the edge ``(k, m_k)``;
+    ``noise_edges``: the edges of ``S`` in increasing order; source ``n + s`` of ``g`` is the
+    fragment of edge ``noise_edges[s]`` (sources ``0..n-1`` are the values, in node order).
     """
 
     graph: Graph
-    designated: np.ndarray
+    designated_index: np.ndarray
+
+    @property
+    def designated(self) -> dict[Any, Any]:
+        """The designated neighbours ``{k: m_k}``, keyed by node label."""
+        g = self.graph
+        return dict(zip(g.node_ids.tolist(), g.ids_of(self.designated_index).tolist(),
+                        strict=True))
 
     @property
     def n(self) -> int:
@@ -116,7 +135,7 @@ class PPACLayout:
     @cached_property
     def designated_edge(self) -> np.ndarray:
         keys = self.src * self.n + self.dst  # increasing: CSR rows with sorted indices
-        return np.searchsorted(keys, np.arange(self.n) * self.n + self.designated)
+        return np.searchsorted(keys, np.arange(self.n) * self.n + self.designated_index)
 
     @cached_property
     def noise_edges(self) -> np.ndarray:
@@ -137,7 +156,8 @@ class PPACLayout:
         n, e = self.n, self.noise_edges
         k, dst = self.src[e], self.dst[e]
         cols = self.n + np.arange(e.size)
-        rows = np.concatenate([self.designated, dst, self.designated[k]])
+        m = self.designated_index
+        rows = np.concatenate([m, dst, m[k]])
         columns = np.concatenate([np.arange(n), cols, cols])
         data = np.concatenate([np.ones(n + e.size), -np.ones(e.size)])
         return sp.csr_matrix((data, (rows, columns)), shape=(n, self.num_sources))
@@ -148,6 +168,18 @@ class PPACLayout:
         sv = _per_item("value_std", value_std, self.n)
         sn = _per_item("noise_std", noise_std, self.num_sources)
         return np.concatenate([sv, sn[self.noise_edges]])
+
+
+def _in_node_order(g: Graph, values: Mapping, name: str) -> list:
+    """The values of a dict ``{label: value}`` as a list in node order (every node once)."""
+    if len(values) != g.n:
+        raise ParameterError(f"{name} must give one entry per node ({g.n}), got {len(values)}")
+    out = [None] * g.n
+    for label, value in values.items():
+        out[g.index_of(label, f"{name} (a key)")] = value
+    if any(v is None for v in out):
+        raise ParameterError(f"{name} names a node twice and misses another")
+    return out
 
 
 def _per_item(name: str, value: Any, size: int, positive: bool = True) -> np.ndarray:
@@ -162,24 +194,42 @@ def _per_item(name: str, value: Any, size: int, positive: bool = True) -> np.nda
     return arr
 
 
+def _designated_positions(g: Graph, designated: Any) -> np.ndarray:
+    """Positions of the designated neighbours from ``{k: m_k}`` by label (every node once)
+    or a sequence of ``n`` labels in node order."""
+    if isinstance(designated, Mapping):
+        keys = g.indices_of(list(designated.keys()), "designated (a key)")
+        values = g.indices_of(list(designated.values()), "designated (a value)")
+        m = np.full(g.n, -1, dtype=np.int64)
+        m[keys] = values
+        if np.any(m < 0):
+            raise ParameterError("designated has no neighbour for node "
+                                 f"{g.id_of(np.flatnonzero(m < 0)[0])!r} (one per node)")
+        return m
+    if isinstance(designated, (str, bytes)) or not hasattr(designated, "__len__") \
+            or len(designated) != g.n:
+        raise ParameterError(f"designated must be a dict {{node: designated neighbour}} or "
+                             f"{g.n} node labels in node order, got {designated!r:.80}")
+    return g.indices_of(designated, "designated")
+
+
 def ppac_layout(graph: Any, designated: Any) -> PPACLayout:
-    """Validate ``designated[k] in N_k`` for every node of a connected graph (n >= 2)."""
+    """Validate ``m_k in N_k`` for every node ``k`` of a connected graph (n >= 2).
+
+    ``designated``: ``{k: m_k}`` keyed by node label (as :func:`random_designated` returns),
+    or a sequence of the ``m_k`` labels in node order (``as_graph(graph).node_ids``).
+    """
     g = as_graph(graph)
     if g.n < 2:
         raise GraphError("graph has a single node; PPAC needs at least 2 nodes")
     require_connected(g)
-    m = np.asarray(designated)
-    if m.shape != (g.n,) or m.dtype.kind not in "iu":
-        raise ParameterError(f"designated must be {g.n} integer node indices, got shape "
-                             f"{m.shape} dtype {m.dtype}")
-    m = m.astype(np.int64)
+    m = _designated_positions(g, designated)
     A = g.adjacency
-    for k in np.flatnonzero((m < 0) | (m >= g.n)):
-        raise GraphError(f"designated[{k}] = {m[k]} is not a node index")
     ok = np.asarray(A[np.arange(g.n), m]).ravel() != 0
     if not ok.all():
         k = int(np.flatnonzero(~ok)[0])
-        raise GraphError(f"designated[{k}] = {m[k]} is not a neighbour of node {k}")
+        raise GraphError(f"designated[{g.id_of(k)!r}] = {g.id_of(m[k])!r} is not a neighbour "
+                         f"of node {g.id_of(k)!r}")
     return PPACLayout(g, m)
 
 
@@ -188,7 +238,8 @@ class Preparation:
     """Outcome of the preparation phase for ``c`` columns (coordinates x realisations).
 
     ``values`` (n, c), ``fragments`` (2m, c): ``Gamma_e`` of every directed edge in CSR order,
-    ``v0`` (n, c).  ``shape`` is ``(d, R)``: column ``a * R + r`` is coordinate ``a`` of
+    ``v0`` (n, c); the ``n`` rows are in the graph's node order (``graph.per_node`` keys a
+    column by label).  ``shape`` is ``(d, R)``: column ``a * R + r`` is coordinate ``a`` of
     realisation ``r``.
     """
 
@@ -208,7 +259,8 @@ def prepare(layout: PPACLayout, values: Any = None, *, realisations: int = 1,
             noise_std: Any = 1.0, seed: int | None = None) -> Preparation:
     """Run the preparation phase (Algorithm 1, lines 1-8) for many realisations at once.
 
-    ``values``: ``(n,)`` scalars or ``(n, d)`` vectors, shared by all realisations; ``None``
+    ``values``: ``(n,)`` scalars or ``(n, d)`` vectors in node order (or a dict
+    ``{label: value}`` covering every node), shared by all realisations; ``None``
     draws them i.i.d. ``N(value_mean, value_std^2)`` per realisation (``value_std`` scalar or
     per node).  Pure noises ``Gamma_kl ~ N(noise_mean, noise_std^2)`` independently for every
     coordinate and realisation (``noise_std`` scalar or per directed edge).  Then
@@ -224,6 +276,8 @@ def prepare(layout: PPACLayout, values: Any = None, *, realisations: int = 1,
         u = value_mean + sv[:, None] * rng.standard_normal((n, R))
         d = 1
     else:
+        if isinstance(values, Mapping):
+            values = _in_node_order(layout.graph, values, "values")
         u = np.asarray(values, dtype=np.float64)
         if u.ndim == 1:
             u = u[:, None]
@@ -300,12 +354,13 @@ def convergence_times(errors: np.ndarray, eps: float) -> np.ndarray:
 class AttackerView:
     """Everything node ``attacker`` holds up to round ``horizon`` (paper eq. 9), per column.
 
+    ``attacker`` and ``neighbours`` are node labels (``neighbours`` in node order);
     ``own_value`` (c,), ``sent`` (deg, c): ``Gamma_{i l}`` for ``l`` in ``neighbours`` (the
     designated one included: it is ``u_i`` minus the others), ``received`` (deg, c):
     ``Gamma_{l i}``, ``messages`` (horizon + 1, deg, c): ``v_l(tau)``.
     """
 
-    attacker: int
+    attacker: Any
     neighbours: np.ndarray
     own_value: np.ndarray
     sent: np.ndarray
@@ -318,10 +373,10 @@ class AttackerView:
                           self.messages.reshape(-1, self.messages.shape[-1])])
 
 
-def attacker_view(W: Any, prep: Preparation, attacker: int, horizon: int) -> AttackerView:
-    """Collect the data ``D_i(horizon)`` of node ``attacker`` from a simulated run."""
+def attacker_view(W: Any, prep: Preparation, attacker: Any, horizon: int) -> AttackerView:
+    """Collect the data ``D_i(horizon)`` of node ``attacker`` (a label) from a simulated run."""
     layout = prep.layout
-    i = node_index(attacker, layout.n, "attacker")
+    i = layout.graph.index_of(attacker, "attacker")
     if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 0:
         raise ParameterError(f"horizon must be an integer >= 0, got {horizon!r}")
     M = check_consensus_matrix(W, layout.n)
@@ -332,5 +387,6 @@ def attacker_view(W: Any, prep: Preparation, attacker: int, horizon: int) -> Att
     into = np.array([A.indptr[nb] + np.searchsorted(A.indices[A.indptr[nb]:A.indptr[nb + 1]], i)
                      for nb in nbrs], dtype=np.int64)
     messages = np.stack([v for _, v in consensus_rounds(M, prep.v0, int(horizon), nbrs)])
-    return AttackerView(i, nbrs, prep.values[i].copy(), prep.fragments[lo:hi].copy(),
-                        prep.fragments[into].copy(), messages)
+    g = layout.graph
+    return AttackerView(g.id_of(i), g.ids_of(nbrs), prep.values[i].copy(),
+                        prep.fragments[lo:hi].copy(), prep.fragments[into].copy(), messages)

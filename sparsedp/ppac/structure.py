@@ -23,10 +23,14 @@ decided by exact arithmetic (:func:`informative_sequence`) or, at scale, numeric
 
 Both tests run over all pairs at once in O(n + m): for a degree-2 node ``s`` with neighbours
 ``{j, x}``, the "other" neighbour ``x = (sum of N_s) - j`` is one array operation.
+
+Nodes are named by their labels (networkx nodes, edge-list ids) in every argument and result;
+the private helpers work on positions (row indices).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +43,6 @@ from sparsedp.linalg.exact_rank import IntegerEchelon
 from sparsedp.linalg.stochastic import as_square_sparse
 from sparsedp.ppac.exact import exact_observation_rows, rational_matrix
 from sparsedp.ppac.protocol import AttackerView, PPACLayout
-from sparsedp.validation import node_index
 
 __all__ = [
     "InformativeSequence",
@@ -65,14 +68,19 @@ def _edge_arrays(g: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     return j, s, deg[s], other
 
 
-def victim_status(graph: Any, attacker: int) -> np.ndarray:
-    """Status of every victim ``j`` against ``attacker`` (O(n + m)): an array of strings
+def victim_status(graph: Any, attacker: Any) -> dict[Any, str]:
+    """Status of every victim ``j`` against ``attacker`` (O(n + m)): ``{label: status}`` in
+    node order, with the statuses
 
     ``"recoverable"`` (``j`` is a generalised leaf with tail ``attacker``), ``"private"`` (the
     Thm 6.8 certificate exists), ``"undetermined"`` (neither), ``"attacker"`` (``j = i``).
     """
     g = as_graph(graph)
-    i = node_index(attacker, g.n, "attacker")
+    return g.per_node(status_by_position(g, g.index_of(attacker, "attacker")))
+
+
+def status_by_position(g: Graph, i: int) -> np.ndarray:
+    """:func:`victim_status` by position: an object array of the statuses."""
     j, s, deg_s, other = _edge_arrays(g)
     # certificate: s != i and s has a neighbour outside {i, j}
     witness = (s != i) & ((deg_s >= 3) | ((deg_s == 2) & (other != i)))
@@ -86,19 +94,28 @@ def victim_status(graph: Any, attacker: int) -> np.ndarray:
     return status
 
 
-def pair_status(graph: Any, attacker: int, victim: int) -> str:
-    """``"recoverable"``, ``"private"`` or ``"undetermined"`` for one pair (see
+def pair_status(graph: Any, attacker: Any, victim: Any) -> str:
+    """``"recoverable"``, ``"private"`` or ``"undetermined"`` for one pair of labels (see
     :func:`victim_status`); ``ParameterError`` when ``attacker == victim``."""
     g = as_graph(graph)
-    i = node_index(attacker, g.n, "attacker")
-    j = node_index(victim, g.n, "victim")
+    return _pair_status(g, *_pair(g, attacker, "attacker", victim, "victim"))
+
+
+def _pair(g: Graph, a: Any, role_a: str, b: Any, role_b: str) -> tuple[int, int]:
+    """Positions of two distinct nodes given by label (``ParameterError`` when equal)."""
+    i, j = g.index_of(a, role_a), g.index_of(b, role_b)
     if i == j:
-        raise ParameterError(f"attacker and victim are the same node {i}: the attacker holds "
-                             "its own value (infinite leakage by definition)")
-    return str(victim_status(g, i)[j])
+        raise ParameterError(f"{role_a} and {role_b} are the same node {g.id_of(i)!r}"
+                             + (": the attacker holds its own value (infinite leakage by "
+                                "definition)" if role_a == "attacker" else ""))
+    return i, j
 
 
-def delayed_recovery(graph: Any, W: Any, attacker: int, victim: int, horizon: int) -> bool:
+def _pair_status(g: Graph, i: int, j: int) -> str:
+    return str(status_by_position(g, i)[j])
+
+
+def delayed_recovery(graph: Any, W: Any, attacker: Any, victim: Any, horizon: int) -> bool:
     """Whether an ``"undetermined"`` pair is provably recovered by round ``horizon``.
 
     With ``L`` the leaves of ``j`` (``v_l(0) = Gamma_jl``) and ``D = N_j \\ ({i} | L)`` (degree
@@ -112,12 +129,17 @@ def delayed_recovery(graph: Any, W: Any, attacker: int, victim: int, horizon: in
 
     which is ``w sum_L Gamma_jl`` when ``W_jl = w != 0`` for every leaf ``l``.  So recovery holds
     for ``horizon >= 1`` (``j ~ i``) or ``>= 2``.  Returns False when these conditions fail
-    (which does not prove privacy).
+    (which does not prove privacy).  ``attacker`` and ``victim`` are labels; ``W`` is in the
+    graph's node order.
     """
     g = as_graph(graph)
-    i = node_index(attacker, g.n, "attacker")
-    j = node_index(victim, g.n, "victim")
-    if pair_status(g, i, j) != "undetermined":
+    i, j = _pair(g, attacker, "attacker", victim, "victim")
+    return delayed_recovery_by_position(g, W, i, j, horizon)
+
+
+def delayed_recovery_by_position(g: Graph, W: Any, i: int, j: int, horizon: int) -> bool:
+    """:func:`delayed_recovery` by position."""
+    if _pair_status(g, i, j) != "undetermined":
         return False
     M = as_square_sparse(W).tocsr()
     A = g.adjacency
@@ -133,13 +155,15 @@ def delayed_recovery(graph: Any, W: Any, attacker: int, victim: int, horizon: in
     return horizon >= 2 and any(M[s, j] != 0 for s in common)
 
 
-def is_generalised_leaf(graph: Any, head: int, tail: int) -> bool:
-    """Def. 6.7: every ``s in N_head \\ {tail}`` has degree 2 and is adjacent to ``tail``."""
+def is_generalised_leaf(graph: Any, head: Any, tail: Any) -> bool:
+    """Def. 6.7: every ``s in N_head \\ {tail}`` has degree 2 and is adjacent to ``tail``
+    (``head`` and ``tail``: distinct labels)."""
     g = as_graph(graph)
-    j = node_index(head, g.n, "head")
-    i = node_index(tail, g.n, "tail")
-    if i == j:
-        raise ParameterError(f"head and tail must differ, got {i} twice")
+    j, i = _pair(g, head, "head", tail, "tail")
+    return _is_generalised_leaf(g, j, i)
+
+
+def _is_generalised_leaf(g: Graph, j: int, i: int) -> bool:
     A = g.adjacency
     deg = g.degrees
     for s in A.indices[A.indptr[j]:A.indptr[j + 1]]:
@@ -153,7 +177,7 @@ def is_generalised_leaf(graph: Any, head: int, tail: int) -> bool:
     return True
 
 
-def generalised_leaf_attack(view: AttackerView, graph: Any, victim: int) -> np.ndarray:
+def generalised_leaf_attack(view: AttackerView, graph: Any, victim: Any) -> np.ndarray:
     """Recover ``u_j`` exactly from the attacker's data when ``j`` is a generalised leaf with
     tail ``i`` (paper Def. 6.7 and the argument after it).
 
@@ -166,13 +190,12 @@ def generalised_leaf_attack(view: AttackerView, graph: Any, victim: int) -> np.n
     not apply).  Uses only ``view`` (no hidden state of the simulation).
     """
     g = as_graph(graph)
-    i = view.attacker
-    j = node_index(victim, g.n, "victim")
-    if not is_generalised_leaf(g, head=j, tail=i):
-        raise ParameterError(f"node {j} is not a generalised leaf with tail {i}: "
-                             "the generalised-leaf attack does not apply")
+    j, i = _pair(g, victim, "victim", view.attacker, "attacker")
+    if not _is_generalised_leaf(g, j, i):
+        raise ParameterError(f"node {g.id_of(j)!r} is not a generalised leaf with tail "
+                             f"{g.id_of(i)!r}: the generalised-leaf attack does not apply")
     A = g.adjacency
-    position = {int(nb): k for k, nb in enumerate(view.neighbours)}
+    position = {int(nb): k for k, nb in enumerate(g.indices_of(view.neighbours, "neighbour"))}
     total = np.zeros_like(view.own_value)
     for s in A.indices[A.indptr[j]:A.indptr[j + 1]]:
         if s != i:
@@ -183,8 +206,9 @@ def generalised_leaf_attack(view: AttackerView, graph: Any, victim: int) -> np.n
     return total
 
 
-def generalised_leaves(graph: Any) -> list[tuple[int, int]]:
-    """All ``(head, tail)`` pairs of Def. 6.7, sorted, in O(n + m).
+def generalised_leaves(graph: Any) -> list[tuple[Any, Any]]:
+    """All ``(head, tail)`` pairs of Def. 6.7 as labels, in O(n + m); sorted (in node order
+    when the labels cannot be compared).
 
     For each head ``j``: let ``bad`` be its neighbours of degree != 2.  With two or more there
     is no tail.  With one, the tail must be that neighbour and every other neighbour must point
@@ -207,7 +231,11 @@ def generalised_leaves(graph: Any) -> list[tuple[int, int]]:
             rest = nbrs != tail
             if tail != head and np.all(others[rest] == tail):
                 out.append((int(head), int(tail)))
-    return sorted(out)
+    labelled = [(g.id_of(head), g.id_of(tail)) for head, tail in sorted(out)]
+    try:
+        return sorted(labelled)
+    except TypeError:  # labels of mixed types
+        return labelled
 
 
 @dataclass(frozen=True)
@@ -220,14 +248,16 @@ class InformativeSequence:
     attacker's observation matrix ``R_i`` up to ``horizon``; ``recoverable`` the victims whose
     ``e_{u_j}`` lies in the row span of ``R_i`` (Case 2, eq. 23: exact recovery, infinite
     leakage).  ``horizon`` is the last round included (``None``: infinity, evaluated at
-    ``n - 1`` rounds, which suffices by Prop. 6.3).
+    ``n - 1`` rounds, which suffices by Prop. 6.3).  Nodes (``attacker``, the neighbours of
+    ``sequence``, ``recoverable``, the tags of ``rows``) are labels; ``rows`` are the exact
+    informative rows over the 2m sources (values in node order, then the noise edges).
     """
 
-    attacker: int
+    attacker: Any
     horizon: int | None
-    sequence: tuple[tuple[int, int], ...]
+    sequence: tuple[tuple[Any, int], ...]
     rank: int
-    recoverable: tuple[int, ...]
+    recoverable: tuple[Any, ...]
     rows: tuple = field(repr=False, default=())
 
     @property
@@ -252,15 +282,30 @@ def resolve_horizon(horizon: Any, n: int) -> tuple[int, int | None]:
     return min(int(horizon), n - 1), int(horizon)
 
 
-def informative_sequence(layout: PPACLayout, W: Any, attacker: int,
+def informative_sequence(layout: PPACLayout, W: Any, attacker: Any,
                          horizon: Any = math.inf) -> InformativeSequence:
     """Exact basis pursuit over the attacker's observations (Def. 6.1, Thm 6.2, Prop. 6.3).
 
     Exact integer arithmetic on ``D^tau p_l(tau)`` with ``W = W_int / D`` (see
     :func:`sparsedp.ppac.exact.rational_matrix`).  Cost grows with ``n``, the horizon and the
-    size of the integers: meant for graphs of up to a few hundred edges.
+    size of the integers: meant for graphs of up to a few hundred edges.  ``attacker`` is a
+    label, ``W`` in the graph's node order.
     """
-    i = node_index(attacker, layout.n, "attacker")
+    g = layout.graph
+    return with_labels(basis_pursuit(layout, W, g.index_of(attacker, "attacker"), horizon), g)
+
+
+def with_labels(seq: InformativeSequence, g: Graph) -> InformativeSequence:
+    """A position-based :class:`InformativeSequence` (:func:`basis_pursuit`) by label."""
+    return dataclasses.replace(
+        seq, attacker=g.id_of(seq.attacker),
+        sequence=tuple((g.id_of(nb), tau) for nb, tau in seq.sequence),
+        recoverable=tuple(g.id_of(j) for j in seq.recoverable),
+        rows=tuple(((tag[0], g.id_of(tag[1]), *tag[2:]), row) for tag, row in seq.rows))
+
+
+def basis_pursuit(layout: PPACLayout, W: Any, i: int, horizon: Any) -> InformativeSequence:
+    """:func:`informative_sequence` by position: every node in the result is a row index."""
     rounds, reported = resolve_horizon(horizon, layout.n)
     W_int, _ = rational_matrix(W)
     if W_int.shape[0] != layout.n:

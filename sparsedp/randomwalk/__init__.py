@@ -3,6 +3,10 @@ series, the log-Green matrix ``-log(I - W + J/n)`` at scale, closed forms for na
 pairwise losses, the Muffliato gossip baseline (Cyffers et al. 2022), and the comparison of
 random walks with gossip by graph distance.
 
+The functions that take a matrix W name nodes by its rows (``0..n-1``);
+:func:`~sparsedp.randomwalk.gossip_comparison.compare_by_distance`, which takes a graph, by
+the graph's labels.
+
 Imports ``linalg``, ``graphs``, ``privacy``, ``errors``, ``validation``; no other family.
 """
 

@@ -195,6 +195,8 @@ def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
     ``coalition``: a set F of colluding receivers; the result then has one loss, for F.
     ``sender_known``: the variant of Section B.1.  ``clip``: also apply the local-DP bound
     ``alpha / (2 sigma^2)`` per contribution.  See the module docstring for the formulas.
+    Nodes (``source``, ``receivers``, ``coalition`` and the result's) are rows of W,
+    ``0..n-1``; for a graph's labels see :meth:`sparsedp.graphs.Graph.index_of`.
     """
     if method not in METHODS:
         raise ParameterError(f"unknown random-walk method {method!r}; valid methods: "

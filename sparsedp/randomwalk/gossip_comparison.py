@@ -38,15 +38,19 @@ from sparsedp.randomwalk.pairwise import loss_by_distance, renyi_order
 __all__ = ["compare_by_distance"]
 
 
-def compare_by_distance(graph: Any, source: int = 0, alpha: float = 2.0,
+def compare_by_distance(graph: Any, source: Any = None, alpha: float = 2.0,
                         walk_steps: int | None = None, scheme: str = "metropolis",
                         plain_gossip: bool = True) -> dict:
-    """JSON-ready comparison record for one graph (see the module docstring)."""
+    """JSON-ready comparison record for one graph (see the module docstring).
+
+    ``source`` is a node label (default: the first node, ``0`` for graphs on ``0..n-1``); the
+    record names it by its label.
+    """
     start = time.perf_counter()
     g = as_graph(graph)
     W = gossip_matrix(g, scheme=scheme)
     n = g.n
-    u = validation.node_index(source, n, "source")
+    u = 0 if source is None else g.index_of(source, "source")
     alpha = renyi_order(alpha)
     dist = shortest_path(g.adjacency, unweighted=True, indices=u).astype(np.int64)
     gap = 1.0 - spectral_info(W).lambda_2
@@ -69,7 +73,7 @@ def compare_by_distance(graph: Any, source: int = 0, alpha: float = 2.0,
     by_distance = {name: loss_by_distance(dist[recv], vals)
                    for name, (recv, vals) in losses.items()}
     return {
-        "nodes": n, "edges": g.num_edges, "scheme": scheme, "source": u, "alpha": alpha,
+        "nodes": n, "edges": g.num_edges, "scheme": scheme, "source": g.id_of(u), "alpha": alpha,
         "spectral_gap": gap, "rounds": rounds,
         "units": "loss / local-DP loss of one release (alpha / (2 sigma^2))",
         "sigma_random_walk": sigma_rw, "sigma_gossip": sigma_gossip,

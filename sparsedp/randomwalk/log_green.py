@@ -333,7 +333,8 @@ def log_green_columns(W: Any, sources: Any, method: str = "chebyshev", tol: floa
     ``method`` in :data:`COLUMN_METHODS` (see the module docstring for each method's formula
     and error bound).  ``tol`` is the target bound on the Euclidean error of each column; the
     achieved bound is returned in ``error_bound``.  ``interval`` (an eigenvalue enclosure on
-    ``1^perp``) is computed with :func:`spectral_interval` when not given.
+    ``1^perp``) is computed with :func:`spectral_interval` when not given.  ``sources`` are
+    rows of W (``0..n-1``).
     """
     if method not in COLUMN_METHODS:
         raise ParameterError(f"unknown log-Green method {method!r}; valid methods: "

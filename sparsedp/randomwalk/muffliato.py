@@ -27,14 +27,21 @@ counted, as they are sent, and the accelerated variant uses its own polynomials.
 
 Computation, without any n x n matrix unless ``method="dense"``:
 
-* numerators: one propagation ``P_t e_u`` (T sparse products);
+* numerators: the propagation ``P_t e_u`` (T sparse products);
 * row norms ``||P_t e_w||^2``: ``row_norms="exact"`` propagates the indicator block of the
-  needed w (the neighbours of the receivers), in chunks; ``row_norms="bound"`` uses the
+  needed w (the neighbours of the receivers), in chunks, each with ``e_u``;
+  ``row_norms="bound"`` uses the
   cheap valid lower bound ``||P_t e_w||^2 >= 1/n`` (Cauchy-Schwarz with ``1^T P_t e_w = 1``)
   for ``t >= 2`` and the exact values ``1`` (t = 0) and ``sum_j W_wj^2`` (t = 1), which
   gives an upper bound on the loss;
 * ``method="dense"`` (``n <= DENSE_MAX_N``): ``W = V diag(lambda) V^T``,
   ``(P_t)_wu = sum_i V_wi P_t(lambda_i) V_ui`` and ``||P_t e_w||^2 = sum_i V_wi^2 P_t(lambda_i)^2``.
+
+The sums are accumulated round by round, never stored per round, and stop early once they
+reach the clip: every term is nonnegative, so a receiver whose partial sum reaches 1 (the
+local-DP loss) keeps that value at any larger T.  Once mixed, each term is about ``1/n``
+(``P_t e_w -> 1/n``), so every sum reaches 1 within about ``n / deg`` rounds after mixing:
+a huge T (10^9) costs about that many rounds, not T.
 """
 
 from __future__ import annotations
@@ -137,38 +144,68 @@ def gossip_polynomial(W: sp.csr_matrix, X: np.ndarray, T: int,
         prev, cur = cur, nxt
 
 
-def _dense_terms(M: sp.csr_matrix, u: int, T: int, gamma: float | None
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(C, N)``: ``C[t, w] = (P_t)_wu``, ``N[t, w] = ||P_t e_w||^2`` by eigendecomposition."""
+def _row_norm_bound(M: sp.csr_matrix, t: int) -> np.ndarray | float:
+    """Lower bound on ``||P_t e_w||^2`` for every w: 1 (t = 0), ``sum_j W_wj^2`` (t = 1),
+    ``1/n`` after (Cauchy-Schwarz with ``1^T P_t e_w = 1``)."""
+    if t == 0:
+        return 1.0
+    if t == 1:
+        return np.asarray(M.multiply(M).sum(axis=1)).ravel()
+    return 1.0 / M.shape[0]
+
+
+def _dense_sums(M: sp.csr_matrix, u: int, T: int, gamma: float | None, exact_norms: bool,
+                done) -> tuple[np.ndarray, int]:
+    """``(S, rounds)``: ``S[w] = sum_t (P_t)_wu^2 / ||P_t e_w||^2`` by eigendecomposition,
+    ``W = V diag(lambda) V^T``, ``(P_t)_wu = sum_i V_wi P_t(lambda_i) V_ui`` and
+    ``||P_t e_w||^2 = sum_i V_wi^2 P_t(lambda_i)^2``; summed round by round until T or until
+    ``done(S)`` (then ``rounds < T``)."""
     lam, V = np.linalg.eigh(M.toarray())
-    P = np.stack(list(gossip_polynomial(sp.diags(lam).tocsr(), np.ones(len(lam)), T, gamma)))
-    C = (P * V[u]) @ V.T
-    N = (P * P) @ (V * V).T
-    return C, N
+    Vu, V2 = V[u], V * V
+    S = np.zeros(len(lam))
+    for t, p in enumerate(gossip_polynomial(sp.diags(lam).tocsr(), np.ones(len(lam)), T,
+                                            gamma)):
+        c = V @ (p * Vu)
+        S += c * c / (V2 @ (p * p) if exact_norms else _row_norm_bound(M, t))
+        if done(S):
+            return S, t + 1
+    return S, T
 
 
-def _row_norms_exact(M: sp.csr_matrix, needed: np.ndarray, T: int,
-                     gamma: float | None) -> np.ndarray:
-    """``N[t, j] = ||P_t e_{needed[j]}||^2`` by propagating indicator blocks in chunks."""
+def _propagated_sums(M: sp.csr_matrix, u: int, T: int, gamma: float | None,
+                     needed: np.ndarray, exact_norms: bool) -> tuple[np.ndarray, int]:
+    """``(S, rounds)`` as :func:`_dense_sums` for the nodes ``needed``, matrix-free.
+
+    With exact row norms the indicator block of ``needed`` is propagated in chunks of
+    ``_CHUNK`` columns, together with ``e_u`` (the numerators); a chunk stops once every one
+    of its ``S[w]`` reaches 1 (any receiver next to such a w is at the local-DP loss, and
+    later rounds only add).  With the bound only ``e_u`` is propagated.  ``rounds``: the
+    most rounds any chunk ran.
+    """
     n = M.shape[0]
-    N = np.empty((T, len(needed)))
-    for start in range(0, len(needed), _CHUNK):
-        cols = needed[start:start + _CHUNK]
-        E = np.zeros((n, len(cols)))
-        E[cols, np.arange(len(cols))] = 1.0
+    S = np.zeros(n)
+    most = 0
+    chunks = ([needed[k:k + _CHUNK] for k in range(0, len(needed), _CHUNK)] if exact_norms
+              else [needed])
+    for cols in chunks:
+        width = len(cols) if exact_norms else 0
+        E = np.zeros((n, width + 1))
+        E[cols[:width], np.arange(width)] = 1.0
+        E[u, width] = 1.0
+        rounds = T
         for t, Y in enumerate(gossip_polynomial(M, E, T, gamma)):
-            N[t, start:start + len(cols)] = np.einsum("ij,ij->j", Y, Y)
-    return N
-
-
-def _row_norms_bound(M: sp.csr_matrix, needed: np.ndarray, T: int) -> np.ndarray:
-    """Lower bounds on ``||P_t e_w||^2``: 1 (t = 0), ``sum_j W_wj^2`` (t = 1), 1/n after."""
-    n = M.shape[0]
-    N = np.full((T, len(needed)), 1.0 / n)
-    N[0] = 1.0
-    if T > 1:
-        N[1] = np.asarray(M.multiply(M).sum(axis=1)).ravel()[needed]
-    return N
+            c = Y[cols, width]
+            if exact_norms:
+                norms = np.einsum("ij,ij->j", Y[:, :width], Y[:, :width])
+            else:
+                norms = _row_norm_bound(M, t)
+                norms = norms[cols] if isinstance(norms, np.ndarray) else norms
+            S[cols] += c * c / norms
+            if np.all(S[cols] >= 1.0):
+                rounds = t + 1
+                break
+        most = max(most, rounds)
+    return S, most
 
 
 def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
@@ -182,7 +219,8 @@ def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
     (see the module docstring).
     ``method``: ``"dense"`` (eigendecomposition), ``"propagation"`` (matrix-free) or
     ``"auto"`` (dense for ``n <= DENSE_MAX_N`` with exact row norms).  W must be symmetric,
-    stochastic and nonnegative.
+    stochastic and nonnegative.  ``source``, ``receivers`` and the result's nodes are rows of
+    W (``0..n-1``); for a graph's labels see :meth:`sparsedp.graphs.Graph.index_of`.
     """
     if row_norms not in ("exact", "bound"):
         raise ParameterError(f"row_norms must be 'exact' or 'bound', got {row_norms!r}")
@@ -215,28 +253,26 @@ def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
     A.data[:] = 1.0
     if method == "auto":
         method = "dense" if n <= DENSE_MAX_N and row_norms == "exact" else "propagation"
+    target_rows = A[targets]
+    exact_norms = row_norms == "exact"
     if method == "dense":
         if n > DENSE_MAX_N:
             raise ParameterError(f"dense Muffliato needs n <= {DENSE_MAX_N}, got {n}")
-        C, N = _dense_terms(M, u, T, gamma)
-        if row_norms == "bound":
-            N = _row_norms_bound(M, np.arange(n), T)
-        per_w = np.sum(C * C / N, axis=0)
+        per_w, rounds = _dense_sums(M, u, T, gamma, exact_norms,
+                                    done=lambda S: bool(np.all(target_rows @ S >= 1.0)))
     else:
-        needed = np.unique(A[targets].indices)
-        if row_norms == "exact" and len(needed) > EXACT_ROW_NORMS_MAX:
+        needed = np.unique(target_rows.indices)
+        if exact_norms and len(needed) > EXACT_ROW_NORMS_MAX:
             raise ParameterError(
                 f"exact row norms for {len(needed)} nodes exceed EXACT_ROW_NORMS_MAX = "
                 f"{EXACT_ROW_NORMS_MAX}: choose fewer receivers or row_norms='bound'")
-        N = (_row_norms_exact(M, needed, T, gamma) if row_norms == "exact"
-             else _row_norms_bound(M, needed, T))
-        e_u = np.zeros(n)
-        e_u[u] = 1.0
-        per_w = np.zeros(n)
-        for t, c in enumerate(gossip_polynomial(M, e_u, T, gamma)):
-            per_w[needed] += c[needed] ** 2 / N[t]
+        per_w, rounds = _propagated_sums(M, u, T, gamma, needed, exact_norms)
+    if rounds < T:
+        notes.append(f"rounds summed up to t = {rounds - 1} only: by then every receiver's sum "
+                     "reached the local-DP loss, and later rounds add nonnegative terms, so "
+                     f"the values at T = {T} are the same")
     ldp = alpha / (2.0 * sigma * sigma)
-    values = ldp * (A[targets] @ per_w)
+    values = ldp * (target_rows @ per_w)
     clipped = values > ldp
     kind_note = ("row norms exact" if row_norms == "exact"
                  else "row norms replaced by the lower bound 1/n for t >= 2")
