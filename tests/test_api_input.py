@@ -106,3 +106,36 @@ def test_different_components_learn_nothing_exactly(view):
         assert brute_force_max(dense_M(W, 0, [4], 5)) == pytest.approx(0.0, abs=1e-12)
     same = sparsedp.squared_sensitivity(W, 0, [1], 5, view=view)
     assert same.upper > 0 and not any("different connected" in n for n in same.notes)
+
+
+def test_weighted_row_normalised_is_weight_over_strength():
+    """gossip_matrix(G, weight=...) like networkx: W_ij = w_ij / sum_k w_ik, dense check."""
+    G = nx.karate_club_graph()
+    W = sparsedp.gossip_matrix(G, scheme="row-normalised", weight="weight", laziness=0.25)
+    A = nx.to_numpy_array(G, nodelist=list(G), weight="weight")
+    expected = 0.25 * np.eye(len(A)) + 0.75 * A / A.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(W.toarray(), expected, rtol=1e-15, atol=0)
+    check_gossip_matrix(W, require=("nonnegative", "row_stochastic"))
+    # an edge without the attribute weighs 1, as in networkx
+    H = nx.Graph([(0, 1, {"w": 3.0}), (1, 2)])
+    np.testing.assert_allclose(
+        sparsedp.gossip_matrix(H, scheme="row-normalised", weight="w").toarray(),
+        [[0, 1, 0], [0.75, 0, 0.25], [0, 1, 0]])
+
+
+def test_weights_on_the_graph_but_not_used_are_noted():
+    with pytest.warns(UserWarning, match="78 edges carry a 'weight' attribute, not used"):
+        W = sparsedp.gossip_matrix(nx.karate_club_graph())
+    assert W.shape == (34, 34)
+
+
+@pytest.mark.parametrize("graph, scheme, message", [
+    (nx.path_graph(3), "metropolis", "does not use edge weights"),
+    (nx.Graph([(0, 1, {"weight": -1.0}), (1, 2)]), "row-normalised", r"edge \(0, 1\)"),
+    (nx.Graph([(0, 1, {"weight": float("nan")}), (1, 2)]), "row-normalised", "finite"),
+    (nx.DiGraph([(0, 1), (1, 0)]), "row-normalised", "undirected"),
+    (sp.csr_matrix(np.ones((3, 3)) - np.eye(3)), "row-normalised", "networkx edge attribute"),
+])
+def test_unusable_weights_are_refused(graph, scheme, message):
+    with pytest.raises(ParameterError, match=message):
+        sparsedp.gossip_matrix(graph, scheme=scheme, weight="weight")

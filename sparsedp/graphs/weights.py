@@ -8,8 +8,10 @@ only where nonzero).  Their properties are checked by :mod:`sparsedp.linalg.stoc
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
+import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
@@ -21,7 +23,11 @@ __all__ = ["SCHEMES", "gossip_matrix"]
 SCHEMES = ("metropolis", "max-degree", "row-normalised", "row-normalised-self-loops")
 
 
-def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0) -> sp.csr_matrix:
+WEIGHTED_SCHEMES = ("row-normalised",)
+
+
+def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0,
+                  weight: str | None = None) -> sp.csr_matrix:
     """Gossip matrix of a connected graph (anything :func:`sparsedp.graphs.as_graph` accepts).
 
     With ``d_i`` the degree of node ``i`` and ``j ~ i`` its neighbours:
@@ -41,23 +47,44 @@ def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0)
 
     ``laziness = a`` in [0, 1) returns ``a I + (1 - a) W``.
 
+    ``weight``: as in networkx, the name of a networkx edge attribute holding edge weights
+    ``w_ij > 0`` (an edge without it weighs 1), or ``None`` (default: the pattern only; a
+    ``UserWarning`` says so when the graph's edges carry a ``"weight"`` attribute).  Weights
+    are used by the schemes that define weighted rows, :data:`WEIGHTED_SCHEMES`:
+    ``"row-normalised"`` gives ``W_ij = w_ij / s_i`` with ``s_i = sum_k w_ik`` (a self-loop
+    ``{i, i}`` of weight ``w_ii`` gives ``W_ii = w_ii / s_i``).  Metropolis and max-degree
+    weights are functions of the degrees only, so ``weight`` with them is a
+    ``ParameterError``; so is a missing, non-positive or non-finite weight (the edge is named),
+    a directed graph, or a graph that is not a networkx graph (a file or matrix has no
+    attributes: build W from your weights directly).
+
     Row and column ``i`` belong to the node at position ``i`` of the graph:
     ``as_graph(graph).id_of(i)``, i.e. ``list(G)[i]`` for a networkx graph (``i`` itself when
     the nodes are ``0..n-1`` in order).  The functions that take W name nodes by these rows;
     ``as_graph(graph).index_of(label)`` converts a label.
 
     Raises ``GraphError`` for a disconnected graph (with the component count) or a single node,
-    ``ParameterError`` for an unknown scheme or a laziness outside [0, 1).
+    ``ParameterError`` for an unknown scheme, a laziness outside [0, 1) or unusable weights.
     """
     if scheme not in SCHEMES:
         raise ParameterError(f"unknown gossip scheme {scheme!r}; valid schemes: "
                              + ", ".join(SCHEMES))
     if not 0.0 <= laziness < 1.0:
         raise ParameterError(f"laziness must be in [0, 1), got {laziness!r}")
+    if weight is not None and scheme not in WEIGHTED_SCHEMES:
+        raise ParameterError(f"scheme {scheme!r} does not use edge weights (its rows are a "
+                             "function of the degrees); weighted schemes: "
+                             + ", ".join(WEIGHTED_SCHEMES))
+    if weight is None:
+        _warn_if_weighted(graph)
+    else:
+        _check_weights(graph, weight)
     g = as_graph(graph)
     if g.n < 2:
         raise GraphError("graph has a single node; gossip needs at least 2 nodes")
     require_connected(g)
+    if weight is not None:
+        return _weighted_row_normalised(graph, weight, laziness)
     A = g.adjacency
     d = g.degrees.astype(np.float64)
     rows = np.repeat(np.arange(g.n), np.diff(A.indptr))
@@ -80,6 +107,45 @@ def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0)
     diag = laziness + (1.0 - laziness) * diag
     W = sp.csr_matrix((off, cols.copy(), A.indptr.copy()), shape=A.shape)
     W = (W + sp.diags(diag, format="csr")).tocsr()
+    W.eliminate_zeros()
+    W.sort_indices()
+    return W
+
+
+def _warn_if_weighted(graph: Any) -> None:
+    """The note of ``weight=None`` on a networkx graph whose edges carry ``"weight"``."""
+    if isinstance(graph, nx.Graph):
+        weighted = sum(1 for *_, w in graph.edges(data="weight") if w is not None)
+        if weighted:
+            warnings.warn(f"{weighted} edges carry a 'weight' attribute, not used: W is built "
+                          "from the pattern (weight=None); pass weight='weight' with scheme "
+                          "'row-normalised' to use them", UserWarning, stacklevel=3)
+
+
+def _check_weights(graph: Any, weight: str) -> None:
+    """An undirected networkx graph whose ``weight`` attributes are finite and > 0."""
+    if not isinstance(graph, nx.Graph):
+        raise ParameterError(f"weight={weight!r} reads a networkx edge attribute, but the "
+                             f"graph is a {type(graph).__name__}: build W from the weights "
+                             "directly")
+    if graph.is_directed():
+        raise ParameterError(f"weight={weight!r} needs an undirected graph; got a directed one")
+    for u, v, w in graph.edges(data=weight, default=1.0):
+        if not (isinstance(w, (int, float, np.integer, np.floating)) and np.isfinite(w)
+                and w > 0):
+            raise ParameterError(f"edge ({u!r}, {v!r}) has {weight}={w!r}; weights must be "
+                                 "finite and > 0")
+
+
+def _weighted_row_normalised(graph: nx.Graph, weight: str, laziness: float) -> sp.csr_matrix:
+    """``W = (1 - a) S^{-1} A_w + a I`` with ``A_w`` the weighted adjacency (networkx order)
+    and ``S = diag(A_w 1)``."""
+    Aw = sp.csr_matrix(nx.to_scipy_sparse_array(graph, nodelist=list(graph), weight=weight,
+                                                format="csr"), dtype=np.float64)
+    strength = np.asarray(Aw.sum(axis=1)).ravel()
+    W = sp.diags((1.0 - laziness) / strength, format="csr") @ Aw
+    if laziness:
+        W = (W + laziness * sp.identity(W.shape[0], format="csr")).tocsr()
     W.eliminate_zeros()
     W.sort_indices()
     return W
