@@ -49,3 +49,24 @@ def test_progress_in_a_log_file(mode, shown):
     assert "\r" not in run.stderr
     if shown:
         assert all(line.startswith("sparse products") for line in run.stderr.splitlines())
+
+
+@pytest.mark.parametrize("command, label", [
+    (("randomwalk", "--generator", "ring:200", "--rounds", "3000", "--sigma", "5",
+      "--method", "series"), "walk steps"),
+    (("randomwalk", "--generator", "ring:200", "--rounds", "3000", "--sigma", "5",
+      "--method", "log-green"), "Chebyshev terms"),
+    (("muffliato", "--generator", "ring:200", "--rounds", "3000", "--sigma", "5"),
+     "Muffliato rounds"),
+    (("muffliato", "--generator", "ring:200", "--rounds", "3000", "--sigma", "5",
+      "--method", "propagation"), "Muffliato rounds x chunks"),
+])
+def test_randomwalk_and_muffliato_show_progress(command, label):
+    """The random-walk and Muffliato loops report progress too ('always' off a terminal)."""
+    run = subprocess.run([*COMMAND, *command, "--progress", "always", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert label in run.stderr and "\r" not in run.stderr
+    quiet = subprocess.run([*COMMAND, *command, "--progress", "never", "--json"],
+                           capture_output=True, text=True, timeout=120)
+    assert quiet.returncode == 0 and quiet.stderr == ""

@@ -18,6 +18,7 @@ import numpy as np
 
 from sparsedp import graphs
 from sparsedp.cli.exports import add_export_options, export, graph_distances
+from sparsedp.cli.options import add_progress_option
 from sparsedp.errors import ParameterError, SparseDPError
 from sparsedp.graphs.cost import require_generator_fits
 from sparsedp.graphs.weights import SCHEMES, gossip_matrix
@@ -86,6 +87,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--alpha", type=float, default=2.0, help="Renyi order of the reported RDP")
     p.add_argument("--delta", type=float, default=1e-5, help="delta of the (eps, delta) column")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_progress_option(p)
     add_export_options(p)
 
 
@@ -157,7 +159,7 @@ def run_randomwalk(args: argparse.Namespace) -> dict:
         receivers=_ids(graph, args.receivers, "receiver"),
         coalition=_ids(graph, args.coalition, "coalition"),
         sender_known=args.sender_known, clip=not args.no_clip, method=args.method,
-        column_method=args.column_method, tol=args.tol)
+        column_method=args.column_method, tol=args.tol, progress=args.progress)
     return _record(graph, name, args, result, start)
 
 
@@ -169,7 +171,7 @@ def run_muffliato(args: argparse.Namespace) -> dict:
     result = muffliato_rdp(W, source, args.rounds, args.sigma, args.alpha,
                            receivers=_ids(graph, args.receivers, "receiver"),
                            accelerated=args.accelerated, row_norms=args.row_norms,
-                           method=args.method)
+                           method=args.method, progress=args.progress)
     return _record(graph, name, args, result, start)
 
 

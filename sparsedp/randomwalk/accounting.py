@@ -52,6 +52,7 @@ from scipy.special import digamma
 
 from sparsedp import validation
 from sparsedp.errors import ParameterError
+from sparsedp.progress import progress_bar
 from sparsedp.randomwalk.log_green import (
     SpectralInterval,
     check_random_walk_matrix,
@@ -103,10 +104,11 @@ def require_noise_condition(sigma: float, alpha: float) -> None:
             f"or sigma >= {math.sqrt(need):.6g}")
 
 
-def walk_series(W: Any, source: int, T: int) -> np.ndarray:
+def walk_series(W: Any, source: int, T: int, progress: bool | str | None = None) -> np.ndarray:
     """``s_v = sum_{t=1}^T (W^t)_{source, v} / t`` for every node v (exact, T sparse products).
 
-    W symmetric, so ``(W^t)_{uv} = (W^t e_u)_v``.
+    W symmetric, so ``(W^t)_{uv} = (W^t e_u)_v``.  ``progress``: a bar over the T products
+    (:mod:`sparsedp.progress`).
     """
     M = check_random_walk_matrix(W)
     u = validation.node_index(source, M.shape[0], "source")
@@ -114,9 +116,14 @@ def walk_series(W: Any, source: int, T: int) -> np.ndarray:
     x = np.zeros(M.shape[0])
     x[u] = 1.0
     total = np.zeros_like(x)
+    bar = progress_bar(progress, total=T, desc="walk steps", unit="product")
     for t in range(1, T + 1):
         x = M @ x
         total += x / t
+        if bar is not None:
+            bar.update()
+    if bar is not None:
+        bar.close()
     return total
 
 
@@ -160,7 +167,8 @@ def _neighbour_max(M: sp.csr_matrix, values: np.ndarray) -> np.ndarray:
 
 def _per_contribution(M: sp.csr_matrix, u: int, T: int, sigma: float, alpha: float,
                       method: str, column_method: str, tol: float,
-                      interval: SpectralInterval | None) -> tuple[np.ndarray, float, str]:
+                      interval: SpectralInterval | None,
+                      progress: bool | str | None) -> tuple[np.ndarray, float, str]:
     """``(alpha / sigma^2) x`` for every node, where x is the series or its log-Green bound;
     also the numerical error bound included and a description of the method."""
     scale = alpha / (sigma * sigma)
@@ -168,9 +176,10 @@ def _per_contribution(M: sp.csr_matrix, u: int, T: int, sigma: float, alpha: flo
     if method == "auto":
         method = "series" if T * M.nnz <= SERIES_MAX_WORK else "log-green"
     if method == "series":
-        return scale * walk_series(M, u, T), 0.0, f"exact series over t = 1..{T}"
+        return scale * walk_series(M, u, T, progress), 0.0, f"exact series over t = 1..{T}"
     iv = spectral_interval(M) if interval is None else interval
-    col = log_green_columns(M, [u], method=column_method, tol=tol, interval=iv)
+    col = log_green_columns(M, [u], method=column_method, tol=tol, interval=iv,
+                            progress=progress)
     tail = truncation_tail(T, iv)
     err = float(col.error_bound[0])
     x = harmonic_number(T) / n + col.columns[:, 0] + tail + err
@@ -183,8 +192,8 @@ def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
                     contributions: float | None = None, receivers: Any = None,
                     coalition: Any = None, sender_known: bool = False, clip: bool = True,
                     method: str = "auto", column_method: str = "chebyshev",
-                    tol: float = 1e-10, interval: SpectralInterval | None = None
-                    ) -> PairwiseLoss:
+                    tol: float = 1e-10, interval: SpectralInterval | None = None,
+                    progress: bool | str | None = None) -> PairwiseLoss:
     """Renyi-DP loss of ``source`` towards each receiver (or a coalition) after T walk steps.
 
     ``method``: ``"series"`` (the exact finite-T sum, T sparse products), ``"log-green"``
@@ -197,6 +206,7 @@ def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
     ``alpha / (2 sigma^2)`` per contribution.  See the module docstring for the formulas.
     Nodes (``source``, ``receivers``, ``coalition`` and the result's) are rows of W,
     ``0..n-1``; for a graph's labels see :meth:`sparsedp.graphs.Graph.index_of`.
+    ``progress``: a bar over the walk steps or Chebyshev terms (:mod:`sparsedp.progress`).
     """
     if method not in METHODS:
         raise ParameterError(f"unknown random-walk method {method!r}; valid methods: "
@@ -212,7 +222,7 @@ def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
     if coalition is not None and (sender_known or receivers is not None):
         raise ParameterError("coalition cannot be combined with receivers or sender_known")
     values, err, how = _per_contribution(M, u, T, sigma, alpha, method, column_method, tol,
-                                         interval)
+                                         interval, progress)
     ldp = alpha / (2.0 * sigma * sigma)
     notes = [note]
     mechanism = "random walk"

@@ -71,6 +71,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsedp.errors import ParameterError
+from sparsedp.progress import progress_bar
 
 __all__ = [
     "MIN_RELATIVE_WIDTH",
@@ -167,7 +168,7 @@ def matvec_rounding_factor(M: sp.csr_matrix) -> float:
 
 
 def chebyshev_columns(M: sp.csr_matrix, B: np.ndarray, interval: SpectralInterval, tol: float,
-                      max_degree: int) -> tuple[np.ndarray, np.ndarray, dict]:
+                      max_degree: int, progress=None) -> tuple[np.ndarray, np.ndarray, dict]:
     """``f(W) B`` by the truncated Chebyshev series; the error bound per column is the
     truncation bound plus the termwise rounding bound (module docstring)."""
     p = chebyshev_parameters(interval)
@@ -200,6 +201,7 @@ def chebyshev_columns(M: sp.csr_matrix, B: np.ndarray, interval: SpectralInterva
     out_norm_sum += np.linalg.norm(out, axis=0)
     out += coefs[1] * cur
     out_norm_sum += np.linalg.norm(out, axis=0)
+    bar = progress_bar(progress, total=degree - 1, desc="Chebyshev terms", unit="term")
     for k in range(2, degree + 1):
         prev_norm = cur_norms[k - 2]
         prev, cur = cur, 2.0 * X(cur) - prev
@@ -207,6 +209,10 @@ def chebyshev_columns(M: sp.csr_matrix, B: np.ndarray, interval: SpectralInterva
         cur_norms[k] = np.linalg.norm(cur, axis=0)
         out += coefs[k] * cur
         out_norm_sum += np.linalg.norm(out, axis=0)
+        if bar is not None:
+            bar.update()
+    if bar is not None:
+        bar.close()
     # ||delta_k|| <= sum_{j<k} (k - j) ||l_j|| = k S1_k - S2_k (S1, S2: exclusive prefix sums)
     ks = np.arange(degree + 1, dtype=np.float64)[:, None]
     s1 = np.vstack([np.zeros((1, B.shape[1])), np.cumsum(local, axis=0)[:-1]])

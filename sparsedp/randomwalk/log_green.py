@@ -327,14 +327,16 @@ def _quadrature(M: sp.csr_matrix, B: np.ndarray, interval: SpectralInterval, tol
 
 def log_green_columns(W: Any, sources: Any, method: str = "chebyshev", tol: float = 1e-10,
                       interval: SpectralInterval | None = None,
-                      max_degree: int = _MAX_DEGREE) -> LogGreenColumns:
+                      max_degree: int = _MAX_DEGREE,
+                      progress: bool | str | None = None) -> LogGreenColumns:
     """Columns ``L[:, s]`` of ``L = -log(I - W + J/n)`` for the given sources, matrix-free.
 
     ``method`` in :data:`COLUMN_METHODS` (see the module docstring for each method's formula
     and error bound).  ``tol`` is the target bound on the Euclidean error of each column; the
     achieved bound is returned in ``error_bound``.  ``interval`` (an eigenvalue enclosure on
     ``1^perp``) is computed with :func:`spectral_interval` when not given.  ``sources`` are
-    rows of W (``0..n-1``).
+    rows of W (``0..n-1``).  ``progress``: a bar over the Chebyshev terms
+    (:mod:`sparsedp.progress`).
     """
     if method not in COLUMN_METHODS:
         raise ParameterError(f"unknown log-Green method {method!r}; valid methods: "
@@ -354,7 +356,7 @@ def log_green_columns(W: Any, sources: Any, method: str = "chebyshev", tol: floa
     iv = _interval(M, interval)
     B = _centered_unit_block(src, n)
     if method == "chebyshev":
-        cols, bound, details = chebyshev_columns(M, B, iv, tol, max_degree)
+        cols, bound, details = chebyshev_columns(M, B, iv, tol, max_degree, progress)
     elif method == "lanczos":
         cols, bound, details = lanczos_columns(M, B, iv, tol, max_degree)
     else:

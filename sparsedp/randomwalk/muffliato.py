@@ -57,6 +57,7 @@ from sparsedp import validation
 from sparsedp.errors import ParameterError
 from sparsedp.linalg.spectral import spectral_info
 from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix
+from sparsedp.progress import progress_bar
 from sparsedp.randomwalk.pairwise import PairwiseLoss, renyi_order
 
 __all__ = [
@@ -155,7 +156,7 @@ def _row_norm_bound(M: sp.csr_matrix, t: int) -> np.ndarray | float:
 
 
 def _dense_sums(M: sp.csr_matrix, u: int, T: int, gamma: float | None, exact_norms: bool,
-                done) -> tuple[np.ndarray, int]:
+                done, progress=None) -> tuple[np.ndarray, int]:
     """``(S, rounds)``: ``S[w] = sum_t (P_t)_wu^2 / ||P_t e_w||^2`` by eigendecomposition,
     ``W = V diag(lambda) V^T``, ``(P_t)_wu = sum_i V_wi P_t(lambda_i) V_ui`` and
     ``||P_t e_w||^2 = sum_i V_wi^2 P_t(lambda_i)^2``; summed round by round until T or until
@@ -163,17 +164,25 @@ def _dense_sums(M: sp.csr_matrix, u: int, T: int, gamma: float | None, exact_nor
     lam, V = np.linalg.eigh(M.toarray())
     Vu, V2 = V[u], V * V
     S = np.zeros(len(lam))
-    for t, p in enumerate(gossip_polynomial(sp.diags(lam).tocsr(), np.ones(len(lam)), T,
-                                            gamma)):
-        c = V @ (p * Vu)
-        S += c * c / (V2 @ (p * p) if exact_norms else _row_norm_bound(M, t))
-        if done(S):
-            return S, t + 1
-    return S, T
+    bar = progress_bar(progress, total=T, desc="Muffliato rounds", unit="round")
+    try:
+        for t, p in enumerate(gossip_polynomial(sp.diags(lam).tocsr(), np.ones(len(lam)), T,
+                                                gamma)):
+            c = V @ (p * Vu)
+            S += c * c / (V2 @ (p * p) if exact_norms else _row_norm_bound(M, t))
+            if done(S):
+                return S, t + 1
+            if bar is not None:
+                bar.update()
+        return S, T
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def _propagated_sums(M: sp.csr_matrix, u: int, T: int, gamma: float | None,
-                     needed: np.ndarray, exact_norms: bool) -> tuple[np.ndarray, int]:
+                     needed: np.ndarray, exact_norms: bool,
+                     progress=None) -> tuple[np.ndarray, int]:
     """``(S, rounds)`` as :func:`_dense_sums` for the nodes ``needed``, matrix-free.
 
     With exact row norms the indicator block of ``needed`` is propagated in chunks of
@@ -187,30 +196,39 @@ def _propagated_sums(M: sp.csr_matrix, u: int, T: int, gamma: float | None,
     most = 0
     chunks = ([needed[k:k + _CHUNK] for k in range(0, len(needed), _CHUNK)] if exact_norms
               else [needed])
-    for cols in chunks:
-        width = len(cols) if exact_norms else 0
-        E = np.zeros((n, width + 1))
-        E[cols[:width], np.arange(width)] = 1.0
-        E[u, width] = 1.0
-        rounds = T
-        for t, Y in enumerate(gossip_polynomial(M, E, T, gamma)):
-            c = Y[cols, width]
-            if exact_norms:
-                norms = np.einsum("ij,ij->j", Y[:, :width], Y[:, :width])
-            else:
-                norms = _row_norm_bound(M, t)
-                norms = norms[cols] if isinstance(norms, np.ndarray) else norms
-            S[cols] += c * c / norms
-            if np.all(S[cols] >= 1.0):
-                rounds = t + 1
-                break
-        most = max(most, rounds)
-    return S, most
+    bar = progress_bar(progress, total=T * len(chunks), desc="Muffliato rounds x chunks",
+                       unit="round")
+    try:
+        for cols in chunks:
+            width = len(cols) if exact_norms else 0
+            E = np.zeros((n, width + 1))
+            E[cols[:width], np.arange(width)] = 1.0
+            E[u, width] = 1.0
+            rounds = T
+            for t, Y in enumerate(gossip_polynomial(M, E, T, gamma)):
+                c = Y[cols, width]
+                if exact_norms:
+                    norms = np.einsum("ij,ij->j", Y[:, :width], Y[:, :width])
+                else:
+                    norms = _row_norm_bound(M, t)
+                    norms = norms[cols] if isinstance(norms, np.ndarray) else norms
+                S[cols] += c * c / norms
+                if bar is not None:
+                    bar.update()
+                if np.all(S[cols] >= 1.0):
+                    rounds = t + 1
+                    break
+            most = max(most, rounds)
+        return S, most
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
                   receivers: Any = None, accelerated: bool = False, gamma: float | None = None,
-                  row_norms: str = "exact", method: str = "auto") -> PairwiseLoss:
+                  row_norms: str = "exact", method: str = "auto",
+                  progress: bool | str | None = None) -> PairwiseLoss:
     """Muffliato RDP loss of ``source`` towards each receiver after T gossip rounds.
 
     ``accelerated``: Chebyshev-accelerated gossip (``gamma`` from :func:`acceleration_gap`
@@ -221,6 +239,7 @@ def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
     ``"auto"`` (dense for ``n <= DENSE_MAX_N`` with exact row norms).  W must be symmetric,
     stochastic and nonnegative.  ``source``, ``receivers`` and the result's nodes are rows of
     W (``0..n-1``); for a graph's labels see :meth:`sparsedp.graphs.Graph.index_of`.
+    ``progress``: a bar over the rounds, see :mod:`sparsedp.progress`.
     """
     if row_norms not in ("exact", "bound"):
         raise ParameterError(f"row_norms must be 'exact' or 'bound', got {row_norms!r}")
@@ -259,14 +278,15 @@ def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
         if n > DENSE_MAX_N:
             raise ParameterError(f"dense Muffliato needs n <= {DENSE_MAX_N}, got {n}")
         per_w, rounds = _dense_sums(M, u, T, gamma, exact_norms,
-                                    done=lambda S: bool(np.all(target_rows @ S >= 1.0)))
+                                    done=lambda S: bool(np.all(target_rows @ S >= 1.0)),
+                                    progress=progress)
     else:
         needed = np.unique(target_rows.indices)
         if exact_norms and len(needed) > EXACT_ROW_NORMS_MAX:
             raise ParameterError(
                 f"exact row norms for {len(needed)} nodes exceed EXACT_ROW_NORMS_MAX = "
                 f"{EXACT_ROW_NORMS_MAX}: choose fewer receivers or row_norms='bound'")
-        per_w, rounds = _propagated_sums(M, u, T, gamma, needed, exact_norms)
+        per_w, rounds = _propagated_sums(M, u, T, gamma, needed, exact_norms, progress)
     if rounds < T:
         notes.append(f"rounds summed up to t = {rounds - 1} only: by then every receiver's sum "
                      "reached the local-DP loss, and later rounds add nonnegative terms, so "
