@@ -5,19 +5,26 @@ Every entry point estimates what a request needs (each family has its cost model
 over the budget is refused at once with the estimate and what would fit, instead of running
 into the kernel's OOM killer or a ``MemoryError`` after minutes.  The budget is
 ``MEMORY_FRACTION`` of the physical memory, or what the caller passes as ``max_memory``
-(``--max-memory`` on the command line, e.g. ``8G``).
+(``--max-memory`` on the command line, e.g. ``8G``), or the budget set for a block of
+work with :func:`memory_limit` (every check inside it, generators included, uses it: the CLI
+sets ``--max-memory`` this way for the whole command).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import os
 import re
+from collections.abc import Iterator
 
 from sparsedp.errors import ParameterError, ResourceLimitError
 
 MEMORY_FRACTION = 0.8  # of the physical memory, the default budget of one request
 _UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar("sparsedp_memory_limit",
+                                                                   default=None)
 
 
 def physical_memory() -> int:
@@ -45,11 +52,28 @@ def parse_size(text: str | int | float) -> int:
 
 
 def memory_budget(max_memory=None) -> int:
-    """Bytes one request may use: ``max_memory`` (bytes or a size string) or
-    ``MEMORY_FRACTION`` of the physical memory."""
-    if max_memory is None:
-        return int(MEMORY_FRACTION * physical_memory())
-    return parse_size(max_memory)
+    """Bytes one request may use: ``max_memory`` (bytes or a size string), else the limit of
+    the enclosing :func:`memory_limit` block, else ``MEMORY_FRACTION`` of the physical
+    memory."""
+    if max_memory is not None:
+        return parse_size(max_memory)
+    limit = _LIMIT.get()
+    return int(MEMORY_FRACTION * physical_memory()) if limit is None else limit
+
+
+@contextlib.contextmanager
+def memory_limit(max_memory) -> Iterator[None]:
+    """Within the block, the default budget of every check is ``max_memory`` (bytes or a
+    size string; ``None`` leaves the default)::
+
+        with sparsedp.resources.memory_limit("2G"):
+            G = sparsedp.graphs.erdos_renyi(10**7, 1e-6)   # refused: needs more than 2 GiB
+    """
+    token = _LIMIT.set(None if max_memory is None else parse_size(max_memory))
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
 
 
 def format_bytes(size: float) -> str:

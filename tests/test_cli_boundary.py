@@ -164,3 +164,32 @@ def test_huge_requests_are_refused_or_answered_within_10_s(args, status, tmp_pat
     _no_traceback(run)
     if status == 2:
         assert run.stderr.startswith("sparsedp: error:") and "needs about" in run.stderr
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("randomwalk", "--generator", "er:200000:0.0001:1", "--rounds", "10", "--sigma", "5"),
+     "erdos_renyi"),
+    (("muffliato", "--generator", "ring:3000", "--rounds", "10", "--sigma", "5",
+      "--method", "dense"), "Muffliato (dense"),
+    (("ppac", "leakage", "--graph", "{ring}", "--horizon", "1000", "--exact", "false"),
+     "PPAC leakage"),
+    (("ppac", "simulate", "--rounds", "10000000"), "needs about"),
+    (("account", "--rounds", "2000"), "needs about"),
+])
+def test_max_memory_is_the_budget_of_every_command(args, fragment, tmp_path):
+    """--max-memory on every command bounds every cost check of the run (generators
+    included): a request over it is refused at once, naming what did not fit."""
+    ring = tmp_path / "ring.txt"
+    ring.write_text("".join(f"{i} {(i + 1) % 2000}\n" for i in range(2000)))
+    run = _run(*(a.format(ring=ring) for a in args), "--max-memory", "50M", timeout=30)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith("sparsedp: error:") and fragment in run.stderr
+    assert "50.0 MiB" in run.stderr
+    _no_traceback(run)
+
+
+def test_auto_muffliato_takes_the_matrix_free_path_when_dense_does_not_fit():
+    run = _run("muffliato", "--generator", "ring:3000", "--rounds", "10", "--sigma", "5",
+               "--max-memory", "50M", "--json", timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["method"].startswith("propagation")

@@ -429,6 +429,19 @@ def test_generators_refuse_requests_over_the_memory_budget(generate):
         generate()
 
 
+def test_memory_limit_sets_the_budget_of_every_check_inside_it():
+    """resources.memory_limit: the default budget inside the block (and only there)."""
+    from sparsedp import resources
+
+    with resources.memory_limit("1M"):
+        assert resources.memory_budget() == 2**20
+        assert resources.memory_budget("2M") == 2**21  # an explicit max_memory wins
+        with pytest.raises(ResourceLimitError, match=r"1\.0 MiB"):
+            ring(100_000)
+    assert resources.memory_budget() > 2**20
+    assert ring(100_000).n == 100_000
+
+
 def test_generator_memory_estimate_is_above_the_measured_peak():
     import tracemalloc
 

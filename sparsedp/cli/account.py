@@ -13,7 +13,7 @@ import argparse
 import time
 
 from sparsedp import validation
-from sparsedp.cli.options import add_progress_option
+from sparsedp.cli.options import add_memory_option, add_progress_option
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.sensitivity import (
     METHODS,
@@ -73,9 +73,7 @@ def add_parser(sub) -> None:
     acc.add_argument("--truncation-rtol", type=float, default=1e-9,
                      help="structured path: widening allowed by the mixing truncation, "
                           "relative to the lower bound (default 1e-9)")
-    acc.add_argument("--max-memory", default=None, metavar="SIZE",
-                     help="memory budget of the request, e.g. 8G (default: 80%% of the "
-                          "physical memory); a larger request is refused before it starts")
+    add_memory_option(acc)
     acc.add_argument("--dry-run", action="store_true",
                      help="print the method, estimated memory and sparse products of the "
                           "request (and the largest T that fits) without running it")

@@ -28,6 +28,7 @@ import traceback
 import warnings
 
 import sparsedp
+from sparsedp import resources
 from sparsedp.cli import account, ppac, randomwalk
 from sparsedp.errors import SparseDPError
 from sparsedp.plain import plain
@@ -137,7 +138,8 @@ def _threads_started() -> bool:
 
 
 def _run_here(args: argparse.Namespace) -> tuple[dict, list[str]]:
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, \
+            resources.memory_limit(getattr(args, "max_memory", None)):
         warnings.simplefilter("always", UserWarning)
         record = args.run(args)
     return record, [str(w.message) for w in caught]

@@ -17,3 +17,11 @@ def add_progress_option(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-progress", dest="progress", action="store_const", const="never",
                         help="the same as --progress never")
+
+
+def add_memory_option(parser: argparse.ArgumentParser) -> None:
+    """``--max-memory SIZE``: the budget of every cost check of the command
+    (:func:`sparsedp.resources.memory_limit`)."""
+    parser.add_argument("--max-memory", default=None, metavar="SIZE",
+                        help="memory budget of the request, e.g. 8G (default: 80%% of the "
+                             "physical memory); a larger request is refused before it starts")

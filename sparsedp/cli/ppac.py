@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from sparsedp.cli.exports import add_export_options, export, graph_distances
-from sparsedp.cli.options import add_progress_option
+from sparsedp.cli.options import add_memory_option, add_progress_option
 from sparsedp.graphs.graph import Graph, as_graph
 from sparsedp.ppac import (
     consensus_errors,
@@ -83,6 +83,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--value-std", type=float, default=10.0, help="std of the private values")
     p.add_argument("--noise-std", type=float, default=15.0, help="std of the noise fragments")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_memory_option(p)
 
 
 def add_parser(sub) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 
 from sparsedp import graphs
 from sparsedp.cli.exports import add_export_options, export, graph_distances
-from sparsedp.cli.options import add_progress_option
+from sparsedp.cli.options import add_memory_option, add_progress_option
 from sparsedp.errors import ParameterError, SparseDPError
 from sparsedp.graphs.cost import require_generator_fits
 from sparsedp.graphs.weights import SCHEMES, gossip_matrix
@@ -88,6 +88,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delta", type=float, default=1e-5, help="delta of the (eps, delta) column")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_progress_option(p)
+    add_memory_option(p)
     add_export_options(p)
 
 

@@ -56,6 +56,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.linalg.lapack import dgeqrf
 
+from sparsedp import resources
 from sparsedp.errors import ParameterError
 from sparsedp.linalg.exact_rank import IntegerEchelon
 from sparsedp.linalg.kernels import spmm
@@ -74,6 +75,7 @@ from sparsedp.progress import progress_bar
 __all__ = [
     "LeakageResult",
     "leakage",
+    "leakage_memory",
     "leakage_monte_carlo",
     "leakage_noise_limit",
     "leakage_theorem_6_6",
@@ -153,6 +155,15 @@ class LeakageResult:
 def _neighbours(layout: PPACLayout, i: int) -> np.ndarray:
     A = layout.graph.adjacency
     return A.indices[A.indptr[i]:A.indptr[i + 1]].astype(np.int64)
+
+
+def leakage_memory(n: int, degree: int, rounds: int, victims: int) -> float:
+    """Estimated peak bytes of :func:`leakage`, ``8 (2 n k + victims k + 2 k^2)`` with
+    ``k = degree (rounds + 1)``: the message basis ``X`` (``n x k``) and its products, the
+    victims' rows of ``F X`` and the ``k x k`` Gram matrix or R factor with its workspace
+    (float64; the sparse factors are smaller)."""
+    k = float(degree) * (rounds + 1)
+    return 8.0 * (2.0 * n * k + victims * k + 2.0 * k * k)
 
 
 def _message_vectors(W: sp.csr_matrix, nbrs: np.ndarray, rounds: int) -> np.ndarray:
@@ -301,7 +312,8 @@ def _use_exact(exact: Any, layout: PPACLayout) -> bool:
 
 def leakage(layout: PPACLayout, W: Any, attacker: Any, horizon: Any = 10, *,
             value_std: Any = 1.0, noise_std: Any = 1.0, victims: Any = None,
-            exact: Any = "auto", progress: bool | None = None) -> LeakageResult:
+            exact: Any = "auto", progress: bool | None = None,
+            max_memory: Any = None) -> LeakageResult:
     """``pi_i^(j)(t)`` in nats for one attacker and many victims (default: every other node).
 
     ``attacker`` and ``victims`` are node labels; ``W`` (and per-node ``value_std``) are in
@@ -313,6 +325,8 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any, horizon: Any = 10, *,
     not affect mutual information.  ``exact``: ``True`` decides recoverability and the rank by
     exact integer arithmetic (small graphs), ``False`` uses floats and the structural tests,
     ``"auto"`` picks exact arithmetic up to ``EXACT_AUTO_MAX_SOURCES`` sources (2m).
+    ``max_memory``: the budget (:func:`sparsedp.resources.memory_budget`); a request whose
+    :func:`leakage_memory` exceeds it is refused before any work.
 
     Cost (float path): ``t`` sparse products with ``deg(i)`` columns, one blocked Householder QR
     of a ``2m x deg(i)(t + 3)`` matrix, and O(n deg(i)(t + 3)) for all victims.
@@ -345,17 +359,21 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any, horizon: Any = 10, *,
                 raise
             notes.append(f"exact arithmetic unavailable ({exc}); floating point used")
             use_exact = False
+    if not use_exact and reported is None and nbrs.size * n > FLOAT_INFINITE_MAX_ROWS:
+        raise ParameterError(
+            f"horizon = infinity needs deg(i) n = {nbrs.size * n} message rows in floating "
+            f"point (limit {FLOAT_INFINITE_MAX_ROWS}); give a finite horizon")
+    resources.require_within(
+        leakage_memory(n, nbrs.size, rounds, victims.size), resources.memory_budget(max_memory),
+        f"PPAC leakage at horizon {rounds} (attacker degree {nbrs.size}, {n} nodes)",
+        "give a smaller horizon (the information stops growing by the last informative round, "
+        "at most n - 1)")
+    X = _message_vectors(Wc, nbrs, rounds)
     if use_exact:
-        X = _message_vectors(Wc, nbrs, rounds)
         recoverable = np.isin(victims, informative.recoverable)
         status = np.where(recoverable, "recoverable", "private").astype(object)
         method = "exact rank (integer arithmetic) + float leverage"
     else:
-        if reported is None and nbrs.size * n > FLOAT_INFINITE_MAX_ROWS:
-            raise ParameterError(
-                f"horizon = infinity needs deg(i) n = {nbrs.size * n} message rows in floating "
-                f"point (limit {FLOAT_INFINITE_MAX_ROWS}); give a finite horizon")
-        X = _message_vectors(Wc, nbrs, rounds)
         status = status_by_position(g, i)[victims]
         for k in np.flatnonzero(status == "undetermined"):
             if delayed_recovery_by_position(g, Wc, i, int(victims[k]), rounds):

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from sparsedp import validation
+from sparsedp import resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.linalg.spectral import spectral_info
 from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix
@@ -66,6 +66,7 @@ __all__ = [
     "acceleration_gap",
     "chebyshev_gamma",
     "gossip_polynomial",
+    "muffliato_memory",
     "muffliato_rdp",
     "muffliato_rounds",
 ]
@@ -143,6 +144,16 @@ def gossip_polynomial(W: sp.csr_matrix, X: np.ndarray, T: int,
         if gamma is not None and prev is not None:
             nxt = gamma * nxt + (1.0 - gamma) * prev
         prev, cur = cur, nxt
+
+
+def muffliato_memory(n: int, nnz: int, method: str) -> float:
+    """Estimated peak bytes of :func:`muffliato_rdp`: ``40 n^2`` for ``"dense"`` (W as a
+    dense array, its eigenvectors, their squares and LAPACK's workspace), else
+    ``32 n (CHUNK + 1)`` for the propagated blocks (four of them) plus ``48 nnz`` for the
+    copies of W."""
+    if method == "dense":
+        return 40.0 * n * n + 48.0 * nnz
+    return 32.0 * n * (_CHUNK + 1) + 48.0 * nnz
 
 
 def _row_norm_bound(M: sp.csr_matrix, t: int) -> np.ndarray | float:
@@ -228,7 +239,8 @@ def _propagated_sums(M: sp.csr_matrix, u: int, T: int, gamma: float | None,
 def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
                   receivers: Any = None, accelerated: bool = False, gamma: float | None = None,
                   row_norms: str = "exact", method: str = "auto",
-                  progress: bool | str | None = None) -> PairwiseLoss:
+                  progress: bool | str | None = None, max_memory: Any = None
+                  ) -> PairwiseLoss:
     """Muffliato RDP loss of ``source`` towards each receiver after T gossip rounds.
 
     ``accelerated``: Chebyshev-accelerated gossip (``gamma`` from :func:`acceleration_gap`
@@ -239,7 +251,9 @@ def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
     ``"auto"`` (dense for ``n <= DENSE_MAX_N`` with exact row norms).  W must be symmetric,
     stochastic and nonnegative.  ``source``, ``receivers`` and the result's nodes are rows of
     W (``0..n-1``); for a graph's labels see :meth:`sparsedp.graphs.Graph.index_of`.
-    ``progress``: a bar over the rounds, see :mod:`sparsedp.progress`.
+    ``progress``: a bar over the rounds, see :mod:`sparsedp.progress`.  ``max_memory``: the
+    budget (:func:`sparsedp.resources.memory_budget`) that :func:`muffliato_memory` is checked
+    against before any work ("auto" takes the matrix-free path when dense does not fit).
     """
     if row_norms not in ("exact", "bound"):
         raise ParameterError(f"row_norms must be 'exact' or 'bound', got {row_norms!r}")
@@ -270,8 +284,13 @@ def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
     A.setdiag(0.0)
     A.eliminate_zeros()
     A.data[:] = 1.0
+    budget = resources.memory_budget(max_memory)
     if method == "auto":
-        method = "dense" if n <= DENSE_MAX_N and row_norms == "exact" else "propagation"
+        method = ("dense" if n <= DENSE_MAX_N and row_norms == "exact"
+                  and muffliato_memory(n, M.nnz, "dense") <= budget else "propagation")
+    resources.require_within(muffliato_memory(n, M.nnz, method), budget,
+                             f"Muffliato ({method}, n = {n})",
+                             "use method='propagation'" if method == "dense" else "")
     target_rows = A[targets]
     exact_norms = row_norms == "exact"
     if method == "dense":
