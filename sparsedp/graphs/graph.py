@@ -341,16 +341,22 @@ def _malformed(path: str, lineno: int, line: bytes) -> GraphError:
     return GraphError(f"{path}, line {lineno}: malformed edge {text!r} (expected two node ids)")
 
 
-def _parse_pairs_slow(body: bytes, path: str) -> np.ndarray:
-    """Reference line-by-line parser: ``(m, 2)`` int64 ids; names the first line with a
-    single field, and raises :class:`_LabelledIds` when an id is not an int64 integer."""
-    pairs = []
+def _field_lines(body: bytes, path: str):
+    """``(lineno, fields)`` of each non-blank line; a line with a single field is malformed."""
     for lineno, line in enumerate(body.split(b"\n"), start=1):
         fields = line.split()
         if not fields:
             continue
         if len(fields) < 2:
             raise _malformed(path, lineno, line)
+        yield lineno, fields
+
+
+def _parse_pairs_slow(body: bytes, path: str) -> np.ndarray:
+    """Reference line-by-line parser: ``(m, 2)`` int64 ids; names the first line with a
+    single field, and raises :class:`_LabelledIds` when an id is not an int64 integer."""
+    pairs = []
+    for _, fields in _field_lines(body, path):
         try:
             u, v = int(fields[0]), int(fields[1])
         except ValueError:
@@ -366,12 +372,7 @@ def _parse_labels(body: bytes, path: str) -> tuple[np.ndarray, np.ndarray]:
     appearance, and those labels (UTF-8 text; a line with a single field is malformed)."""
     index: dict[str, int] = {}
     pairs = []
-    for lineno, line in enumerate(body.split(b"\n"), start=1):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) < 2:
-            raise _malformed(path, lineno, line)
+    for lineno, fields in _field_lines(body, path):
         try:
             u, v = fields[0].decode(), fields[1].decode()
         except UnicodeDecodeError:
