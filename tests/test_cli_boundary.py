@@ -58,6 +58,9 @@ PPAC_LEAF_GRAPH = "0 1\n0 2\n1 2\n0 3\n"  # victim 3 hangs on the attacker 0 alo
     ("ppac-leakage", ("ppac", "leakage", "--graph", "{leaf_graph}", "--attacker", "0",
                       "--horizon", "5")),  # a recoverable victim: infinity
     ("ppac-simulate", ("ppac", "simulate")),
+    ("audit", ("audit", "--rounds", "4", "--trials", "2000")),
+    ("audit", ("audit", "--view", "local-dp", "--noise-removed", "--rounds", "2",
+               "--trials", "2000")),  # infinite
 ])
 def test_every_command_prints_strict_json_valid_against_its_schema(schema, args, tmp_path):
     """Each command's --json output parses with a parser that refuses Infinity/NaN and

@@ -2,10 +2,8 @@
 
 Both print the pairwise RDP losses of one source towards its receivers (every other node by
 default; the text report shows the first ``SHOWN`` of them, ``--json`` all of them), their kind,
-and the (epsilon, delta) obtained by optimising the RDP order.  The graph is an edge-list
-file (``--graph``), a generator spec (``--generator``, e.g. ``ring:100``, ``grid:45x45``,
-``hypercube:11``, ``er:2048:0.0045:1``, ``rgg:2048:0.07:1``, ``complete:50``, ``star:20``) or
-by default the embedded synthetic social graph.
+and the (epsilon, delta) obtained by optimising the RDP order.  The graph: ``--graph``,
+``--generator`` or the embedded synthetic social graph (:mod:`sparsedp.cli.graph_input`).
 """
 
 from __future__ import annotations
@@ -13,14 +11,13 @@ from __future__ import annotations
 import argparse
 import time
 
-import networkx as nx
 import numpy as np
 
 from sparsedp import graphs
 from sparsedp.cli.exports import add_export_options, export, graph_distances
+from sparsedp.cli.graph_input import add_graph_options, load_graph
 from sparsedp.cli.options import add_memory_option, add_progress_option
-from sparsedp.errors import ParameterError, SparseDPError
-from sparsedp.graphs.cost import require_generator_fits
+from sparsedp.errors import ParameterError
 from sparsedp.graphs.weights import SCHEMES, gossip_matrix
 from sparsedp.randomwalk.accounting import METHODS, random_walk_rdp
 from sparsedp.randomwalk.muffliato import muffliato_rdp
@@ -28,56 +25,8 @@ from sparsedp.randomwalk.pairwise import PairwiseLoss
 
 DEFAULT_GRAPH_NODES = 2000
 SHOWN = 10  # receivers listed in the text report (--json lists all)
-GENERATORS = ("ring", "grid", "hypercube", "er", "rgg", "complete", "star")
-
-
-def _generator(spec: str) -> graphs.Graph:
-    """A graph from ``name:arg[:arg...]`` (see the module docstring)."""
-    name, _, rest = spec.partition(":")
-    args = rest.split(":") if rest else []
-    try:
-        if name == "ring":
-            return graphs.ring(int(args[0]))
-        if name == "grid":
-            rows, cols = args[0].lower().split("x")
-            return graphs.grid(int(rows), int(cols))
-        if name == "hypercube":
-            return graphs.hypercube(int(args[0]))
-        if name == "er":
-            seed = int(args[2]) if len(args) > 2 else 0
-            return graphs.erdos_renyi(int(args[0]), float(args[1]), seed=seed)
-        if name == "rgg":
-            seed = int(args[2]) if len(args) > 2 else 0
-            return graphs.random_geometric(int(args[0]), float(args[1]), seed=seed)
-        if name == "complete":
-            n = int(args[0])
-            require_generator_fits("complete", n, n * (n - 1) / 2, networkx=True)
-            return graphs.as_graph(nx.complete_graph(n))
-        if name == "star":
-            require_generator_fits("star", int(args[0]), int(args[0]), networkx=True)
-            return graphs.as_graph(nx.star_graph(int(args[0]) - 1))
-    except SparseDPError:
-        raise
-    except (IndexError, ValueError) as exc:
-        raise ParameterError(f"bad generator spec {spec!r}: {exc}") from None
-    raise ParameterError(f"unknown generator {name!r} in {spec!r}; known: "
-                         + ", ".join(GENERATORS))
-
-
-def _load(args: argparse.Namespace) -> tuple[graphs.Graph, str]:
-    if args.graph is not None and args.generator is not None:
-        raise ParameterError("give --graph or --generator, not both")
-    if args.graph is not None:
-        return graphs.as_graph(args.graph), str(args.graph)
-    if args.generator is not None:
-        return _generator(args.generator), args.generator
-    return (graphs.synthetic_social_graph(DEFAULT_GRAPH_NODES, seed=0),
-            f"synthetic social graph (n={DEFAULT_GRAPH_NODES}, seed=0)")
-
-
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--graph", help="edge-list file (SNAP style)")
-    p.add_argument("--generator", help="generator spec, e.g. ring:100, grid:45x45, er:2048:0.01:1")
+    add_graph_options(p)
     p.add_argument("--scheme", default="metropolis", choices=SCHEMES, help="W weights")
     p.add_argument("--source", default=None, help="node whose data is accounted (default: first)")
     p.add_argument("--receiver", action="append", dest="receivers", metavar="ID",
@@ -152,7 +101,7 @@ def _record(graph, name, args, result: PairwiseLoss, start: float) -> dict:
 
 def run_randomwalk(args: argparse.Namespace) -> dict:
     start = time.perf_counter()
-    graph, name = _load(args)
+    graph, name = load_graph(args, DEFAULT_GRAPH_NODES)
     W = gossip_matrix(graph, scheme=args.scheme)
     source = 0 if args.source is None else graph.index_of(args.source, "source")
     result = random_walk_rdp(
@@ -166,7 +115,7 @@ def run_randomwalk(args: argparse.Namespace) -> dict:
 
 def run_muffliato(args: argparse.Namespace) -> dict:
     start = time.perf_counter()
-    graph, name = _load(args)
+    graph, name = load_graph(args, DEFAULT_GRAPH_NODES)
     W = gossip_matrix(graph, scheme=args.scheme)
     source = 0 if args.source is None else graph.index_of(args.source, "source")
     result = muffliato_rdp(W, source, args.rounds, args.sigma, args.alpha,

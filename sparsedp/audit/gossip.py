@@ -1,0 +1,241 @@
+"""Audit of the gossip accounting: simulate the protocol, attack it, compare with the engine.
+
+:func:`audit_gossip` checks one instance ``(W, target, observers, T, view, noise_removed)``
+from the other side:
+
+1. the engine (:func:`sparsedp.squared_sensitivity`) reports its interval
+   ``[lower, upper]`` on ``Delta_T^2`` and the sign pattern ``c`` of its lower bound;
+2. the protocol is run literally (:mod:`sparsedp.audit.simulate`) without noise, the target
+   contributing ``c_t`` in round ``t`` (the mean shift ``m`` of the attacker's records), and
+   ``trials / 2`` times with noise only (the attacker's training runs);
+3. the attacker's estimate of the squared sensitivity, ``sigma^2 m^T Sigma_hat^+ m``, with its
+   exact interval (:mod:`sparsedp.audit.statistics`), must overlap the engine's interval --
+   otherwise the matrix model is not the protocol (**model mismatch**);
+4. the attacker's likelihood-ratio test on ``trials / 2`` fresh runs per hypothesis gives
+   lower bounds on epsilon (at ``delta``) and on mu that hold with probability
+   ``confidence``; they must not exceed the engine's ``gaussian_epsilon(upper)`` and
+   ``sqrt(upper) / sigma`` (**bound violated**).
+
+The fresh runs under the shifted hypothesis are the noise-only runs plus the noiseless run
+(the protocol is linear; the simulator computes both with the same message-passing code).
+Batches of runs have their own seeds spawned from ``seed`` (``numpy.random.SeedSequence``),
+so a result depends on ``seed``, ``trials`` and ``batch`` only, not on the thread count.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from sparsedp import resources
+from sparsedp.audit.simulate import Threat, data_response, simulate, threat
+from sparsedp.audit.statistics import lower_bounds, mahalanobis, thresholds
+from sparsedp.errors import ParameterError
+from sparsedp.gossip.sensitivity import SensitivityResult, gossip_sequence, squared_sensitivity
+from sparsedp.plain import plain
+from sparsedp.privacy.gaussian import gaussian_epsilon
+from sparsedp.progress import progress_bar
+
+__all__ = ["AuditResult", "audit_gossip"]
+
+DEFAULT_BATCH = 8192
+MAX_FEATURES = 4000  # the attacker's covariance is features x features, eigendecomposed
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """One audited instance: the engine's claim, what the attacker measured, the verdict.
+
+    ``sensitivity_*``: the attacker's estimate of ``c^T M_T c`` at the engine's signs ``c``
+    and its interval at ``confidence``; ``epsilon_lower`` / ``mu_lower``: empirical lower
+    bounds (holding with probability ``confidence``) against the engine's certified
+    ``epsilon_upper`` / ``mu_upper``; ``tightness``: ``epsilon_lower / epsilon_upper``.
+    """
+
+    view: str
+    noise_removed: bool
+    target: int
+    observers: tuple[int, ...]
+    T: int
+    sigma: float
+    delta: float
+    trials: int
+    seed: int
+    confidence: float
+    engine_lower: float
+    engine_upper: float
+    signs: tuple[int, ...]
+    epsilon_upper: float
+    mu_upper: float
+    sensitivity_estimate: float
+    sensitivity_low: float
+    sensitivity_high: float
+    features: int
+    epsilon_lower: float
+    mu_lower: float
+    model_matches: bool
+    bound_holds: bool
+
+    @property
+    def passed(self) -> bool:
+        return self.model_matches and self.bound_holds
+
+    @property
+    def tightness(self) -> float:
+        if self.epsilon_upper == 0 or math.isinf(self.epsilon_upper):
+            return math.nan
+        return self.epsilon_lower / self.epsilon_upper
+
+    @property
+    def verdict(self) -> str:
+        """``"pass"``, or what failed, naming the instance."""
+        if self.passed:
+            return "pass"
+        what = []
+        if not self.model_matches:
+            what.append(
+                f"model mismatch: the attacker measures Delta^2 in [{self.sensitivity_low:.6g}, "
+                f"{self.sensitivity_high:.6g}], the engine reports [{self.engine_lower:.6g}, "
+                f"{self.engine_upper:.6g}]")
+        if not self.bound_holds:
+            what.append(
+                f"bound violated: empirical epsilon >= {self.epsilon_lower:.6g} (mu >= "
+                f"{self.mu_lower:.6g}) above the certified {self.epsilon_upper:.6g} "
+                f"(mu {self.mu_upper:.6g})")
+        return f"{self.instance}: " + "; ".join(what)
+
+    @property
+    def instance(self) -> str:
+        observers = ",".join(map(str, self.observers)) or "-"
+        return (f"view={self.view} noise_removed={self.noise_removed} target={self.target} "
+                f"observers={observers} T={self.T} sigma={self.sigma:g}")
+
+    def to_dict(self) -> dict:
+        """Plain data, strict JSON (:func:`sparsedp.plain.plain`)."""
+        return plain({**asdict(self), "passed": self.passed, "tightness": self.tightness,
+                      "verdict": self.verdict})
+
+
+def audit_gossip(W, target: int, observers=None, T: int = 10, *,
+                 view: str = "secure-summation", noise_removed: bool = False,
+                 sigma: float = 1.0, delta: float = 1e-5, trials: int = 100_000, seed: int = 0,
+                 confidence: float = 0.99, engine: SensitivityResult | None = None,
+                 batch: int = DEFAULT_BATCH, threads: int | None = None,
+                 progress=None) -> AuditResult:
+    """Audit the engine's answer for one gossip instance (module docstring).
+
+    ``engine``: the result to audit (default: ``squared_sensitivity`` with the same
+    arguments); passing one computed for another model shows what a mismatch looks like.
+    ``threads``: batches run concurrently (default: the CPUs available); the result does not
+    depend on it.
+    """
+    _check(T, sigma, delta, trials, confidence, batch)
+    Ws, _ = gossip_sequence(W, T)
+    if engine is None:
+        engine = squared_sensitivity(W, target, observers, T, view=view,
+                                     noise_removed=noise_removed, progress=False)
+    attacker = threat(Ws, view, target, observers, noise_removed)
+    features = T * attacker.features
+    if features > MAX_FEATURES:
+        raise ParameterError(f"the attacker records {features} numbers per run (more than "
+                             f"{MAX_FEATURES}): audit a smaller T or fewer observers")
+    n = Ws[0].shape[0]
+    resources.require_within(8.0 * batch * (2 * n + features) * (threads or 2)
+                             + 16.0 * features**2, resources.memory_budget(),
+                             "the audit's simulation batches", "use a smaller batch")
+    signs = np.asarray(engine.signs, dtype=float)
+    shift = data_response(Ws, T, attacker, target, signs)
+    train, test = trials // 2, trials - trials // 2
+    seeds = np.random.SeedSequence(seed).spawn(2)
+    bar = progress_bar(progress, total=trials, desc="audit", unit="run")
+    try:
+        with ThreadPoolExecutor(threads or len(os.sched_getaffinity(0))) as pool:
+            moment = _sum(pool, train, batch, seeds[0], bar,
+                          lambda rng, size: _second_moment(Ws, T, attacker, sigma, size, rng))
+            estimate = mahalanobis(moment, train, shift, confidence)
+            taus = thresholds(estimate, test)
+            shift_score = float(estimate.weights @ shift)
+            counts = _sum(pool, test, batch, seeds[1], bar,
+                          lambda rng, size: _error_counts(Ws, T, attacker, sigma, size, rng,
+                                                          estimate.weights, taus, shift_score))
+    finally:
+        if bar is not None:
+            bar.close()
+    bounds = lower_bounds(counts[0], counts[1], test, delta, confidence)
+    return _verdict(engine, attacker, T, sigma, delta, trials, seed, confidence, estimate, bounds)
+
+
+def _check(T, sigma, delta, trials, confidence, batch) -> None:
+    if not isinstance(T, (int, np.integer)) or T < 1:
+        raise ParameterError(f"T must be a positive integer, got {T!r}")
+    if not sigma > 0:
+        raise ParameterError(f"sigma must be positive, got {sigma!r}")
+    if not 0 < delta < 1:
+        raise ParameterError(f"delta must be in (0, 1), got {delta!r}")
+    if not isinstance(trials, (int, np.integer)) or trials < 4:
+        raise ParameterError(f"trials must be an integer >= 4, got {trials!r}")
+    if not 0 < confidence < 1:
+        raise ParameterError(f"confidence must be in (0, 1), got {confidence!r}")
+    if batch < 1:
+        raise ParameterError(f"batch must be positive, got {batch!r}")
+
+
+def _sum(pool, runs: int, batch: int, seed: np.random.SeedSequence, bar, work):
+    """``sum`` of ``work(rng, size)`` over batches of ``runs`` runs, each batch with its own
+    spawned seed, run on ``pool``."""
+    sizes = [min(batch, runs - start) for start in range(0, runs, batch)]
+    children = seed.spawn(len(sizes))
+
+    def one(index: int):
+        out = work(np.random.Generator(np.random.SFC64(children[index])), sizes[index])
+        if bar is not None:
+            bar.update(sizes[index])
+        return out
+
+    total = None
+    for part in pool.map(one, range(len(sizes))):
+        total = part if total is None else total + part
+    return total
+
+
+def _second_moment(Ws, T: int, attacker: Threat, sigma: float, size: int, rng) -> np.ndarray:
+    """``sum y y^T`` over ``size`` noise-only runs."""
+    records = simulate(Ws, T, attacker, sigma, size, rng)
+    return records @ records.T
+
+
+def _error_counts(Ws, T: int, attacker: Threat, sigma: float, size: int, rng,
+                  weights: np.ndarray, taus: np.ndarray, shift_score: float) -> np.ndarray:
+    """False positives and false negatives at each threshold over ``size`` fresh runs:
+    ``[#(w^T y > tau), #(w^T (y + m) <= tau)]`` with ``y`` noise only."""
+    scores = weights @ simulate(Ws, T, attacker, sigma, size, rng)
+    positives = (scores[None, :] > taus[:, None]).sum(axis=1)
+    negatives = (scores[None, :] + shift_score <= taus[:, None]).sum(axis=1)
+    return np.stack([positives, negatives])
+
+
+def _verdict(engine: SensitivityResult, attacker: Threat, T, sigma, delta, trials, seed,
+             confidence, estimate, bounds) -> AuditResult:
+    scale = sigma**2  # Delta^2 = sigma^2 d^2: the engine's M_T is for unit noise
+    low, high = scale * estimate.low, scale * estimate.high
+    epsilon_upper = gaussian_epsilon(engine.upper, sigma, delta)
+    mu_upper = math.sqrt(engine.upper) / sigma
+    slack = 1e-9  # rounding of the two sides, far below the statistical widths
+    return AuditResult(
+        view=attacker.view, noise_removed=bool(attacker.known_noise.size), target=engine.target,
+        observers=engine.observers, T=T, sigma=float(sigma), delta=float(delta),
+        trials=int(trials), seed=int(seed), confidence=float(confidence),
+        engine_lower=engine.lower, engine_upper=engine.upper, signs=engine.signs,
+        epsilon_upper=epsilon_upper, mu_upper=mu_upper,
+        sensitivity_estimate=scale * estimate.value, sensitivity_low=low,
+        sensitivity_high=high, features=T * attacker.features,
+        epsilon_lower=bounds.epsilon, mu_lower=bounds.mu,
+        model_matches=bool(low <= engine.upper * (1 + slack)
+                           and high >= engine.lower * (1 - slack)),
+        bound_holds=bool(bounds.epsilon <= epsilon_upper * (1 + slack) + slack
+                         and bounds.mu <= mu_upper * (1 + slack) + slack),
+    )

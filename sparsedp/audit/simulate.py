@@ -1,0 +1,141 @@
+"""Gossip averaging run literally, message by message, recording what an attacker sees.
+
+Written from the protocol of Koskela & Kulkarni (v2, eq. 3.1 and Remark 11; v1 eq. 3.2),
+not from the engine's matrices: in round ``t = 0..T-1`` every node ``k``
+
+1. adds its data and fresh noise to its state: the message ``s_k = theta_k + x_t^k + u_t^k``,
+   ``u_t^k ~ N(0, sigma^2)``;
+2. sends ``W_t[i, k] s_k`` to every node ``i`` with ``W_t[i, k] != 0`` (itself included);
+3. and every node ``i`` sums what it received: ``theta_i <- sum_k W_t[i, k] s_k``
+   (``theta = 0`` before round 0).
+
+What the attacker records in each round, by threat model (:data:`THREATS`):
+
+``secure-summation``  each observer's own message ``s_a`` (its secure-summation output plus
+    its data and noise: v2 Remark 11, ``S = e_a^T``);
+``secure-summation-v1``  each observer's state after the round, ``theta_a`` (v1 eq. 3.2);
+``neighbourhood``  every message an observer receives in the clear: ``s_k`` for ``k`` in the
+    closed neighbourhood of the observers (v2 Remark 11, no secure summation);
+``adaptive-v1``  ``theta_k`` after the round for ``k`` in the target's closed neighbourhood;
+``target-v1``  the target's own messages ``s_j``;
+``local-dp``  every message.
+
+With ``noise_removed`` the attacker also records the noise it drew itself (``u_t^a`` of the
+observers; of the whole observed set for the views without observers): its test may use it.
+Neighbourhoods come from the nonzero pattern of the ``W_t`` (either direction, any round).
+
+The protocol is linear, so a run with data is the sum of a run with noise only and a run with
+data only (superposition of the same message-passing code); :func:`simulate` returns the
+noise-only features of many trials and :func:`data_response` the data-only ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsedp.errors import ParameterError
+
+__all__ = ["THREATS", "Threat", "data_response", "simulate", "threat"]
+
+THREATS = ("secure-summation", "secure-summation-v1", "neighbourhood", "adaptive-v1",
+           "target-v1", "local-dp")
+_AFTER_ROUND = ("secure-summation-v1", "adaptive-v1")  # theta after the round, not s
+_FIXED = ("adaptive-v1", "target-v1", "local-dp")  # views that name their own observed set
+
+
+@dataclass(frozen=True)
+class Threat:
+    """What the attacker records: ``recorded`` nodes (their messages, or their states after
+    the round when ``after_round``) and the nodes whose own noise it knows (``known_noise``)."""
+
+    view: str
+    recorded: np.ndarray
+    after_round: bool
+    known_noise: np.ndarray
+
+    @property
+    def features(self) -> int:
+        """Recorded numbers per round."""
+        return self.recorded.size + self.known_noise.size
+
+
+def _closed_neighbourhood(Ws: list[sp.csr_matrix], nodes: np.ndarray) -> np.ndarray:
+    """``nodes`` and every node that exchanges a message with one of them in some round."""
+    pattern = sum((abs(w) + abs(w).T for w in Ws), sp.csr_matrix(Ws[0].shape))
+    return np.union1d(nodes, pattern[nodes].indices).astype(np.int64)
+
+
+def threat(Ws: list[sp.csr_matrix], view: str, target: int, observers, noise_removed: bool
+           ) -> Threat:
+    """The attacker's records for ``view`` (module docstring); ``observers`` is ignored by
+    the views that fix their own observed set and required by the others."""
+    n = Ws[0].shape[0]
+    if view not in THREATS:
+        raise ParameterError(f"unknown view {view!r}; the audit simulates: {', '.join(THREATS)}")
+    if view in _FIXED:
+        observers = np.arange(n) if view == "local-dp" else np.array([target])
+    else:
+        observers = np.unique(np.atleast_1d(np.asarray(observers, dtype=np.int64)))
+        if observers.size == 0:
+            raise ParameterError(f"view {view!r} needs at least one observer")
+    if view in ("neighbourhood", "adaptive-v1"):
+        recorded = _closed_neighbourhood(Ws, observers)
+    else:
+        recorded = observers
+    known = np.empty(0, dtype=np.int64)
+    if noise_removed:
+        known = recorded if view in _FIXED else observers
+    return Threat(view, recorded, view in _AFTER_ROUND, known)
+
+
+def _run(Ws: list[sp.csr_matrix], T: int, threat_: Threat, draw, data: np.ndarray | None,
+         trials: int) -> np.ndarray:
+    """Features ``(T * features, trials)`` of one batch: the recorded values of round 0, then
+    round 1, ...; per round the recorded nodes, then the known noise.  ``draw(t)`` gives the
+    round's noise ``(n, trials)`` (or ``draw`` is None: no noise); ``data``: ``(T, n)``."""
+    n = Ws[0].shape[0]
+    rec, known = threat_.recorded, threat_.known_noise
+    per_round = threat_.features
+    out = np.zeros((T * per_round, trials))
+    theta = np.zeros((n, trials))
+    for t in range(T):
+        W = Ws[t if len(Ws) > 1 else 0]
+        message = theta
+        if data is not None:
+            message = message + data[t][:, None]
+        if draw is not None:
+            noise = draw(t)
+            message = message + noise
+            if known.size:
+                out[t * per_round + rec.size:(t + 1) * per_round] = noise[known]
+        theta = W @ message  # node i receives W[i, k] s_k from each k and sums them
+        out[t * per_round:t * per_round + rec.size] = (
+            theta if threat_.after_round else message)[rec]
+    return out
+
+
+def simulate(Ws: list[sp.csr_matrix], T: int, threat_: Threat, sigma: float, trials: int,
+             rng: np.random.Generator) -> np.ndarray:
+    """Features ``(T * features, trials)`` of ``trials`` independent noise-only runs.
+
+    The noise is drawn in single precision (twice as fast; a normal variate to 2^-24
+    relative, far below the statistical resolution of any audit) and the protocol run in
+    double precision."""
+    n = Ws[0].shape[0]
+    sigma32 = np.float32(sigma)
+    return _run(Ws, T, threat_,
+                lambda t: sigma32 * rng.standard_normal((n, trials), dtype=np.float32), None,
+                trials)
+
+
+def data_response(Ws: list[sp.csr_matrix], T: int, threat_: Threat, target: int,
+                  contributions: np.ndarray) -> np.ndarray:
+    """Features ``(T * features,)`` of one run without noise in which only ``target`` holds
+    data, ``x_t^target = contributions[t]``: the mean shift between neighbouring inputs."""
+    n = Ws[0].shape[0]
+    data = np.zeros((T, n))
+    data[:, target] = contributions
+    return _run(Ws, T, threat_, None, data, 1)[:, 0]

@@ -1,0 +1,143 @@
+"""The attacker's statistics: a Gaussian likelihood-ratio test built from simulations only, and
+lower bounds on the privacy loss that hold with a stated confidence.
+
+Two output distributions of the mechanism, for neighbouring inputs: ``y ~ N(0, Sigma)``
+(noise only) and ``y ~ N(m, Sigma)`` (the target's contributions shifted by the sign pattern
+``c``).  The attacker knows ``m`` from a noiseless run of the protocol and estimates
+``Sigma`` from ``N`` independent noise-only runs:
+
+* **Mahalanobis distance** ``d^2 = m^T Sigma^{-1} m`` -- the squared sensitivity of the
+  mechanism is ``sigma^2 d^2``.  With ``S = sum y y^T`` (mean known to be zero, so ``S`` is
+  Wishart with ``N`` degrees of freedom) and ``d_hat^2 = N m^T S^{-1} m``, the ratio
+  ``d^2 / (m^T S^{-1} m)`` is chi-square with ``N - p + 1`` degrees of freedom (``p`` the
+  rank of ``Sigma``; Muirhead, Aspects of Multivariate Statistical Theory, Thm 3.2.12), so
+
+      d^2 in [d_hat^2 q_(a/2) / N,  d_hat^2 q_(1-a/2) / N],  q = quantiles of chi2(N - p + 1),
+
+  an exact interval (not a bootstrap one) at confidence ``1 - a``.
+
+* **The test.**  The Neyman-Pearson test of the two Gaussians thresholds the score
+  ``w^T y`` with ``w = Sigma^{-1} m``; the attacker uses ``w = Sigma_hat^{-1} m``.  On fresh
+  runs it counts false positives (noise-only scores above the threshold) and false negatives
+  (shifted scores at or below it) at ``K`` thresholds fixed before the fresh runs.
+
+* **Lower bounds.**  Clopper-Pearson upper limits ``FPR+``, ``FNR+`` at level
+  ``a / (2K)`` each hold together with confidence ``1 - a`` (union bound).  Any
+  (eps, delta)-DP mechanism has ``1 - FNR <= e^eps FPR + delta`` and
+  ``1 - FPR <= e^eps FNR + delta``, so
+
+      eps >= max_k max( log((1 - delta - FNR+) / FPR+), log((1 - delta - FPR+) / FNR+) ),
+
+  and a mu-GDP mechanism has ``FNR >= Phi(Phi^{-1}(1 - FPR) - mu)``, so
+  ``mu >= Phi^{-1}(1 - FPR+) - Phi^{-1}(FNR+)``.  Both bounds decrease in the two rates,
+  so substituting the upper limits keeps them valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["Mahalanobis", "PrivacyLowerBounds", "clopper_pearson_upper", "lower_bounds",
+           "mahalanobis", "thresholds"]
+
+RANK_RTOL = 1e-9  # eigenvalues of Sigma_hat below this fraction of the largest are zero
+NULL_SPACE_RTOL = 1e-6  # a shift this far outside the noise's range is "infinite" distance
+
+
+@dataclass(frozen=True)
+class Mahalanobis:
+    """``d^2 = m^T Sigma^+ m`` estimated from ``samples`` noise-only runs, with its exact
+    interval at ``confidence``; ``weights`` ``w = Sigma_hat^+ m`` define the attacker's score.
+    ``infinite``: ``m`` leaves the range of the noise (a shift that no noise masks)."""
+
+    value: float
+    low: float
+    high: float
+    rank: int
+    samples: int
+    confidence: float
+    infinite: bool
+    weights: np.ndarray
+    score_sd: float  # sqrt(w^T Sigma_hat w): the score's estimated noise level
+
+
+def mahalanobis(second_moment: np.ndarray, samples: int, shift: np.ndarray,
+                confidence: float) -> Mahalanobis:
+    """:class:`Mahalanobis` from ``second_moment = sum y y^T`` of ``samples`` runs (module
+    docstring).  The rank is read off the eigenvalues of ``Sigma_hat``; ``samples`` must
+    exceed it."""
+    sigma_hat = second_moment / samples
+    eigenvalues, vectors = np.linalg.eigh(sigma_hat)
+    keep = eigenvalues > RANK_RTOL * max(float(eigenvalues[-1]), 0.0)
+    rank = int(keep.sum())
+    if samples <= rank:
+        raise ValueError(f"{samples} training runs cannot estimate a rank-{rank} covariance")
+    coordinates = vectors[:, keep].T @ shift
+    inside = vectors[:, keep] @ coordinates
+    outside = shift - inside
+    if np.linalg.norm(outside) > NULL_SPACE_RTOL * max(np.linalg.norm(shift), 1e-300):
+        weights = outside / float(outside @ outside)  # score exactly 0 without the shift, 1 with
+        return Mahalanobis(np.inf, np.inf, np.inf, rank, samples, confidence, True, weights, 0.0)
+    value = float(np.sum(coordinates**2 / eigenvalues[keep]))
+    weights = vectors[:, keep] @ (coordinates / eigenvalues[keep])
+    dof = samples - rank + 1
+    alpha = 1.0 - confidence
+    low = value * stats.chi2.ppf(alpha / 2, dof) / samples
+    high = value * stats.chi2.ppf(1 - alpha / 2, dof) / samples
+    return Mahalanobis(value, float(low), float(high), rank, samples, confidence, False,
+                       weights, float(np.sqrt(value)))  # w^T Sigma_hat w = d_hat^2
+
+
+def thresholds(estimate: Mahalanobis, test_runs: int, count: int = 16) -> np.ndarray:
+    """``count`` score thresholds fixed from the training estimate alone: under the attacker's
+    Gaussian model they give false-positive rates spaced geometrically from 1/2 down to
+    ``10 / test_runs`` (rarer events could not be counted on the fresh runs)."""
+    if estimate.infinite:
+        return np.array([0.5])
+    if estimate.score_sd == 0.0:  # no shift: nothing to test
+        return np.array([0.0])
+    rates = np.geomspace(0.5, min(0.5, 10.0 / test_runs), count)
+    return estimate.score_sd * stats.norm.isf(rates)
+
+
+def clopper_pearson_upper(events: np.ndarray, trials: int, alpha: float) -> np.ndarray:
+    """One-sided Clopper-Pearson upper limit of a rate, level ``alpha``: the ``p`` at which
+    seeing at most ``events`` in ``trials`` has probability ``alpha``."""
+    events = np.asarray(events, dtype=float)
+    upper = stats.beta.ppf(1.0 - alpha, events + 1, np.maximum(trials - events, 1e-300))
+    return np.where(events >= trials, 1.0, upper)
+
+
+@dataclass(frozen=True)
+class PrivacyLowerBounds:
+    """Lower bounds on epsilon (at ``delta``) and on mu (GDP) from the fresh runs, holding
+    together with probability ``confidence``; ``best_threshold`` is the index of the
+    threshold that gave the epsilon bound."""
+
+    epsilon: float
+    mu: float
+    confidence: float
+    false_positive_rates: np.ndarray
+    false_negative_rates: np.ndarray
+    best_threshold: int
+
+
+def lower_bounds(false_positives: np.ndarray, false_negatives: np.ndarray, runs: int,
+                 delta: float, confidence: float) -> PrivacyLowerBounds:
+    """:class:`PrivacyLowerBounds` from the counts at each threshold over ``runs`` fresh runs
+    per hypothesis (module docstring)."""
+    k = len(false_positives)
+    alpha = (1.0 - confidence) / (2 * k)
+    fpr = clopper_pearson_upper(false_positives, runs, alpha)
+    fnr = clopper_pearson_upper(false_negatives, runs, alpha)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eps = np.maximum(np.log(np.clip(1 - delta - fnr, 0, None) / fpr),
+                         np.log(np.clip(1 - delta - fpr, 0, None) / fnr))
+        mu = stats.norm.isf(fpr) - stats.norm.ppf(fnr)
+    eps = np.where(np.isnan(eps), 0.0, eps)
+    best = int(np.argmax(eps))
+    return PrivacyLowerBounds(max(float(eps[best]), 0.0), max(float(np.max(mu)), 0.0),
+                              confidence, fpr, fnr, best)
