@@ -211,6 +211,7 @@ def squared_sensitivity(
         ``T > 30``) or ``False``.
     rtol : relative residual tolerance of the CG solve (its error is carried into the bounds
         either way).
+    maxiter : iteration limit of that CG solve (matrix-free path).
     progress : show progress bars (sparse products of the structured path, CG iterations).
     backend : kernel backend, ``"auto" | "numba" | "numpy"``.
     truncation_rtol : structured path, W doubly stochastic: stop propagating once the chain
