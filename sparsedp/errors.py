@@ -7,15 +7,49 @@ so that generic ``except ValueError`` handlers keep working.
 
 
 class SparseDPError(ValueError):
-    """Base class for errors caused by the caller's input."""
+    """Base class for errors caused by the caller's input.
+
+    Derives from ``ValueError``; catch it to report any input error of the package as one
+    line.
+
+    Examples
+    --------
+    >>> import sparsedp
+    >>> try:
+    ...     sparsedp.gaussian_epsilon(1.0, sigma=-1.0, delta=1e-5)
+    ... except sparsedp.SparseDPError as err:
+    ...     print(type(err).__name__, "-", err)
+    ParameterError - sigma must be > 0 and finite, got -1.0
+    """
 
 
 class GraphError(SparseDPError):
-    """The graph is unusable: empty, disconnected, malformed file, unknown node id."""
+    """The graph is unusable: empty, disconnected, malformed file, unknown node id.
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp
+    >>> W = sparsedp.gossip_matrix(nx.path_graph(3))
+    >>> try:
+    ...     sparsedp.squared_sensitivity(W, target=5, observers=[0], T=3)
+    ... except sparsedp.GraphError as err:
+    ...     print(err)
+    unknown node id 5 for target: W has the rows 0..2
+    """
 
 
 class GossipMatrixError(SparseDPError):
-    """A gossip matrix fails a required property (named in the message, with the row)."""
+    """A gossip matrix fails a required property (named in the message, with the row).
+
+    Examples
+    --------
+    >>> import numpy as np, sparsedp
+    >>> try:
+    ...     sparsedp.check_gossip_matrix(np.array([[0.5, 0.4], [0.5, 0.5]]))
+    ... except sparsedp.GossipMatrixError as err:
+    ...     print(err)
+    row 0 of W sums to 0.9, not 1 (not row-stochastic)
+    """
 
 
 class GraphGivenForMatrixError(GossipMatrixError, TypeError):
@@ -24,7 +58,19 @@ class GraphGivenForMatrixError(GossipMatrixError, TypeError):
 
 
 class ParameterError(SparseDPError):
-    """A scalar parameter is out of range (T < 1, sigma <= 0, delta outside (0, 1), ...)."""
+    """A scalar parameter is out of range (T < 1, sigma <= 0, delta outside (0, 1), ...).
+
+    Examples
+    --------
+    >>> import sparsedp
+    >>> try:
+    ...     sparsedp.calibrate_sigma(1.0, epsilon=1.0, delta=2.0)
+    ... except sparsedp.ParameterError as err:
+    ...     print(err)
+    delta must lie in (0, 1), got 2.0
+    >>> issubclass(sparsedp.ParameterError, ValueError)
+    True
+    """
 
 
 class ResourceLimitError(SparseDPError):

@@ -34,7 +34,6 @@ The reported ``lower`` is the best lower bound, ``upper`` the best certified upp
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -42,22 +41,27 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from sparsedp import resources, validation
-from sparsedp.errors import GossipMatrixError, ParameterError
+from sparsedp.errors import ParameterError
 from sparsedp.gossip.certified_solve import solve
 from sparsedp.gossip.cost import Cost, method_cost, minimal_memory, structured_memory
+from sparsedp.gossip.inputs import (  # the EXHAUSTIVE_* limits are re-exported
+    EXHAUSTIVE_AUTO_MAX_T,  # noqa: F401
+    EXHAUSTIVE_MAX_T,  # noqa: F401
+    _lower_bounds_only,
+    _require_fits,
+    _resolve_exact,
+    gossip_sequence,
+)
 from sparsedp.gossip.views import VIEW_NOTES, ObservationModel, resolve_view
 from sparsedp.linalg import gram, kernels
 from sparsedp.linalg.operators import GossipSystem
 from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
-from sparsedp.linalg.stochastic import check_gossip_matrix, input_rounding
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.plain import plain
 from sparsedp.privacy.interop import gaussian_dp_event
 
 METHODS = ("auto", "structured", "gram", "dense", "matrix-free")
 PRECONDITIONERS = ("auto", "stationary", "gram")
-EXHAUSTIVE_AUTO_MAX_T = 24  # 2^23 classes: 0.03 s per search (integer Gray code, numba)
-EXHAUSTIVE_MAX_T = 30  # 2^29 classes: a few seconds per search
 STRUCTURED_MEMORY_FRACTION = 0.5  # of physical memory, for the structured path's dense work
 
 
@@ -67,6 +71,41 @@ class SensitivityResult:
 
     ``lower <= Delta^2 <= upper`` always; ``exact`` is ``None`` unless the exhaustive search
     ran, and then ``exact <= Delta^2 <= exact + exact_error``.
+
+    Attributes
+    ----------
+    target, observers, T, view, noise_removed
+        The request (nodes are rows of W).
+    lower, upper : float
+        Bounds on ``Delta^2``; pass ``upper`` to :func:`sparsedp.gaussian_epsilon`.
+    exact, exact_error : float or None
+        Result of the exhaustive search over the signs, when it ran.
+    method : str
+        Solve path (``"structured"``, ``"gram"``, ``"matrix-free"``, ``"dense"``, ...).
+    signs : tuple of int
+        The sign vector ``c`` that attains ``lower``.
+    bounds : tuple of Bound
+        Every bound computed, with its kind.
+    solver : dict
+        Details of the solve (certificates, products, memory estimate).
+    notes : tuple of str
+        Closed forms used, assumptions, precision of the input.
+    known_noise : tuple of int
+        Nodes whose noise the attacker knows (``noise_removed``).
+    gap, relative_gap : float
+        ``upper - lower`` and ``(upper - lower) / upper`` (properties).
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp
+    >>> W = sparsedp.gossip_matrix(nx.cycle_graph(8))
+    >>> r = sparsedp.squared_sensitivity(W, target=0, observers=[1, 7], T=50)
+    >>> round(r.lower, 4), round(r.upper, 4), r.method
+    (11.7984, 12.5056, 'structured')
+    >>> round(r.relative_gap, 4)
+    0.0566
+    >>> sorted(r.to_dict())[:4]
+    ['T', 'bounds', 'exact', 'exact_error']
     """
 
     target: int
@@ -105,59 +144,6 @@ class SensitivityResult:
         """Plain data, strict JSON (:func:`sparsedp.plain.plain`: infinity as the string
         ``"infinity"``)."""
         return plain({**asdict(self), "gap": self.gap, "relative_gap": self.relative_gap})
-
-
-def gossip_sequence(W, T: int) -> tuple[list[sp.csr_matrix], list[str]]:
-    """``[W]`` for one gossip matrix, or the T matrices ``W_0 .. W_(T-1)`` of time-varying
-    gossip given as a sequence of 2-D matrices or a callable ``t -> W_t``; each checked
-    (non-negative, row-stochastic, one common size), and the notes on their input precision.
-
-    A list of lists of numbers is one dense matrix (its rows); a sequence of 2-D matrices is
-    time-varying gossip.
-    """
-    if callable(W) and not hasattr(W, "shape"):
-        W = [W(t) for t in range(T)]
-    if _is_matrix_sequence(W):
-        if len(W) != T:
-            raise ParameterError(
-                f"time-varying gossip needs one matrix per round: T = {T}, got {len(W)}"
-            )
-        sequence = list(W)
-    else:
-        sequence = [W]
-    notes = []
-    for t, w in enumerate(sequence):
-        name = "W" if len(sequence) == 1 else f"W_{t}"
-        if input_rounding(w) > 0:
-            notes.append(
-                f"{name} is stored in {np.dtype(w.dtype).name}: its rows were checked to sum to "
-                "1 within that type's rounding, and the bounds are for its values as given, "
-                "converted exactly to float64"
-            )
-        try:  # canonical CSR (as_square_sparse), non-negative, row-stochastic
-            w = sequence[t] = check_gossip_matrix(w, require=("nonnegative", "row_stochastic"))
-        except GossipMatrixError as error:
-            if len(sequence) == 1:
-                raise
-            raise GossipMatrixError(f"{name}: {error}") from error
-        if w.shape != sequence[0].shape:
-            raise ParameterError(f"W_{t} has shape {w.shape}, W_0 has {sequence[0].shape}")
-    return sequence, notes[:1] if len(notes) > 1 else notes
-
-
-def _is_matrix_sequence(W) -> bool:
-    """A list or tuple of 2-D matrices (time-varying gossip), not the rows of one matrix."""
-    if not isinstance(W, (list, tuple)):
-        return False
-    dims = {2 if sp.issparse(w) else np.ndim(w) for w in W}
-    if dims == {2}:
-        return True
-    if dims <= {1}:
-        return False
-    raise ParameterError(
-        "W is a list that mixes matrices and rows: time-varying gossip is a sequence of 2-D "
-        "matrices (one per round), a single W is a 2-D array, sparse matrix or list of rows"
-    )
 
 
 @limit_blas_threads
@@ -225,6 +211,7 @@ def squared_sensitivity(
         ``T > 30``) or ``False``.
     rtol : relative residual tolerance of the CG solve (its error is carried into the bounds
         either way).
+    maxiter : iteration limit of that CG solve (matrix-free path).
     progress : show progress bars (sparse products of the structured path, CG iterations).
     backend : kernel backend, ``"auto" | "numba" | "numpy"``.
     truncation_rtol : structured path, W doubly stochastic: stop propagating once the chain
@@ -257,6 +244,27 @@ def squared_sensitivity(
         bad input, named in the message (:mod:`sparsedp.errors`).
     ResourceLimitError
         the request does not fit in ``max_memory``.
+
+    Examples
+    --------
+    A node of an 8-cycle observed by the opposite node for 50 rounds; the bounds meet, and
+    the upper bound gives epsilon at a noise level (the whole view is one Gaussian mechanism):
+
+    >>> import networkx as nx, sparsedp
+    >>> W = sparsedp.gossip_matrix(nx.cycle_graph(8), scheme="metropolis")
+    >>> r = sparsedp.squared_sensitivity(W, target=0, observers=[4], T=50)
+    >>> round(r.lower, 6), round(r.upper, 6), r.method
+    (4.108838, 4.108838, 'structured')
+    >>> [(b.name, round(float(b.value), 4)) for b in r.bounds if b.kind == "certified upper"]
+    [('spectral', 4.9781), ('diagonal_shift', 4.9781), ('entrywise', 4.1088), ('local_dp', 50.0)]
+    >>> round(sparsedp.gaussian_epsilon(r.upper, sigma=5.0, delta=1e-5), 4)
+    1.5783
+
+    Small T: the exhaustive search over the signs gives the exact value:
+
+    >>> r = sparsedp.squared_sensitivity(W, target=0, observers=[4], T=10)
+    >>> round(r.exact, 6)
+    0.062024
     """
     do_exact = _resolve_exact(exact, validation.rounds(T))
     if not validation.nonnegative("truncation_rtol", truncation_rtol) > 0:
@@ -307,11 +315,29 @@ def estimate_cost(
     different components) cost nothing.  The arguments are checked as by
     :func:`squared_sensitivity`; a T that fits no method raises ``ResourceLimitError``.
 
+    Parameters
+    ----------
+    W, target, observers, T, view, noise_removed, method, preconditioner, max_memory
+        As for :func:`squared_sensitivity`.
+
+    Returns
+    -------
+    dict
+        ``method``, ``memory_bytes``, ``sparse_products``, ``observed_rows``,
+        ``budget_bytes``, ``fits``, ``largest_T`` and ``notes``.
+
+    Raises
+    ------
+    ParameterError, GossipMatrixError, GraphError
+        bad input, as for :func:`squared_sensitivity`.
+    ResourceLimitError
+        if no method fits any T in the budget.
+
     Examples
     --------
     >>> import networkx as nx, sparsedp
-    >>> W = sparsedp.gossip_matrix(nx.karate_club_graph())
-    >>> plan = estimate_cost(W, 0, [5], 10)
+    >>> W = sparsedp.gossip_matrix(nx.cycle_graph(8))
+    >>> plan = sparsedp.estimate_cost(W, 0, [4], 10)
     >>> plan["method"], plan["fits"], plan["sparse_products"]
     ('structured', True, 20)
     """
@@ -418,15 +444,6 @@ def _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
                  notes=notes)
 
 
-def _require_fits(memory_of, T: int, budget: int, what: str) -> None:
-    """Refuse the request when ``memory_of(T)`` exceeds the budget, naming the largest T that
-    fits (:func:`sparsedp.resources.require_within`)."""
-    if memory_of(T) > budget:
-        largest = resources.largest_fitting(memory_of, budget)
-        advice = (f"at most T = {largest} rounds fit" if largest else "not even T = 1 fits")
-        resources.require_within(memory_of(T), budget, what, advice + " (or raise max_memory)")
-
-
 def _auto_method(system: GossipSystem, symmetric: bool, notes: list[str]) -> str:
     """``method="auto"``: structured when W is symmetric and its dense work
     (:func:`structured_memory`) fits in ``STRUCTURED_MEMORY_FRACTION`` of the physical memory,
@@ -455,34 +472,6 @@ def _auto_method(system: GossipSystem, symmetric: bool, notes: list[str]) -> str
         )
     notes.append(f"{reason}: using the matrix-free PCG path")
     return "matrix-free"
-
-
-def _resolve_exact(exact, T: int) -> bool:
-    if exact == "auto":
-        return T <= EXHAUSTIVE_AUTO_MAX_T
-    if exact is True:
-        if T > EXHAUSTIVE_MAX_T:
-            raise ParameterError(
-                f"exact=True enumerates 2^(T-1) sign vectors and is limited to "
-                f"T <= {EXHAUSTIVE_MAX_T} (got T = {T}); use exact=False and the certified "
-                "upper bound instead"
-            )
-        return True
-    if exact is False:
-        return False
-    raise ParameterError(f"exact must be 'auto', True or False, got {exact!r}")
-
-
-def _lower_bounds_only(bounds: list[Bound]) -> list[Bound]:
-    """Without a certified upper side: lower bounds kept, exhaustive search on ``M_low``
-    demoted to a lower bound, and ``T`` (``M_T <= I``) the only upper bound."""
-    kept = [b for b in bounds if b.kind == "lower" or b.name == "local_dp"]
-    kept += [
-        dataclasses.replace(b, kind="lower", description=b.description + " (lower bound only)")
-        for b in bounds
-        if b.kind == "exact"
-    ]
-    return kept
 
 
 def _result(target, model: ObservationModel, T: int, **fields) -> SensitivityResult:

@@ -145,6 +145,32 @@ def synthetic_social_graph(n: int = 2000, seed: int = 0) -> Graph:
     ``networkx.powerlaw_cluster_graph(n, 4, 0.3, seed)``: preferential attachment with 4 links
     per new node (heavy-tailed degrees) and a triangle-closing step with probability 0.3
     (clustering).  Connected for every ``n >= 5`` and seed.
+
+    Parameters
+    ----------
+    n : int, default 2000
+        Number of nodes (>= 5).
+    seed : int, default 0
+        Seed of the generator (the same seed gives the same graph).
+
+    Returns
+    -------
+    Graph
+        The graph, labels ``0..n-1``.
+
+    Raises
+    ------
+    ParameterError
+        If ``n`` is not an integer >= 5.
+    ResourceLimitError
+        If the graph would not fit the memory budget (:mod:`sparsedp.resources`).
+
+    Examples
+    --------
+    >>> import sparsedp
+    >>> g = sparsedp.synthetic_social_graph(50, seed=1)
+    >>> g.n, g.num_edges, int(g.degrees.min()), int(g.degrees.max())
+    (50, 181, 4, 24)
     """
     _check_count("n", n, 5)
     require_generator_fits("synthetic_social_graph", n, 4 * n, networkx=True)

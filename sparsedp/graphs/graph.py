@@ -22,9 +22,6 @@ The generators live in :mod:`sparsedp.graphs.generators`.
 from __future__ import annotations
 
 import os
-import re
-import sys
-import warnings
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -37,6 +34,13 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from sparsedp.errors import GraphError, ParameterError
+from sparsedp.graphs.edge_list_fields import (
+    _DIRECTED_HEADER,
+    _blank_comments,
+    _check_weights,
+    _remap_ids,
+    _warn_caller,
+)
 
 __all__ = [
     "Graph",
@@ -55,6 +59,41 @@ class Graph:
     empty diagonal and sorted indices; ``node_ids[i]`` is the caller's label of the node at
     position (row) ``i`` (see the module docstring on labels and positions).  Use
     :func:`as_graph` or a generator to build one; the constructor only validates.
+
+    Parameters
+    ----------
+    adjacency : scipy.sparse.csr_matrix
+        Symmetric ``n x n`` pattern: float64 ones, empty diagonal, canonical (sorted) indices.
+    node_ids : numpy.ndarray
+        1-D array of the ``n`` unique labels, in row order.
+
+    Attributes
+    ----------
+    n : int
+        Number of nodes.
+    num_edges : int
+        Number of undirected edges.
+    degrees : numpy.ndarray
+        Degree of every node, in row order.
+    labels_are_positions : bool
+        Whether the labels are ``0..n-1`` in row order.
+
+    Raises
+    ------
+    GraphError
+        If ``adjacency`` or ``node_ids`` breaks one of the rules above (empty graph,
+        duplicate labels, self-loops, asymmetric pattern, ...).
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp
+    >>> g = sparsedp.as_graph(nx.Graph([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]))
+    >>> g.n, g.num_edges, g.labels_are_positions
+    (4, 4, False)
+    >>> g.per_node(g.degrees)
+    {'a': 2, 'b': 2, 'c': 3, 'd': 1}
+    >>> g.index_of("c"), g.id_of(3)
+    (2, 'd')
     """
 
     adjacency: sp.csr_matrix
@@ -222,14 +261,6 @@ def _graph_from_pairs(rows: np.ndarray, cols: np.ndarray, node_ids: np.ndarray, 
     return Graph(adjacency, node_ids)
 
 
-def _warn_caller(message: str) -> None:
-    """``UserWarning`` attributed to the first calling frame outside the sparsedp package."""
-    frame, level = sys._getframe(1), 2
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("sparsedp."):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, UserWarning, stacklevel=level)
-
-
 def _node_id_array(nodes: list[Any]) -> np.ndarray:
     """Node ids as int64 (all integers), str (all strings) or object array (anything else)."""
     ids = np.fromiter(nodes, dtype=object, count=len(nodes))
@@ -272,6 +303,39 @@ def as_graph(source: Any) -> Graph:
     dense array used as adjacency (nonzero => edge, diagonal dropped, asymmetric pattern
     symmetrised with a warning, node ids ``0..n-1``); a path (``str`` / ``os.PathLike``) to an
     edge-list file, read by :func:`read_edge_list`.
+
+    Parameters
+    ----------
+    source : Graph, networkx.Graph, scipy.sparse matrix, numpy.ndarray, str or os.PathLike
+        The graph, in any of the forms above.
+
+    Returns
+    -------
+    Graph
+        The normalised graph (``source`` itself when it is a :class:`Graph`).
+
+    Raises
+    ------
+    GraphError
+        If the graph is empty, the matrix is not square or has non-finite entries, or the
+        edge-list file cannot be read (see :func:`read_edge_list`).
+    TypeError
+        For any other type of ``source``.
+
+    Warns
+    -----
+    UserWarning
+        When directed input (a ``DiGraph``, an asymmetric pattern) is symmetrised.
+
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np, sparsedp
+    >>> g = sparsedp.as_graph(nx.cycle_graph(5))
+    >>> g.n, g.num_edges, g.labels_are_positions
+    (5, 5, True)
+    >>> g = sparsedp.as_graph(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]))
+    >>> g.node_ids.tolist(), g.degrees.tolist()
+    ([0, 1, 2], [1, 2, 1])
     """
     if isinstance(source, Graph):
         return source
@@ -310,26 +374,7 @@ def require_connected(graph: Any) -> None:
 # Edge-list files
 # --------------------------------------------------------------------------------------------
 
-# SNAP "# Directed graph ..." (but not "Undirected"), KONECT "% asym ..." headers.
-_DIRECTED_HEADER = re.compile(rb"(?<![a-z])directed\b|^%[ \t]*asym\b", re.IGNORECASE)
 _INT64 = np.iinfo(np.int64)
-
-
-def _blank_comments(body: bytearray) -> list[bytes]:
-    """Overwrite with spaces every line whose first non-blank byte is ``#`` or ``%`` (newlines
-    stay, so line numbers are preserved) and return those lines, from the comment mark on."""
-    comments = []
-    for mark in (b"#", b"%"):
-        i = body.find(mark)
-        while i != -1:
-            line_start = body.rfind(b"\n", 0, i) + 1
-            line_end = body.find(b"\n", i)
-            line_end = len(body) if line_end == -1 else line_end
-            if not body[line_start:i].strip():
-                comments.append(bytes(body[i:line_end]))
-                body[line_start:line_end] = b" " * (line_end - line_start)
-            i = body.find(mark, line_end)
-    return comments
 
 
 class _LabelledIds(Exception):
@@ -381,57 +426,6 @@ def _parse_labels(body: bytes, path: str) -> tuple[np.ndarray, np.ndarray]:
     return np.array(pairs, dtype=np.int64).reshape(-1, 2), np.array(list(index), dtype=str)
 
 
-def _third_fields(body: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The third field of every line that has one, as floats, with its 1-based line number
-    and the index of its line's pair; ``None`` when some third field is not a number (a
-    label or tag column, not weights)."""
-    buf = np.frombuffer(body, dtype=np.uint8)
-    space = buf <= 32
-    is_start = ~space
-    is_start[1:] &= space[:-1]
-    is_end = ~space
-    is_end[:-1] &= space[1:]
-    starts, ends = np.flatnonzero(is_start), np.flatnonzero(is_end) + 1
-    line = np.searchsorted(np.flatnonzero(buf == 10), starts)
-    first = np.ones(starts.size, dtype=bool)
-    first[1:] = line[1:] != line[:-1]
-    rank = np.arange(starts.size)
-    rank -= np.maximum.accumulate(np.where(first, rank, 0))
-    third = rank == 2
-    if not third.any():
-        return None
-    text = b" ".join(body[a:b] for a, b in zip(starts[third], ends[third], strict=True))
-    try:
-        values = np.fromstring(text, dtype=np.float64, sep=" ")
-    except ValueError:
-        return None
-    if values.size != int(third.sum()):
-        return None
-    pair = np.cumsum(first) - 1  # each non-blank line is one pair
-    return values, line[third] + 1, pair[third]
-
-
-def _check_weights(body: bytes, pairs: np.ndarray, path: str) -> None:
-    """A numeric third column is read as edge weights: ``nan``, ``inf``, a negative weight or
-    a weighted self-loop is an error naming the line; valid weights are ignored with a
-    warning (the gossip weights come from the scheme)."""
-    found = _third_fields(body)
-    if found is None:
-        return
-    weights, lines, pair = found
-    bad = np.flatnonzero(~np.isfinite(weights) | (weights < 0))
-    if bad.size:
-        k = int(bad[0])
-        raise GraphError(f"{path}, line {lines[k]}: edge weight {weights[k]:g} is not a finite "
-                         "non-negative number")
-    self_loop = np.flatnonzero(pairs[pair, 0] == pairs[pair, 1])
-    if self_loop.size:
-        raise GraphError(f"{path}, line {lines[self_loop[0]]}: a weighted self-loop; the "
-                         "weight a node keeps (W_ii) comes from the gossip scheme, not the file")
-    _warn_caller(f"{path}: the third column (edge weights) is ignored; the gossip weights "
-                 "come from the scheme")
-
-
 def _parse_pairs(body: bytes, path: str) -> np.ndarray:
     """Vectorised parse of the first two integer fields of every non-blank line.
 
@@ -480,23 +474,8 @@ def _parse_pairs(body: bytes, path: str) -> np.ndarray:
     return values.reshape(-1, 2)
 
 
-def _remap_ids(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct ids and ``pairs`` rewritten as indices into them.
-
-    Equivalent to ``np.unique(pairs, return_inverse=True)``; ids that are small non-negative
-    integers (the usual case) are remapped in O(size + max id) with a presence table.
-    """
-    if pairs.min() >= 0 and pairs.max() < 4 * pairs.size + 1024:
-        present = np.zeros(int(pairs.max()) + 1, dtype=bool)
-        present[pairs] = True
-        ids = np.flatnonzero(present)
-        return ids, (np.cumsum(present) - 1)[pairs]
-    ids, inverse = np.unique(pairs, return_inverse=True)
-    return ids, inverse.reshape(pairs.shape)
-
-
 def read_edge_list(path: str | os.PathLike[str]) -> Graph:
-    """Read a SNAP-style edge list into a :class:`Graph`.
+    r"""Read a SNAP-style edge list into a :class:`Graph`.
 
     Format: lines starting with ``#`` or ``%`` are comments, blank lines are skipped, fields are
     separated by whitespace or commas, the first two fields are node ids and further fields
@@ -513,6 +492,39 @@ def read_edge_list(path: str | os.PathLike[str]) -> Graph:
     a list naming each edge once, or every edge in both directions, is read as undirected.
     A Matrix Market file (``%%MatrixMarket`` header) is read with ``scipy.io.mmread`` (its
     parse errors as ``GraphError``).  Malformed lines raise ``GraphError`` with the line number.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The edge-list (or Matrix Market) file.
+
+    Returns
+    -------
+    Graph
+        The undirected graph; ``node_ids`` holds the ids of the file.
+
+    Raises
+    ------
+    GraphError
+        For a missing, unreadable, binary or empty file, a malformed line, or an invalid
+        weight (the path and line are named).
+
+    Warns
+    -----
+    UserWarning
+        When the graph is symmetrised, or valid edge weights are ignored.
+
+    Examples
+    --------
+    >>> import os, tempfile, sparsedp
+    >>> path = os.path.join(tempfile.mkdtemp(), "edges.txt")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("# Undirected graph\n10 20\n20 30\n30 10\n30 40\n")
+    >>> g = sparsedp.read_edge_list(path)
+    >>> g.n, g.num_edges, g.node_ids.tolist()
+    (4, 4, [10, 20, 30, 40])
+    >>> g.index_of(30), g.index_of("30")  # row of a label (a decimal string works too)
+    (2, 2)
     """
     path_str = os.fspath(path)
     try:

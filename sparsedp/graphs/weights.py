@@ -63,8 +63,61 @@ def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0,
     the nodes are ``0..n-1`` in order).  The functions that take W name nodes by these rows;
     ``as_graph(graph).index_of(label)`` converts a label.
 
-    Raises ``GraphError`` for a disconnected graph (with the component count) or a single node,
-    ``ParameterError`` for an unknown scheme, a laziness outside [0, 1) or unusable weights.
+    Parameters
+    ----------
+    graph : networkx.Graph, Graph, scipy.sparse matrix, numpy.ndarray, str or os.PathLike
+        A connected graph with at least two nodes (anything :func:`sparsedp.as_graph`
+        accepts).
+    scheme : {"metropolis", "max-degree", "row-normalised", "row-normalised-self-loops"}
+        The weight scheme (default ``"metropolis"``).
+    laziness : float, default 0.0
+        ``a`` in [0, 1): the result is ``a I + (1 - a) W``.
+    weight : str, optional
+        Name of a networkx edge attribute with positive edge weights (only with
+        ``"row-normalised"``); ``None`` uses the pattern only.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        The ``n x n`` gossip matrix W, rows in the graph's node order.
+
+    Raises
+    ------
+    GraphError
+        For a disconnected graph (with the component count) or a single node.
+    ParameterError
+        For an unknown scheme, a laziness outside [0, 1) or unusable weights.
+
+    Warns
+    -----
+    UserWarning
+        When the edges carry a ``"weight"`` attribute that ``weight=None`` leaves unused.
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp
+    >>> W = sparsedp.gossip_matrix(nx.path_graph(3), scheme="metropolis")
+    >>> W.toarray().round(4)
+    array([[0.6667, 0.3333, 0.    ],
+           [0.3333, 0.3333, 0.3333],
+           [0.    , 0.3333, 0.6667]])
+    >>> sparsedp.gossip_matrix(nx.path_graph(3), laziness=0.5).diagonal().round(4)
+    array([0.8333, 0.6667, 0.8333])
+
+    Edge weights with the random walk, ``W_ij = w_ij / s_i``:
+
+    >>> G = nx.Graph()
+    >>> G.add_edge(0, 1, weight=3.0)
+    >>> G.add_edge(1, 2, weight=1.0)
+    >>> sparsedp.gossip_matrix(G, scheme="row-normalised", weight="weight").toarray()
+    array([[0.  , 1.  , 0.  ],
+           [0.75, 0.  , 0.25],
+           [0.  , 1.  , 0.  ]])
+    >>> try:
+    ...     sparsedp.gossip_matrix(nx.Graph([(0, 1), (2, 3)]))
+    ... except sparsedp.GraphError as err:
+    ...     print(err)
+    graph is disconnected: 2 connected components (the largest has 2 of 4 nodes)
     """
     if scheme not in SCHEMES:
         raise ParameterError(f"unknown gossip scheme {scheme!r}; valid schemes: "

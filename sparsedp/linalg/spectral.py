@@ -67,6 +67,35 @@ class SpectralInfo:
     computed with ``eigs``, which only finds the largest moduli).  ``tolerance`` is then a
     backward error (residual norm, or ``n eps ||W||_F`` for the dense method), not a bound on
     the eigenvalue error.
+
+    Attributes
+    ----------
+    lambda_2 : float
+        Second largest eigenvalue (real part of the one of second-largest modulus for a
+        non-symmetric W).
+    lambda_n : float
+        Smallest eigenvalue (smallest real part; NaN with ``"eigs"``).
+    rho : float
+        ``max(|lambda_2|, |lambda_n|)`` (second largest modulus for a non-symmetric W).
+    gap : float
+        ``1 - rho``.
+    method : str
+        The method that computed the values (``"dense eigvalsh"``, ``"eigsh"``, ...).
+    tolerance : float
+        Error bound of each eigenvalue (symmetric W) or backward error (otherwise).
+    symmetric : bool
+        Whether W is symmetric (``max |W - W^T| <= 1e-10``).
+    moduli : tuple of float or None
+        The (up to) three largest eigenvalue moduli, for a non-symmetric W or ``"eigs"``.
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp
+    >>> info = sparsedp.spectral_info(sparsedp.gossip_matrix(nx.cycle_graph(8)))
+    >>> info.method, info.symmetric, info.moduli
+    ('dense eigvalsh', True, None)
+    >>> info.tolerance < 1e-12
+    True
     """
 
     lambda_2: float
@@ -220,6 +249,47 @@ def spectral_info(W: Any, method: str = "auto", tol: float = 1e-8) -> SpectralIn
     :attr:`SpectralInfo.tolerance` reports what was achieved, and a ``RuntimeWarning`` is issued
     when it exceeds ``10 tol`` (a solver stopped at its iteration limit).  W must be
     row-stochastic (``GossipMatrixError`` otherwise).
+
+    Parameters
+    ----------
+    W : array_like or scipy.sparse matrix
+        Row-stochastic gossip matrix, n >= 2.
+    method : {"auto", "dense", "eigsh", "lobpcg", "eigs"}, default "auto"
+        The eigensolver (see above).
+    tol : float, default 1e-8
+        Requested residual tolerance of the iterative solvers.
+
+    Returns
+    -------
+    SpectralInfo
+        lambda_2, lambda_n, rho, gap, the method used and the achieved tolerance.
+
+    Raises
+    ------
+    GossipMatrixError
+        If W is not row-stochastic (or not a square numeric matrix) or is 1 x 1.
+    ParameterError
+        For an unknown method, ``"eigsh"``/``"lobpcg"`` with a non-symmetric W, or an
+        iterative method with n < 10.
+    scipy.sparse.linalg.ArpackNoConvergence
+        With ``method="eigsh"`` when ARPACK does not converge.
+
+    Warns
+    -----
+    RuntimeWarning
+        When the achieved tolerance exceeds ``10 tol``.
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp
+    >>> W = sparsedp.gossip_matrix(nx.cycle_graph(8), scheme="metropolis")
+    >>> info = sparsedp.spectral_info(W)
+    >>> round(info.lambda_2, 6), round(info.lambda_n, 6), round(info.gap, 6)
+    (0.804738, -0.333333, 0.195262)
+    >>> P = sparsedp.gossip_matrix(nx.path_graph(3), scheme="row-normalised")
+    >>> info = sparsedp.spectral_info(P)  # periodic: rho = 1, no gap
+    >>> info.symmetric, round(info.rho, 6), round(info.gap, 6)
+    (False, 1.0, 0.0)
     """
     if method not in METHODS:
         raise ParameterError(f"unknown spectral method {method!r}; valid methods: "

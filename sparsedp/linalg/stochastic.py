@@ -224,7 +224,45 @@ def check_gossip_matrix(W: Any, require: tuple[str, ...] = ("nonnegative", "row_
     ``primitive`` (irreducible and aperiodic).  The message names the failing row or entry.
     W stored in a coarser floating type than float64 (float32) is checked with ``atol``
     widened to its rounding, ``2 (d_max + 1) u`` (:func:`input_rounding`).
-    Unknown property names raise ``ParameterError``.
+
+    Parameters
+    ----------
+    W : array_like or scipy.sparse matrix
+        The matrix to check (any scipy sparse format or a dense array).
+    require : str or tuple of str, default ("nonnegative", "row_stochastic")
+        The properties W must have, checked in this order.
+    atol : float, default 1e-10
+        Absolute tolerance of the row/column sums and of the symmetry.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        W in canonical CSR form (float64).
+
+    Raises
+    ------
+    GossipMatrixError
+        Naming the first property in ``require`` that W lacks (with the row or entry), or if
+        W is not a finite, square, non-empty numeric matrix; a graph given for W raises its
+        subclass ``GraphGivenForMatrixError`` (also a ``TypeError``).
+    ParameterError
+        For an unknown property name.
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp
+    >>> W = sparsedp.gossip_matrix(nx.path_graph(3), scheme="row-normalised")
+    >>> W.toarray()
+    array([[0. , 1. , 0. ],
+           [0.5, 0. , 0.5],
+           [0. , 1. , 0. ]])
+    >>> sparsedp.check_gossip_matrix(W).shape
+    (3, 3)
+    >>> try:
+    ...     sparsedp.check_gossip_matrix(W, require=("row_stochastic", "symmetric"))
+    ... except sparsedp.GossipMatrixError as err:
+    ...     print(err)
+    W is not symmetric: |W - W^T| max 0.5 at (0, 1)
     """
     if isinstance(require, str):
         require = (require,)
@@ -241,6 +279,36 @@ def gossip_properties(W: Any, atol: float = 1e-10) -> dict[str, Any]:
     """Every property of :data:`PROPERTIES` as a bool, plus ``"period"`` (int, ``None`` when W is
     reducible).  ``square`` and ``finite`` are always True: other input raises
     ``GossipMatrixError`` (see :func:`as_square_sparse`).  ``aperiodic`` is False for reducible W.
+
+    Parameters
+    ----------
+    W : array_like or scipy.sparse matrix
+        The matrix to examine.
+    atol : float, default 1e-10
+        Absolute tolerance of the row/column sums and of the symmetry.
+
+    Returns
+    -------
+    dict
+        ``{property: bool}`` for every name in :data:`PROPERTIES`, and ``"period"``.
+
+    Raises
+    ------
+    GossipMatrixError
+        If W is not a finite, square, non-empty numeric matrix.
+
+    Examples
+    --------
+    The random walk on a path is row-stochastic but periodic:
+
+    >>> import networkx as nx, sparsedp
+    >>> W = sparsedp.gossip_matrix(nx.path_graph(3), scheme="row-normalised")
+    >>> props = sparsedp.gossip_properties(W)
+    >>> props["row_stochastic"], props["symmetric"], props["primitive"], props["period"]
+    (True, False, False, 2)
+    >>> M = sparsedp.gossip_matrix(nx.path_graph(3), scheme="metropolis")
+    >>> sparsedp.gossip_properties(M)["primitive"]
+    True
     """
     diagnosis = _Diagnosis(W, atol)
     props: dict[str, Any] = {p: diagnosis.failure(p) is None for p in PROPERTIES}

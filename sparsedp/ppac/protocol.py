@@ -65,6 +65,39 @@ def laplacian_consensus_matrix(graph: Any, scale: float | None = None) -> sp.csr
     consensus does not converge.  ``c = d_max + 1`` (or any ``c > d_max``) is aperiodic.
     The leakage does not depend on ``c``: ``span{(I - L/c)^s : s <= t} = span{L^s : s <= t}``.
     Rows and columns follow the graph's node order (``as_graph(graph).node_ids``).
+
+    Parameters
+    ----------
+    graph : networkx.Graph, Graph, scipy.sparse matrix, numpy.ndarray, str or os.PathLike
+        A connected graph with at least two nodes (anything :func:`sparsedp.as_graph`
+        accepts).
+    scale : float, optional
+        ``c >= d_max`` (default ``d_max``).
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        ``W = I - L / c``.
+
+    Raises
+    ------
+    GraphError
+        For a single node or a disconnected graph.
+    ParameterError
+        If ``scale`` is below ``d_max`` or not finite.
+
+    Examples
+    --------
+    On the 6-cycle (bipartite, 2-regular) ``c = d_max = 2`` is periodic; ``c = 3`` is not:
+
+    >>> import networkx as nx, sparsedp
+    >>> sparsedp.laplacian_consensus_matrix(nx.cycle_graph(6)).toarray()[0]
+    array([0. , 0.5, 0. , 0. , 0. , 0.5])
+    >>> W = sparsedp.laplacian_consensus_matrix(nx.cycle_graph(6), scale=3)
+    >>> W.toarray()[0].round(4)
+    array([0.3333, 0.3333, 0.    , 0.    , 0.    , 0.3333])
+    >>> sparsedp.gossip_properties(W)["primitive"]
+    True
     """
     g = as_graph(graph)
     if g.n < 2:
@@ -218,6 +251,38 @@ def ppac_layout(graph: Any, designated: Any) -> PPACLayout:
 
     ``designated``: ``{k: m_k}`` keyed by node label (as :func:`random_designated` returns),
     or a sequence of the ``m_k`` labels in node order (``as_graph(graph).node_ids``).
+
+    Parameters
+    ----------
+    graph : networkx.Graph, Graph, scipy.sparse matrix, numpy.ndarray, str or os.PathLike
+        A connected graph with at least two nodes.
+    designated : dict or sequence
+        The designated neighbour ``m_k`` of every node ``k`` (labels).
+
+    Returns
+    -------
+    PPACLayout
+        The graph with its designated neighbours, for :func:`sparsedp.ppac_leakage`.
+
+    Raises
+    ------
+    GraphError
+        For a single node, a disconnected graph, an unknown label, or an ``m_k`` that is
+        not a neighbour of ``k``.
+    ParameterError
+        If ``designated`` does not give one neighbour per node.
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp
+    >>> layout = sparsedp.ppac_layout(nx.cycle_graph(6), {k: (k + 1) % 6 for k in range(6)})
+    >>> layout.designated_index.tolist()
+    [1, 2, 3, 4, 5, 0]
+    >>> try:
+    ...     sparsedp.ppac_layout(nx.cycle_graph(6), [2, 2, 3, 4, 5, 0])
+    ... except sparsedp.GraphError as err:
+    ...     print(err)
+    designated[0] = 2 is not a neighbour of node 0
     """
     g = as_graph(graph)
     if g.n < 2:

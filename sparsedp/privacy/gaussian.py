@@ -214,7 +214,32 @@ def gdp_mu_for(epsilon: float, delta: float) -> float:
 
 
 def gaussian_mu(squared_sensitivity: float, sigma: float) -> float:
-    """GDP parameter of the Gaussian mechanism: ``mu = Delta / sigma = sqrt(Delta**2) / sigma``."""
+    """GDP parameter of the Gaussian mechanism: ``mu = Delta / sigma = sqrt(Delta**2) / sigma``.
+
+    Parameters
+    ----------
+    squared_sensitivity : float
+        Squared l2 sensitivity ``Delta**2`` of the whole view (>= 0, finite).
+    sigma : float
+        Standard deviation of the Gaussian noise (> 0, finite).
+
+    Returns
+    -------
+    float
+        ``mu``; the mechanism is mu-GDP.
+
+    Raises
+    ------
+    ParameterError
+        If ``squared_sensitivity`` is negative or not finite, ``sigma`` is not > 0 and
+        finite, or ``Delta / sigma`` overflows.
+
+    Examples
+    --------
+    >>> from sparsedp import gaussian_mu
+    >>> gaussian_mu(4.0, sigma=2.0)
+    1.0
+    """
     d2 = validation.nonnegative("squared_sensitivity", squared_sensitivity)
     sigma = validation.sigma(sigma)
     mu = math.sqrt(d2) / sigma
@@ -230,6 +255,31 @@ def gaussian_delta(squared_sensitivity: float, sigma: float, epsilon: float) -> 
 
     ``delta = Phi(-eps/mu + mu/2) - exp(eps) * Phi(-eps/mu - mu/2)`` (never below the exact
     value; see :func:`gdp_log_delta`).
+
+    Parameters
+    ----------
+    squared_sensitivity : float
+        Squared l2 sensitivity ``Delta**2`` (>= 0, finite).
+    sigma : float
+        Noise standard deviation (> 0, finite).
+    epsilon : float
+        Privacy parameter eps (>= 0, finite).
+
+    Returns
+    -------
+    float
+        delta(epsilon), rounded up (never below the exact value).
+
+    Raises
+    ------
+    ParameterError
+        If a parameter is out of range (see :func:`gaussian_mu`; ``epsilon < 0``).
+
+    Examples
+    --------
+    >>> from sparsedp import gaussian_delta
+    >>> round(gaussian_delta(1.0, sigma=1.0, epsilon=1.0), 6)
+    0.126937
     """
     mu = gaussian_mu(squared_sensitivity, sigma)
     return math.exp(gdp_log_delta(mu, epsilon))
@@ -241,6 +291,37 @@ def gaussian_epsilon(squared_sensitivity: float, sigma: float, delta: float) -> 
     ``delta(eps) = Phi(-eps/mu + mu/2) - exp(eps) * Phi(-eps/mu - mu/2)``, ``mu = Delta/sigma``;
     see :func:`gdp_epsilon`.  Squared sensitivity 0 gives 0; an infinite one (the data seen
     without noise) gives ``inf``.
+
+    Parameters
+    ----------
+    squared_sensitivity : float
+        Squared l2 sensitivity ``Delta**2`` of the whole view (>= 0; ``inf`` allowed).  The
+        round count enters only through it: never multiply by ``sqrt(T)``.
+    sigma : float
+        Noise standard deviation (> 0, finite).
+    delta : float
+        Target delta, in (0, 1).
+
+    Returns
+    -------
+    float
+        The tight epsilon (never below the exact value).
+
+    Raises
+    ------
+    ParameterError
+        If ``sigma`` is not > 0 and finite, ``delta`` is outside (0, 1), or
+        ``squared_sensitivity`` is negative or NaN.
+
+    Examples
+    --------
+    >>> from sparsedp import gaussian_epsilon
+    >>> round(gaussian_epsilon(1.0, sigma=5.0, delta=1e-5), 6)
+    0.725522
+    >>> gaussian_epsilon(0.0, sigma=5.0, delta=1e-5)
+    0.0
+    >>> gaussian_epsilon(float("inf"), sigma=5.0, delta=1e-5)
+    inf
     """
     if squared_sensitivity == math.inf:
         validation.sigma(sigma)
@@ -255,6 +336,33 @@ def rdp_epsilon(
     """Renyi-DP epsilon of the Gaussian mechanism: ``alpha * Delta**2 / (2 * sigma**2)``.
 
     Vectorised over ``alpha`` (every order must be > 1); a scalar alpha gives a float.
+
+    Parameters
+    ----------
+    squared_sensitivity : float
+        Squared l2 sensitivity ``Delta**2`` (>= 0, finite).
+    sigma : float
+        Noise standard deviation (> 0, finite).
+    alpha : float or numpy.ndarray
+        Renyi order(s), each > 1 and finite.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        eps_RDP(alpha): a float for a scalar ``alpha``, else an array of the shape of ``alpha``.
+
+    Raises
+    ------
+    ParameterError
+        If a parameter is out of range or an order is not > 1.
+
+    Examples
+    --------
+    >>> from sparsedp import rdp_epsilon
+    >>> rdp_epsilon(1.0, sigma=2.0, alpha=2.0)
+    0.25
+    >>> rdp_epsilon(1.0, sigma=2.0, alpha=[2.0, 4.0]).tolist()
+    [0.25, 0.5]
     """
     d2 = validation.nonnegative("squared_sensitivity", squared_sensitivity)
     sigma = validation.sigma(sigma)
@@ -276,6 +384,38 @@ def rdp_to_dp(
     aligned with ``alphas``; its values must be >= 0 (``+inf`` marks an order with no bound).
     The bound holds for every real eps and delta(eps) decreases in eps, so a negative minimum
     is reported as 0.
+
+    Parameters
+    ----------
+    rdp : callable or numpy.ndarray
+        ``alpha -> eps_RDP(alpha)``, or an array of values aligned with ``alphas``; values
+        must be >= 0 (``+inf`` marks an order with no bound).
+    delta : float
+        Target delta, in (0, 1).
+    alphas : numpy.ndarray, optional
+        Non-empty 1-D array of Renyi orders > 1 (default :data:`DEFAULT_ALPHAS`).
+
+    Returns
+    -------
+    epsilon : float
+        The smallest bound over the orders (>= 0).
+    alpha : float
+        The order that attains it.
+
+    Raises
+    ------
+    ParameterError
+        If ``delta`` is outside (0, 1), ``alphas`` is not a non-empty 1-D array of orders
+        > 1, or ``rdp`` gives values that are not real, negative, NaN or of the wrong shape.
+
+    Examples
+    --------
+    The Gaussian mechanism with ``Delta = 1``, ``sigma = 2`` (eps_RDP(alpha) = alpha / 8):
+
+    >>> from sparsedp import rdp_to_dp
+    >>> eps, alpha = rdp_to_dp(lambda a: a / 8, delta=1e-5)
+    >>> round(eps, 6), round(alpha, 3)
+    (2.165717, 9.593)
     """
     log_delta = math.log(validation.probability_delta(delta))
     orders = DEFAULT_ALPHAS if alphas is None else _check_alphas("alphas", alphas)
@@ -313,6 +453,35 @@ def gaussian_rdp_epsilon(
 
     ``min_alpha alpha*Delta**2/(2 sigma**2) + log((alpha-1)/alpha)
     - (log(delta) + log(alpha))/(alpha-1)``; see :func:`rdp_to_dp`.
+
+    Parameters
+    ----------
+    squared_sensitivity : float
+        Squared l2 sensitivity ``Delta**2`` (>= 0, finite).
+    sigma : float
+        Noise standard deviation (> 0, finite).
+    delta : float
+        Target delta, in (0, 1).
+    alphas : numpy.ndarray, optional
+        Renyi orders > 1 to minimise over (default :data:`DEFAULT_ALPHAS`).
+
+    Returns
+    -------
+    float
+        The RDP-route epsilon (>= the tight :func:`gaussian_epsilon`).
+
+    Raises
+    ------
+    ParameterError
+        If a parameter is out of range (see :func:`rdp_epsilon` and :func:`rdp_to_dp`).
+
+    Examples
+    --------
+    >>> from sparsedp import gaussian_epsilon, gaussian_rdp_epsilon
+    >>> round(gaussian_rdp_epsilon(1.0, sigma=2.0, delta=1e-5), 6)
+    2.165717
+    >>> round(gaussian_epsilon(1.0, sigma=2.0, delta=1e-5), 6)  # the tight value is smaller
+    1.993091
     """
     orders = DEFAULT_ALPHAS if alphas is None else alphas
     values = rdp_epsilon(squared_sensitivity, sigma, orders)
@@ -325,6 +494,35 @@ def calibrate_sigma(squared_sensitivity: float, epsilon: float, delta: float) ->
     ``sigma = Delta / mu*`` with mu* from :func:`gdp_mu_for`; as ``Delta / sigma`` rounds,
     sigma is then moved up until ``delta(epsilon; gaussian_mu(Delta**2, sigma)) <= delta``
     holds (checked as in :func:`gdp_epsilon`).  Squared sensitivity 0 gives 0.
+
+    Parameters
+    ----------
+    squared_sensitivity : float
+        Squared l2 sensitivity ``Delta**2`` (>= 0, finite).
+    epsilon : float
+        Target epsilon (>= 0, finite).
+    delta : float
+        Target delta, in (0, 1).
+
+    Returns
+    -------
+    float
+        The noise standard deviation sigma.
+
+    Raises
+    ------
+    ParameterError
+        If ``squared_sensitivity`` or ``epsilon`` is negative or not finite, or ``delta`` is
+        outside (0, 1).
+
+    Examples
+    --------
+    >>> from sparsedp import calibrate_sigma, gaussian_epsilon
+    >>> sigma = calibrate_sigma(1.0, epsilon=1.0, delta=1e-5)
+    >>> round(sigma, 6)
+    3.730632
+    >>> gaussian_epsilon(1.0, sigma, delta=1e-5) <= 1.0
+    True
     """
     d2 = validation.nonnegative("squared_sensitivity", squared_sensitivity)
     mu = gdp_mu_for(epsilon, delta)  # also validates epsilon and delta
@@ -342,8 +540,35 @@ def calibrate_sigma_classical(squared_sensitivity: float, epsilon: float, delta:
     """Classical Dwork-Roth rule ``sigma = Delta * sqrt(2 ln(1.25/delta)) / epsilon``.
 
     Valid only for ``0 < epsilon < 1`` (Dwork & Roth 2014, Thm. A.1); it is looser than
-    :func:`calibrate_sigma`.  Raises :class:`ParameterError` for epsilon outside (0, 1).
-    Squared sensitivity 0 gives 0.
+    :func:`calibrate_sigma`.  Squared sensitivity 0 gives 0.
+
+    Parameters
+    ----------
+    squared_sensitivity : float
+        Squared l2 sensitivity ``Delta**2`` (>= 0, finite).
+    epsilon : float
+        Target epsilon, in (0, 1).
+    delta : float
+        Target delta, in (0, 1).
+
+    Returns
+    -------
+    float
+        The noise standard deviation sigma.
+
+    Raises
+    ------
+    ParameterError
+        For epsilon outside (0, 1) (where the rule is invalid), a negative or non-finite
+        ``squared_sensitivity``, or ``delta`` outside (0, 1).
+
+    Examples
+    --------
+    >>> from sparsedp import calibrate_sigma, calibrate_sigma_classical
+    >>> round(calibrate_sigma_classical(1.0, epsilon=0.5, delta=1e-5), 6)
+    9.689611
+    >>> round(calibrate_sigma(1.0, epsilon=0.5, delta=1e-5), 6)  # the tight rule needs less
+    7.031827
     """
     d2 = validation.nonnegative("squared_sensitivity", squared_sensitivity)
     eps = validation.nonnegative("epsilon", epsilon)

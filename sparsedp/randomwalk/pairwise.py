@@ -44,6 +44,50 @@ class PairwiseLoss:
     assumptions) or ``"estimate"`` (e.g. the expected number of contributions was used
     instead of a cap).  ``alpha_max``: the largest order at which the bound holds.
     ``numerical_error``: the largest numerical error bound that was added.
+
+    Attributes
+    ----------
+    mechanism : str
+        ``"random walk"``, ``"muffliato (plain)"``, ... (variant included).
+    source : int
+        The node whose data is protected (a row of W).
+    receivers : numpy.ndarray
+        The receivers (rows of W); for a coalition, its members.
+    alpha : float
+        The Renyi order.
+    sigma : float
+        The noise standard deviation (units of the l2 sensitivity).
+    rdp : numpy.ndarray
+        RDP loss towards each receiver (one value for a coalition).
+    local_dp : float
+        The local-DP loss of the same contributions (the clip level).
+    clipped : numpy.ndarray
+        Whether each value was clipped at ``local_dp``.
+    kind : str
+        ``"upper"`` or ``"estimate"``.
+    alpha_max : float
+        Largest order at which the bound holds.
+    numerical_error : float
+        Largest numerical error bound added.
+    method : str
+        How the values were computed.
+    notes : tuple of str
+        Assumptions and choices.
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp
+    >>> W = sparsedp.gossip_matrix(nx.cycle_graph(8))
+    >>> loss = sparsedp.random_walk_rdp(W, source=0, T=40, sigma=10.0, alpha=4.0,
+    ...                                 contributions=5)
+    >>> loss.kind, loss.receivers.tolist()
+    ('upper', [1, 2, 3, 4, 5, 6, 7])
+    >>> loss.rdp.round(4).tolist()
+    [0.1, 0.0795, 0.0518, 0.0448, 0.0518, 0.0795, 0.1]
+    >>> loss.clipped.tolist()
+    [True, False, False, False, False, False, True]
+    >>> float(loss.epsilon(delta=1e-5).max().round(4))
+    0.8966
     """
 
     mechanism: str
