@@ -35,7 +35,8 @@ from sparsedp import resources
 from sparsedp.audit.simulate import Threat, data_response, simulate, threat
 from sparsedp.audit.statistics import lower_bounds, mahalanobis, thresholds
 from sparsedp.errors import ParameterError
-from sparsedp.gossip.sensitivity import SensitivityResult, gossip_sequence, squared_sensitivity
+from sparsedp.gossip.inputs import gossip_sequence
+from sparsedp.gossip.sensitivity import SensitivityResult, squared_sensitivity
 from sparsedp.plain import plain
 from sparsedp.privacy.gaussian import gaussian_epsilon
 from sparsedp.progress import progress_bar
