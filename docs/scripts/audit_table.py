@@ -107,7 +107,7 @@ def plot(series: list[dict]) -> None:
     ax.set_xscale("log")
     ax.set_xlabel("rounds T")
     ax.set_ylabel("epsilon (delta = 1e-5, sigma = 1)")
-    ax.set_title("Audit: secure summation, synthetic social graph (n = 100), 10^6 runs")
+    ax.set_title("Audit: secure summation, social graph n = 100, 10^6 runs", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(FIGURES / "audit.png", dpi=120)
