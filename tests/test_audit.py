@@ -238,3 +238,34 @@ def test_a_wrong_ppac_leakage_is_caught():
     wrong = leakage(layout, W, attacker, horizon, noise_std=2.0, victims=[victim]).nats[0]
     result = audit_ppac(layout, W, attacker, victim, horizon, noise_std=1.5, engine=wrong)
     assert not result.passed and "model mismatch" in result.verdict
+
+
+RW_CASES = [  # (graph, source, receiver, T, sigma)
+    (nx.cycle_graph(20), 0, 1, 20, 2.0), (nx.cycle_graph(20), 0, 5, 60, 3.0),
+    (nx.grid_2d_graph(5, 5), 0, 1, 30, 2.0), (nx.grid_2d_graph(5, 5), 0, 12, 60, 2.5),
+    (nx.connected_watts_strogatz_graph(30, 4, 0.3, seed=1), 0, 7, 40, 3.0),
+    (nx.complete_graph(8), 2, 5, 10, 2.0),
+]
+
+
+@pytest.mark.parametrize("case", range(len(RW_CASES)))
+def test_random_walk_rdp_is_above_the_simulated_walk(case):
+    """6 random-walk instances: the walk's simulated Renyi divergence (Hoeffding interval)
+    and its LR-test epsilon lower bound stay below the engine's certified RDP and epsilon."""
+    from sparsedp.audit.randomwalk import audit_random_walk
+
+    G, source, receiver, T, sigma = RW_CASES[case]
+    W = sparsedp.gossip_matrix(G, scheme="metropolis")
+    result = audit_random_walk(W, source, receiver, T, sigma, trials=60_000, seed=case)
+    assert result.passed, result.verdict
+    assert 0 < result.rdp_estimate <= result.engine_rdp
+
+
+def test_a_random_walk_bound_for_too_much_noise_is_caught():
+    """The loss computed for sigma = 6 claimed for a walk that runs with sigma = 1.5."""
+    from sparsedp.audit.randomwalk import audit_random_walk
+
+    W = sparsedp.gossip_matrix(nx.cycle_graph(20), scheme="metropolis")
+    wrong = sparsedp.random_walk_rdp(W, 0, 20, 6.0, 2.0, contributions=1, receivers=[1])
+    result = audit_random_walk(W, 0, 1, 20, 1.5, engine=wrong, trials=60_000)
+    assert not result.passed and "bound violated" in result.verdict
