@@ -138,6 +138,18 @@ def test_ctrl_c_ends_a_long_run_within_two_seconds():
     assert proc.returncode == 130 and stderr.strip() == "sparsedp: interrupted"
 
 
+@pytest.mark.parametrize("delay", [0.2, 0.6])
+def test_ctrl_c_while_the_command_is_still_loading_is_one_line(delay):
+    """SIGINT before the package has finished importing (numpy, scipy, numba: about a
+    second): the same one line and exit status 130, no traceback (sparsedp_launcher)."""
+    proc = subprocess.Popen([*COMMAND, "account", "--rounds", "300"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and stderr.strip() == "sparsedp: interrupted"
+
+
 C5 = "0 1\n1 2\n2 3\n3 4\n4 0\n"
 
 

@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
+from sparsedp.audit.statistics import chi2_quantile
 from sparsedp.errors import ParameterError
 from sparsedp.plain import plain
 from sparsedp.ppac.information import leakage
@@ -105,7 +105,7 @@ def audit_ppac(layout: PPACLayout, W, attacker, victim, horizon: int, *,
     else:
         dof = trials - rank
         variance = value_std**2
-        q_low, q_high = stats.chi2.ppf([(1 - confidence) / 2, (1 + confidence) / 2], dof)
+        q_low, q_high = chi2_quantile(np.array([1 - confidence, 1 + confidence]) / 2, dof)
         estimate = 0.5 * math.log(variance * dof / rss)
         low, high = (0.5 * math.log(variance * q / rss) for q in (q_low, q_high))
     return PPACAuditResult(attacker, victim, int(horizon), int(trials), int(seed),

@@ -38,13 +38,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
-__all__ = ["Mahalanobis", "PrivacyLowerBounds", "clopper_pearson_upper", "lower_bounds",
-           "mahalanobis", "thresholds"]
+__all__ = ["Mahalanobis", "PrivacyLowerBounds", "chi2_quantile", "clopper_pearson_upper",
+           "lower_bounds", "mahalanobis", "thresholds"]
 
 RANK_RTOL = 1e-9  # eigenvalues of Sigma_hat below this fraction of the largest are zero
 NULL_SPACE_RTOL = 1e-6  # a shift this far outside the noise's range is "infinite" distance
+
+
+def chi2_quantile(q, dof):
+    """The ``q`` quantile of a chi-square with ``dof`` degrees of freedom
+    (``scipy.stats.chi2.ppf``, through ``scipy.special``: the command starts faster)."""
+    return 2.0 * special.gammaincinv(dof / 2.0, q)
 
 
 @dataclass(frozen=True)
@@ -85,8 +91,8 @@ def mahalanobis(second_moment: np.ndarray, samples: int, shift: np.ndarray,
     weights = vectors[:, keep] @ (coordinates / eigenvalues[keep])
     dof = samples - rank + 1
     alpha = 1.0 - confidence
-    low = value * stats.chi2.ppf(alpha / 2, dof) / samples
-    high = value * stats.chi2.ppf(1 - alpha / 2, dof) / samples
+    low = value * chi2_quantile(alpha / 2, dof) / samples
+    high = value * chi2_quantile(1 - alpha / 2, dof) / samples
     return Mahalanobis(value, float(low), float(high), rank, samples, confidence, False,
                        weights, float(np.sqrt(value)))  # w^T Sigma_hat w = d_hat^2
 
@@ -100,14 +106,14 @@ def thresholds(estimate: Mahalanobis, test_runs: int, count: int = 16) -> np.nda
     if estimate.score_sd == 0.0:  # no shift: nothing to test
         return np.array([0.0])
     rates = np.geomspace(0.5, min(0.5, 10.0 / test_runs), count)
-    return estimate.score_sd * stats.norm.isf(rates)
+    return estimate.score_sd * -special.ndtri(rates)
 
 
 def clopper_pearson_upper(events: np.ndarray, trials: int, alpha: float) -> np.ndarray:
     """One-sided Clopper-Pearson upper limit of a rate, level ``alpha``: the ``p`` at which
     seeing at most ``events`` in ``trials`` has probability ``alpha``."""
     events = np.asarray(events, dtype=float)
-    upper = stats.beta.ppf(1.0 - alpha, events + 1, np.maximum(trials - events, 1e-300))
+    upper = special.betaincinv(events + 1, np.maximum(trials - events, 1e-300), 1.0 - alpha)
     return np.where(events >= trials, 1.0, upper)
 
 
@@ -136,7 +142,7 @@ def lower_bounds(false_positives: np.ndarray, false_negatives: np.ndarray, runs:
     with np.errstate(divide="ignore", invalid="ignore"):
         eps = np.maximum(np.log(np.clip(1 - delta - fnr, 0, None) / fpr),
                          np.log(np.clip(1 - delta - fpr, 0, None) / fnr))
-        mu = stats.norm.isf(fpr) - stats.norm.ppf(fnr)
+        mu = -special.ndtri(fpr) - special.ndtri(fnr)
     eps = np.where(np.isnan(eps), 0.0, eps)
     best = int(np.argmax(eps))
     return PrivacyLowerBounds(max(float(eps[best]), 0.0), max(float(np.max(mu)), 0.0),
