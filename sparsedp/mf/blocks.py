@@ -22,7 +22,8 @@ K = 1, invertible L under PNDP (AntiPGD, MF-D-SGD)
 K > 1 (Muffliato-SGD) under PNDP
     rounds without injection add no noise and their rows can depend on others in ways that
     the sparsity pattern does not decide; dependent rows are found by exact rational
-    elimination of the *computed* B (not of the exact one).  When no row is dropped the
+    elimination of B formed exactly from W (:mod:`sparsedp.mf.exact_rows`).  Beyond its work
+    limit, by exact elimination of the *computed* B instead: when no row is dropped the
     sandwich is certified; when rows are dropped, lower bounds stay certified (observing
     fewer rows can only lower M) and the upper bounds are reported as estimates, next to the
     certified ``M <= I`` (``|pi|``).
@@ -38,6 +39,7 @@ from sparsedp.gossip.certified_solve import OPERATOR_ASSEMBLY_MAX_DIM, _certifie
 from sparsedp.gossip.target_block import TargetBlock, view_target_block
 from sparsedp.linalg import exact_rank
 from sparsedp.linalg.certified import gamma
+from sparsedp.mf.exact_rows import independent_observations
 from sparsedp.mf.operators import MFSystem
 from sparsedp.mf.trust import Observation
 
@@ -110,11 +112,13 @@ def operator_block(W: sp.csr_matrix, target: int, obs: Observation, T: int, K: i
     if K == 1:
         keep = ~system.gossip.redundant_rows().ravel()  # exact (or zero rows only)
     else:
-        dense = system.dense_B(np.arange(size))
-        keep = exact_rank.independent_rows(dense)
-        if keep is None:
-            raise ParameterError("the exact row reduction of B is too large for this problem")
-        estimate = not keep.all()
+        keep = independent_observations(W, obs.observed, obs.known_noise, T, K)
+        if keep is None:  # too large for exact rationals: decided on the computed B
+            keep = exact_rank.independent_rows(system.dense_B(np.arange(size)))
+            if keep is None:
+                raise ParameterError("the exact row reduction of B is too large for this "
+                                     "problem")
+            estimate = not keep.all()
     if estimate:
         notes.append(
             f"{int((~keep).sum())} dependent observation rows were dropped by exact elimination "
