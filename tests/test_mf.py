@@ -186,3 +186,29 @@ def test_bad_input_is_one_line():
         mf_d_sgd(np.ones((3, 3)))
     with pytest.raises(ParameterError):
         muffliato_sgd(0)
+
+
+def test_muffliato_rdp_composition_is_below_the_joint_value():
+    """Muffliato-SGD(K) with one gradient step is Muffliato averaging: the attacker v (W[v, v]
+    = 0, max-degree weights) receives ``e_w^T W^t (x + eta)`` from its neighbours w for
+    t < K, and neither its own message nor its noise ('pndp-eq12').  ``muffliato_rdp``
+    composes these messages as if their noises were independent; the joint Gaussian
+    mechanism of the same messages (MF, dense reference and a direct pseudo-inverse agree)
+    reveals the target completely here, so the composed value is not an upper bound."""
+    G = connected_instance("er", 20, 307)
+    W = sparsedp.gossip_matrix(G, scheme="max-degree")
+    v, u, K = 5, 0, 2
+    assert W[v, v] == 0 and nx.shortest_path_length(G, u, v) == 2
+    mf = mf_sensitivity(W, u, [v], 1, algorithm=muffliato_sgd(K), trust_model="pndp-eq12",
+                        gradients="scalar")
+    ref = dense_mf_sensitivity(W, u, 1, [np.arange(1)], K=K, trust="pndp-eq12", attackers=[v])
+    Wd = W.toarray()
+    H = np.array([np.linalg.matrix_power(Wd, t)[w] for t in range(K) for w in sorted(G[v])])
+    a = H[:, u]
+    joint = a @ np.linalg.pinv(H @ H.T) @ a
+    assert mf.lower == pytest.approx(1.0, abs=1e-9) and ref["exact"] == pytest.approx(1.0)
+    assert joint == pytest.approx(1.0)
+    composed = sparsedp.muffliato_rdp(W, u, K, sigma=1.0, alpha=2.0, receivers=[v]).rdp[0]
+    assert composed == pytest.approx(float(np.sum(a**2 / np.diag(H @ H.T))), rel=1e-9)
+    assert composed < 0.48  # 0.4717
+    assert mf.rdp(alpha=2.0, sigma=1.0) == pytest.approx(1.0, abs=1e-9)  # local DP

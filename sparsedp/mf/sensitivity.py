@@ -204,10 +204,10 @@ def _assemble(per_pattern, block: TargetBlock, target, obs, T, algorithm, scheme
     lower = max(max(lows), 0.0) if lows else 0.0
     upper = min(ups) if ups else float("inf")
     exact = next((b.value for b in bounds if b.kind == "exact"), None)
-    exact_error = None if exact is None else max(float(upper - exact), 0.0)
-    if exact is not None and np.isfinite(exact):
-        exact = lower
-        exact_error = max(float(upper - exact), 0.0)
+    exact_error = None
+    if exact is not None:  # the exhaustive maximum dominates every other feasible sign vector
+        exact = exact if not np.isfinite(exact) else lower
+        exact_error = 0.0 if not np.isfinite(exact) else max(float(upper - exact), 0.0)
     thm7 = next((b.value for b in bounds if b.name == "entrywise"
                  and b.kind == "certified upper"), None)
     infinite = block.closed_form == "infinite"
