@@ -265,3 +265,44 @@ def dense_mf_sensitivity(W, target: int, T: int, patterns, *, K: int = 1, noise=
         thm7 = exact = float("inf")
     return {"M": M, "thm7": thm7, "exact": exact, "range_condition": in_range,
             "observed": mats["observed"]}
+
+
+def dense_decor_sensitivity(W, target: int, T: int, patterns, *, secret_scale: float,
+                            attackers=()) -> dict:
+    """DECOR with every message public (LDP when ``attackers`` is empty, else SecLDP), as in
+    App. A.5: ``A = W_T``, ``B = W_T [I_nT, I_T kron s Inc]`` (orientation i < j, +1 at i),
+    then the attackers' own gradients (A rows, Lemma 11), own noise and the secrets of their
+    edges (B rows ``[0 I]``, not column deletion); ``M = A_u^T (B B^T)^+ A_u`` by SVD and,
+    over the patterns, Theorem 7's sum and the sign maximum."""
+    W = np.asarray(W.toarray() if hasattr(W, "toarray") else W, dtype=float)
+    n = W.shape[0]
+    F = dense_mf_matrices(W, T)["A"]
+    adjacency = (W + W.T) != 0
+    edges = [(i, j) for i in range(n) for j in range(i + 1, n) if adjacency[i, j]]
+    inc = np.zeros((n, len(edges)))
+    for e, (i, j) in enumerate(edges):
+        inc[i, e], inc[j, e] = secret_scale, -secret_scale
+    noise = np.hstack([np.eye(n * T), np.kron(np.eye(T), inc)])
+    A, B = F, F @ noise
+    attackers = sorted(int(a) for a in attackers)
+    if attackers:
+        q = noise.shape[1]
+        known = [t * n + a for t in range(T) for a in attackers]
+        known += [n * T + t * len(edges) + e for t in range(T)
+                  for e, (i, j) in enumerate(edges) if i in attackers or j in attackers]
+        rows_z = np.zeros((len(known), q))
+        rows_z[np.arange(len(known)), known] = 1.0
+        own = np.zeros((T * len(attackers), n * T))
+        for k, idx in enumerate(t * n + a for t in range(T) for a in attackers):
+            own[k, idx] = 1.0
+        A = np.vstack([A, own, np.zeros((len(known), n * T))])
+        B = np.vstack([B, np.zeros((own.shape[0], q)), rows_z])
+        A = A @ (np.eye(n * T) - np.linalg.pinv(own) @ own)
+    Au = A[:, [t * n + target for t in range(T)]]
+    U, s, _ = np.linalg.svd(B, full_matrices=False)
+    U, s = U[:, s > 1e-9 * s[0]], s[s > 1e-9 * s[0]]
+    Y = (U.T @ Au) / s[:, None]
+    M = Y.T @ Y
+    thm7 = max(float(np.abs(M[np.ix_(p, p)]).sum()) for p in map(np.asarray, patterns))
+    exact = max(brute_force_max(M[np.ix_(p, p)]) for p in map(np.asarray, patterns))
+    return {"M": M, "thm7": thm7, "exact": exact}

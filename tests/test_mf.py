@@ -12,6 +12,7 @@ from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.mf import (
     antipgd,
     cyclic,
+    decor,
     dp_d_sgd,
     mf_d_sgd,
     mf_sensitivity,
@@ -19,7 +20,7 @@ from sparsedp.mf import (
     single_use,
     user_level,
 )
-from sparsedp.testing import dense_mf_sensitivity
+from sparsedp.testing import dense_decor_sensitivity, dense_mf_sensitivity
 from tests.conftest import connected_instance
 
 T = 4
@@ -212,3 +213,30 @@ def test_muffliato_rdp_composition_is_below_the_joint_value():
     assert composed == pytest.approx(float(np.sum(a**2 / np.diag(H @ H.T))), rel=1e-9)
     assert composed < 0.48  # 0.4717
     assert mf.rdp(alpha=2.0, sigma=1.0) == pytest.approx(1.0, abs=1e-9)  # local DP
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
+@pytest.mark.parametrize("trust", ["ldp", "secldp"])
+def test_decor_against_dense_reference(graph, trust):
+    """DECOR with every message public: M = c I_T (App. A.5 built with explicit secrets and
+    known-noise rows), for every scheme; 5 graphs x 2 trust models x 3 schemes."""
+    if graph == "karate-metropolis":
+        pytest.skip("nT = 136 plus 4 T |E| secrets: covered on the smaller graphs")
+    W, (target, attackers) = _graph(graph)
+    attackers = None if trust == "ldp" else attackers
+    for scheme in SCHEMES.values():
+        ref = dense_decor_sensitivity(W, target, T, scheme.patterns(T), secret_scale=1.5,
+                                      attackers=attackers or ())
+        M = ref["M"]
+        assert np.allclose(M, M[0, 0] * np.eye(T), atol=1e-10)
+        res = mf_sensitivity(W, target, attackers, T, algorithm=decor(1.5), trust_model=trust,
+                             participation_scheme=scheme)
+        assert res.lower <= ref["exact"] * (1 + 1e-9) and res.upper >= ref["exact"] * (1 - 1e-9)
+        assert _close(res.thm7, ref["thm7"], 1e-8) and _close(res.exact, ref["exact"], 1e-7)
+
+
+def test_secldp_without_secrets_is_local_dp():
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph())
+    assert mf_sensitivity(W, 0, [8], 5, trust_model="secldp").upper == 5.0
+    with pytest.raises(ParameterError):
+        mf_sensitivity(W, 0, [8], 5, algorithm=decor(1.0), trust_model="pndp")

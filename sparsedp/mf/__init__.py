@@ -7,7 +7,14 @@ Imports ``gossip`` (the certified engine for DP-D-SGD under PNDP: an exception l
 import contract), ``linalg``, ``privacy``, base.
 """
 
-from sparsedp.mf.algorithms import Algorithm, antipgd, dp_d_sgd, mf_d_sgd, muffliato_sgd
+from sparsedp.mf.algorithms import (
+    Algorithm,
+    antipgd,
+    decor,
+    dp_d_sgd,
+    mf_d_sgd,
+    muffliato_sgd,
+)
 from sparsedp.mf.participation import Participation, cyclic, single_use, user_level
 from sparsedp.mf.result import MFResult
 from sparsedp.mf.sensitivity import mf_sensitivity
@@ -20,6 +27,7 @@ __all__ = [
     "Participation",
     "antipgd",
     "cyclic",
+    "decor",
     "dp_d_sgd",
     "mf_d_sgd",
     "mf_sensitivity",

@@ -26,8 +26,16 @@ Constructors (the matrix forms of App. A):
 ``antipgd()``         K = 1, L = D (``(Dz)_t = z_t - z_(t-1)``), C = D^{-1} = lower-triangular
                       ones (A.3; Koloskova et al. 2023).
 ``mf_d_sgd(noise)``   K = 1, any lower-triangular L (Algorithm 1: L = C_local^+ as applied).
+``decor(s)``          K = 1, L = I, and edge-wise secrets (App. A.5; Allouah et al. 2024):
+                      each step every edge e = (i, j), i < j, draws a secret ``v_e`` with
+                      standard deviation ``s`` (relative to the local noise); node i adds
+                      ``+v_e`` and node j adds ``-v_e`` (the orientation does not change any
+                      value: only the Laplacian ``Inc Inc^T`` enters).  Step t injects
+                      ``g_t + z_t + s Inc v_t`` inside D-SGD's message recursion (App. A.5's
+                      ``W~_T`` is not defined; this is ``W_T``).  Accounted under ``"ldp"`` and
+                      ``"secldp"`` (:mod:`sparsedp.mf.edge_secrets`).
 
-DECOR and Zip-DL are not implemented here.
+Zip-DL is not implemented here.
 """
 
 from __future__ import annotations
@@ -51,10 +59,11 @@ class Algorithm:
     K: int = 1
     correlation: str = "independent"
     noise: tuple | None = None
+    secret_scale: float | None = None  # DECOR: standard deviation of the edge secrets
 
     def noise_matrix(self, T: int) -> np.ndarray:
         """``L = C^+`` for a T-step run (T x T, lower triangular)."""
-        if self.correlation == "independent":
+        if self.correlation in ("independent", "decor"):
             return np.eye(T)
         if self.correlation == "anti":
             return np.eye(T) - np.eye(T, k=-1)
@@ -71,7 +80,8 @@ class Algorithm:
         return self.correlation == "independent"
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "K": self.K, "correlation": self.correlation}
+        return {"name": self.name, "K": self.K, "correlation": self.correlation,
+                "secret_scale": self.secret_scale}
 
 
 def dp_d_sgd() -> Algorithm:
@@ -110,6 +120,16 @@ def mf_d_sgd(noise) -> Algorithm:
                              "may only use noise drawn at steps <= t)")
     return Algorithm(name="mf-d-sgd", correlation="custom",
                      noise=tuple(map(tuple, L.tolist())))
+
+
+def decor(secret_scale: float) -> Algorithm:
+    """DECOR (App. A.5, Allouah et al. 2024) with edge secrets of standard deviation
+    ``secret_scale`` times the local noise's (module docstring)."""
+    s = float(secret_scale) if isinstance(secret_scale, (int, float, np.floating)) and \
+        not isinstance(secret_scale, bool) else float("nan")
+    if not (np.isfinite(s) and s >= 0):
+        raise ParameterError(f"secret_scale must be a finite number >= 0, got {secret_scale!r}")
+    return Algorithm(name=f"decor({s:g})", correlation="decor", secret_scale=s)
 
 
 def resolve(algorithm) -> Algorithm:

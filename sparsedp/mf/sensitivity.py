@@ -37,6 +37,7 @@ from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.mf import algorithms, blocks, participation, trust
+from sparsedp.mf.edge_secrets import decor_block
 from sparsedp.mf.result import MFResult
 
 GRADIENTS = ("vector", "scalar")
@@ -70,9 +71,10 @@ def mf_sensitivity(
     attackers : rows of W (a colluding set), or ``None`` for ``trust_model="ldp"``.
     T : gradient steps (Muffliato-SGD(K) runs ``K T`` gossip rounds).
     algorithm : :class:`sparsedp.mf.Algorithm` (``dp_d_sgd()``, ``muffliato_sgd(K)``,
-        ``antipgd()``, ``mf_d_sgd(noise)``) or a name.
-    trust_model : ``"ldp"``, ``"pndp"`` (own noise known, App. A.2) or ``"pndp-eq12"``
-        (own noise not subtracted, eq. 12): :mod:`sparsedp.mf.trust`.
+        ``antipgd()``, ``mf_d_sgd(noise)``, ``decor(s)``) or a name.
+    trust_model : ``"ldp"``, ``"pndp"`` (own noise known, App. A.2), ``"pndp-eq12"``
+        (own noise not subtracted, eq. 12) or ``"secldp"`` (every message public, own noise
+        and shared secrets known): :mod:`sparsedp.mf.trust`.
     participation_scheme : ``"user-level"`` (default, the paper's (T, 1)), ``"single"``,
         ``(k, b)`` or a :class:`sparsedp.mf.Participation`.
     gradients : ``"vector"`` (default) or ``"scalar"`` (module docstring).
@@ -93,7 +95,13 @@ def mf_sensitivity(
     do_exact = _resolve_exact(exact, gradients, max(p.size for p in patterns))
     L = algorithm.noise_matrix(T)
     identity_noise = algorithm.independent_noise
-    if trust_model == "ldp":
+    if algorithm.correlation == "decor":
+        if trust_model not in ("ldp", "secldp"):
+            raise ParameterError("DECOR is accounted with every message public ('ldp', "
+                                 "'secldp'); App. A.5's received-messages-only form is not "
+                                 "implemented")
+        block = decor_block(W, target, obs.attackers, T, algorithm.secret_scale)
+    elif trust_model in ("ldp", "secldp"):  # node-local noise: SecLDP is local DP
         block = blocks.ldp_block(L, patterns)
     else:
         blocks.require_invertible(L, trust_model)
@@ -143,6 +151,11 @@ def _pattern_bounds(block: TargetBlock, pattern: np.ndarray, do_exact: bool, gra
         return _closed("closed_form", size, "M = I: |pi|")
     if block.closed_form == "zero":
         return _closed("closed_form", 0.0, "M = 0")
+    if block.closed_form == "scaled-identity":  # DECOR: M = c I_T, c in [c_low, c_high]
+        low, high = block.solver["c_low"] * size, block.solver["c_high"] * size
+        return [Bound("scaled_identity", low, "exact", "c |pi|, lower end"),
+                Bound("scaled_identity_upper", high, "certified upper", "c |pi|, upper end"),
+                Bound("entrywise", high, "certified upper", "Thm 7's sum |M_pi| = c |pi|")]
     if block.closed_form == "infinite":
         return _closed("range_condition", float("inf"), "not private: range condition fails")
     sandwich = sub_sandwich(block.sandwich, pattern)

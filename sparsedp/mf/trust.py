@@ -14,6 +14,11 @@
     it and its own message only when ``W[a, a] > 0`` (it is then one of its received
     messages, as with MFDL's ``1/(d+1)`` weights); no noise is known.
 
+``"secldp"`` (SecLDP, Allouah et al.)
+    every message is public, and the attackers know their own noise and, for DECOR, the
+    secrets they share (every edge incident to an attacker).  With node-local noise this is
+    local DP for every other node; it differs for DECOR (:mod:`sparsedp.mf.edge_secrets`).
+
 When every attacker has ``W[a, a] > 0`` the two PNDP models give the same value for
 algorithms with independent noise (the own message with the own gradient known reveals the
 own noise); they differ when the own message is not observed.
@@ -29,7 +34,7 @@ import scipy.sparse as sp
 from sparsedp import validation
 from sparsedp.errors import ParameterError
 
-TRUST_MODELS = ("ldp", "pndp", "pndp-eq12")
+TRUST_MODELS = ("ldp", "pndp", "pndp-eq12", "secldp")
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,8 @@ def resolve(trust: str, pattern: sp.csr_matrix, target: int, attackers) -> Obser
             "privacy guarantee towards itself exists"
         )
     both = (pattern + pattern.T).tocsr()
+    if trust == "secldp":
+        return Observation(trust, attackers, np.arange(n, dtype=np.int64), attackers)
     if trust == "pndp":
         rows = np.concatenate([attackers, both[attackers].indices])
         return Observation(trust, attackers, np.unique(rows).astype(np.int64), attackers)
