@@ -240,3 +240,28 @@ def test_secldp_without_secrets_is_local_dp():
     assert mf_sensitivity(W, 0, [8], 5, trust_model="secldp").upper == 5.0
     with pytest.raises(ParameterError):
         mf_sensitivity(W, 0, [8], 5, algorithm=decor(1.0), trust_model="pndp")
+
+
+def test_muffliato_beyond_the_exact_row_limit_reports_estimates(monkeypatch):
+    """Beyond the exact rational elimination, dependent rows are found on the computed B:
+    lower bounds stay certified, the other upper bounds become estimates, |pi| stays."""
+    from sparsedp.mf import exact_rows
+
+    monkeypatch.setattr(exact_rows, "EXACT_WORK_LIMIT", 0)
+    W, (target, attackers) = _graph("florentine-self-loops")
+    res = mf_sensitivity(W, target, attackers, T, algorithm=muffliato_sgd(2),
+                         gradients="scalar")
+    ref = dense_mf_sensitivity(W, target, T, [np.arange(T)], K=2, trust="pndp",
+                               attackers=attackers)
+    assert res.lower <= ref["exact"] * (1 + 1e-9) <= res.upper * (1 + 1e-9)
+    assert res.upper == T and res.thm7 is None
+    assert any(b.kind == "estimate" for b in res.bounds) or res.solver["rows_kept"] == 0
+    assert any("estimates" in note for note in res.notes)
+
+
+def test_privacy_conversions():
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph())
+    r = mf_sensitivity(W, 0, [8], 6)
+    assert r.mu(2.0) == pytest.approx(np.sqrt(r.upper) / 2.0)
+    assert r.rdp(3.0, 2.0) == pytest.approx(3.0 * r.upper / 8.0)
+    assert r.epsilon(2.0, 1e-5) == sparsedp.gaussian_epsilon(r.upper, 2.0, 1e-5)
