@@ -51,7 +51,8 @@ def add_parser(sub) -> None:
     p.add_argument("--attacker", action="append", dest="attackers", metavar="ID",
                    help="attacker node id; repeat for a colluding set (default: first node; "
                         "none with --trust ldp)")
-    p.add_argument("--algorithm", default="dp-d-sgd", choices=ALGORITHMS)
+    p.add_argument("--algorithm", default="dp-d-sgd", choices=ALGORITHMS,
+                   help="DP-D-SGD, Muffliato-SGD(K) (with -K) or AntiPGD")
     p.add_argument("-K", type=int, default=1, help="gossip rounds per gradient step "
                    "(muffliato-sgd)")
     p.add_argument("--trust", default="pndp", choices=TRUST_MODELS,
