@@ -58,6 +58,11 @@ PPAC_LEAF_GRAPH = "0 1\n0 2\n1 2\n0 3\n"  # victim 3 hangs on the attacker 0 alo
     ("ppac-leakage", ("ppac", "leakage", "--graph", "{leaf_graph}", "--attacker", "0",
                       "--horizon", "5")),  # a recoverable victim: infinity
     ("ppac-simulate", ("ppac", "simulate")),
+    ("mf", ("mf", "-T", "6")),
+    ("mf", ("mf", "-T", "5", "--gradients", "scalar", "--participation", "2,2",
+            "--trust", "pndp-eq12", "--attacker", "Medici", "--attacker", "Strozzi")),
+    ("mf", ("mf", "--trust", "ldp", "--algorithm", "antipgd", "-T", "4")),
+    ("mf-summary", ("mf", "--summary", "-T", "3")),
 ])
 def test_every_command_prints_strict_json_valid_against_its_schema(schema, args, tmp_path):
     """Each command's --json output parses with a parser that refuses Infinity/NaN and
