@@ -16,7 +16,9 @@ and ``sens^2 = c |pi|`` for every pattern, scalar or vector gradients alike
 sparse SPD solve: ``lambda_min(I + s^2 Lap') >= 1``, so for any ``x`` with true residual
 ``r = e_u - K x``, ``2 x_u - x^T K x <= c <= 2 x_u - x^T K x + ||r||^2``; the rounding of
 ``K x`` (sums of at most ``d + 2`` terms: ``|fl(K x) - K x| <= gamma_(d+2) |K| |x|``) and of
-the inner products (``gamma_(n')``) is added on both sides.
+the inner products (``gamma_(n')``) is added on both sides, and so is the rounding of K itself
+(``s^2`` and its entries: ``||fl(K) - K||_2 <= 3 u (1 + s^2 d_max)``, which moves c by at most
+as much since both have ``lambda_min >= 1``).
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ def decor_block(pattern: sp.csr_matrix, target: int, attackers: np.ndarray, T: i
     low = 2.0 * x[u] - float(x @ Kx)
     rounding = gamma(nodes.size + d + 4) * (float(np.abs(x) @ absKx) + 2.0 * abs(x[u]))
     rounding += 4 * UNIT_ROUNDOFF * abs(low)
+    # K as stored differs from I + s^2 Lap by the rounding of s^2 and of its entries:
+    # ||dK||_2 <= 3 u (1 + s^2 d_max), and |c_exact - c_stored| <= ||dK|| (lambda_min >= 1)
+    rounding += 4 * UNIT_ROUNDOFF * (1.0 + s2 * float(degrees.max(initial=0.0)))
     c_low = max(low - rounding, 0.0)
     c_high = min(low + rounding + r_norm**2 * (1 + 4 * UNIT_ROUNDOFF), 1.0)
     known = "" if attackers.size == 0 else (
