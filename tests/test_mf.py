@@ -172,7 +172,7 @@ def test_bad_input_is_one_line():
         (ParameterError, dict(target=0, attackers=[])),
         (ParameterError, dict(target=0, attackers=[1], participation_scheme=cyclic(3, 3))),
         (ParameterError, dict(target=0, attackers=[1], trust_model="ldp")),
-        (ParameterError, dict(target=0, attackers=[1], trust_model="secldp")),
+        (ParameterError, dict(target=0, attackers=[1], trust_model="cdp")),
         (ParameterError, dict(target=0, attackers=[1], gradients="matrix")),
     ]
     for error, kwargs in cases:

@@ -167,12 +167,12 @@ def _pattern_bounds(block: TargetBlock, pattern: np.ndarray, do_exact: bool, gra
             if identity_noise:  # M <= C^T C = I
                 out.append(dataclasses.replace(b, value=size, description="|pi|: M <= I"))
             continue
-        if b.kind == "certified upper" and not block.upper_certified:
-            continue
-        if b.kind == "exact" and not block.upper_certified:
-            b = dataclasses.replace(b, kind="lower")
-        if b.kind == "certified upper" and estimate:
+        if b.kind == "certified upper" and estimate:  # rows dropped on the computed B
             b = dataclasses.replace(b, kind="estimate")
+        elif b.kind == "certified upper" and not block.upper_certified:
+            continue
+        if b.kind == "exact" and (estimate or not block.upper_certified):
+            b = dataclasses.replace(b, kind="lower")
         if gradients == "vector":
             if b.name == "exhaustive_upper":
                 continue
