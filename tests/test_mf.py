@@ -265,3 +265,29 @@ def test_privacy_conversions():
     assert r.mu(2.0) == pytest.approx(np.sqrt(r.upper) / 2.0)
     assert r.rdp(3.0, 2.0) == pytest.approx(3.0 * r.upper / 8.0)
     assert r.epsilon(2.0, 1e-5) == sparsedp.gaussian_epsilon(r.upper, 2.0, 1e-5)
+
+
+@pytest.mark.parametrize("alg", ["antipgd", "muffliato(2)"])
+def test_matrix_free_operators_match_the_dense_matrices(alg):
+    """MFSystem's B (a LinearOperator: sparse products only) and A_u equal App. A's explicit
+    matrices (observed rows; the known-noise columns deleted, the target's columns of A)."""
+    from sparsedp.mf.operators import MFSystem
+    from sparsedp.mf.trust import resolve
+    from sparsedp.testing import dense_mf_matrices
+
+    W, (target, attackers) = _graph("florentine-no-self-loops")
+    algorithm, K, noise = ALGORITHMS[alg]
+    L = algorithm.noise_matrix(T)
+    obs = resolve("pndp", W, target, attackers)
+    system = MFSystem(W, obs.observed, obs.known_noise, T, K, L)
+    ref = dense_mf_matrices(W, T, K=K, noise=noise, trust="pndp", attackers=attackers)
+    n, m, R = W.shape[0], obs.observed.size, K * T
+    rows = R * m  # the message rows come first, in round-major order
+    keep_cols = [t * n + v for t in range(T) for v in range(n) if v not in attackers]
+    B = system.B @ np.eye(T * n)
+    assert np.allclose(B[:, keep_cols], ref["B"][:rows][:, keep_cols], atol=1e-13)
+    assert np.allclose(np.delete(B, keep_cols, axis=1), 0.0)
+    Au = ref["A"][:rows][:, [t * n + target for t in range(T)]]
+    assert np.allclose(system.A_target(target), Au, atol=1e-13)
+    Y = np.random.default_rng(0).standard_normal((rows, 3))
+    assert np.allclose(system.B.T @ Y, B.T @ Y, atol=1e-12)
