@@ -72,8 +72,6 @@ def _close(a, b, rel):
 def test_against_dense_reference(graph, alg, trust):
     """Every scheme: lower <= reference exact <= upper, Thm 7 to 1e-8, exact to 1e-7
     (5 graphs x 4 algorithms x 3 trust models x 3 schemes = 180 instances)."""
-    if graph == "karate-metropolis" and alg == "muffliato(2)" and trust != "ldp":
-        pytest.skip("covered on the smaller graphs (exact rational rows: slow on 34 nodes)")
     W, (target, attackers) = _graph(graph)
     algorithm, K, noise = ALGORITHMS[alg]
     attackers = None if trust == "ldp" else attackers
@@ -220,8 +218,6 @@ def test_muffliato_rdp_composition_is_below_the_joint_value():
 def test_decor_against_dense_reference(graph, trust):
     """DECOR with every message public: M = c I_T (App. A.5 built with explicit secrets and
     known-noise rows), for every scheme; 5 graphs x 2 trust models x 3 schemes."""
-    if graph == "karate-metropolis":
-        pytest.skip("nT = 136 plus 4 T |E| secrets: covered on the smaller graphs")
     W, (target, attackers) = _graph(graph)
     attackers = None if trust == "ldp" else attackers
     for scheme in SCHEMES.values():
