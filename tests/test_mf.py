@@ -39,6 +39,7 @@ ALGORITHMS = {
     "antipgd": (antipgd(), 1, np.eye(T) - np.eye(T, k=-1)),
     "muffliato(2)": (muffliato_sgd(2), 2, None),
     "mf-d-sgd": (mf_d_sgd(_mf_noise()), 1, _mf_noise()),
+    "mf-d-sgd(K=2)": (mf_d_sgd(_mf_noise(), K=2), 2, _mf_noise()),
 }
 
 
@@ -71,7 +72,7 @@ def _close(a, b, rel):
 @pytest.mark.parametrize("graph,alg,trust", list(itertools.product(GRAPHS, ALGORITHMS, TRUSTS)))
 def test_against_dense_reference(graph, alg, trust):
     """Every scheme: lower <= reference exact <= upper, Thm 7 to 1e-8, exact to 1e-7
-    (5 graphs x 4 algorithms x 3 trust models x 3 schemes = 180 instances)."""
+    (5 graphs x 5 algorithms x 3 trust models x 3 schemes = 225 instances)."""
     W, (target, attackers) = _graph(graph)
     algorithm, K, noise = ALGORITHMS[alg]
     attackers = None if trust == "ldp" else attackers

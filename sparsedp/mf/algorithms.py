@@ -25,7 +25,8 @@ Constructors (the matrix forms of App. A):
 ``muffliato_sgd(K)``  K gossip rounds per gradient, L = I (A.4).
 ``antipgd()``         K = 1, L = D (``(Dz)_t = z_t - z_(t-1)``), C = D^{-1} = lower-triangular
                       ones (A.3; Koloskova et al. 2023).
-``mf_d_sgd(noise)``   K = 1, any lower-triangular L (Algorithm 1: L = C_local^+ as applied).
+``mf_d_sgd(noise, K)`` any lower-triangular L (Algorithm 1: L = C_local^+ as applied), K
+                      gossip rounds per step (default 1, Algorithm 1).
 ``decor(s)``          K = 1, L = I, and edge-wise secrets (App. A.5; Allouah et al. 2024):
                       each step every edge e = (i, j), i < j, draws a secret ``v_e`` with
                       standard deviation ``s`` (relative to the local noise); node i adds
@@ -92,10 +93,15 @@ def dp_d_sgd() -> Algorithm:
 def muffliato_sgd(K: int) -> Algorithm:
     """Muffliato-SGD(K) (App. A.4): K gossip rounds per gradient step, independent noise;
     T counts gradient steps (K T gossip rounds)."""
+    K = _rounds_per_step(K)
+    return Algorithm(name=f"muffliato-sgd({K})", K=K)
+
+
+def _rounds_per_step(K) -> int:
     if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
         raise ParameterError(f"K (gossip rounds per gradient step) must be an integer >= 1, "
                              f"got {K!r}")
-    return Algorithm(name=f"muffliato-sgd({int(K)})", K=int(K))
+    return int(K)
 
 
 def antipgd() -> Algorithm:
@@ -104,11 +110,13 @@ def antipgd() -> Algorithm:
     return Algorithm(name="antipgd", correlation="anti")
 
 
-def mf_d_sgd(noise) -> Algorithm:
+def mf_d_sgd(noise, K: int = 1) -> Algorithm:
     """MF-D-SGD (Algorithm 1) with the local noise correlation ``L = C_local^+`` as applied
-    (T x T, lower triangular: the noise of step t depends on steps <= t).  A singular L is
-    accepted (some direction gets no noise) and is accounted under local DP only, where the
-    range condition decides exactly whether the result is infinite."""
+    (T x T, lower triangular: the noise of step t depends on steps <= t), and K gossip rounds
+    per gradient step (Algorithm 1 has K = 1).  A singular L is accepted (some direction gets
+    no noise) and is accounted under local DP only, where the range condition decides exactly
+    whether the result is infinite."""
+    K = _rounds_per_step(K)
     L = np.array(noise, dtype=np.float64)
     if L.ndim != 2 or L.shape[0] != L.shape[1] or L.shape[0] == 0:
         raise ParameterError(f"noise correlation must be a square T x T matrix, got shape "
@@ -118,8 +126,8 @@ def mf_d_sgd(noise) -> Algorithm:
     if np.any(np.triu(L, 1) != 0):
         raise ParameterError("noise correlation must be lower triangular (the noise of step t "
                              "may only use noise drawn at steps <= t)")
-    return Algorithm(name="mf-d-sgd", correlation="custom",
-                     noise=tuple(map(tuple, L.tolist())))
+    return Algorithm(name="mf-d-sgd" if K == 1 else f"mf-d-sgd(K={K})", K=K,
+                     correlation="custom", noise=tuple(map(tuple, L.tolist())))
 
 
 def decor(secret_scale: float) -> Algorithm:

@@ -19,14 +19,15 @@ K = 1, invertible L under PNDP (AntiPGD, MF-D-SGD)
     ``B = H (L kron I)`` has the same row dependencies as ``H`` (L invertible), so the gossip
     engine's exact redundant-row decisions apply; ``K = B B^T`` is assembled from the
     operator on the kept rows (``R m <= 1500``) and its ``lambda_min`` certified numerically.
-K > 1 (Muffliato-SGD) under PNDP
+K > 1 (Muffliato-SGD, MF-D-SGD with K rounds) under PNDP
     rounds without injection add no noise and their rows can depend on others in ways that
     the sparsity pattern does not decide; dependent rows are found by exact rational
-    elimination of B formed exactly from W (:mod:`sparsedp.mf.exact_rows`).  Beyond its work
-    limit, by exact elimination of the *computed* B instead: when no row is dropped the
-    sandwich is certified; when rows are dropped, lower bounds stay certified (observing
-    fewer rows can only lower M) and the upper bounds are reported as estimates, next to the
-    certified ``M <= I`` (``|pi|``).
+    elimination of B formed exactly from W with L = I (:mod:`sparsedp.mf.exact_rows`; an
+    invertible L changes no row dependency).  Beyond its work limit, by exact elimination
+    of the *computed* B instead: when no row is dropped the sandwich is certified; when rows
+    are dropped, lower bounds stay certified (observing fewer rows can only lower M) and the
+    upper bounds are reported as estimates, next to the certified ``M <= I`` (``|pi|``) for
+    independent noise.
 """
 
 from __future__ import annotations

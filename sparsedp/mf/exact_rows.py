@@ -1,8 +1,11 @@
-"""Which observations of Muffliato-SGD(K) (K > 1) are exact linear functions of the others.
+"""Which observations of a K > 1 algorithm (Muffliato-SGD(K), MF-D-SGD) are exact linear
+functions of the others.
 
 Rounds without a gradient step inject no noise, so their observed rows can depend on earlier
-ones in ways the sparsity pattern does not decide.  Here ``B`` (independent noise, ``L = I``)
-is formed in exact rational arithmetic from W's entries (every float is a rational): row
+ones in ways the sparsity pattern does not decide.  Here ``B`` with ``L = I`` is formed in
+exact rational arithmetic from W's entries (every float is a rational; an invertible noise
+correlation L multiplies B on the right by ``L kron I`` on the unknown noise, which is
+invertible, so the row dependencies are the same): row
 ``(r, a)`` has, for every injection step ``t`` with ``t K <= r``, the block
 ``(W^(r - t K))[a, :]`` with the known-noise columns deleted.  Rows are kept by exact
 fraction-free elimination (:class:`sparsedp.linalg.exact_rank.IntegerEchelon`), so the kept

@@ -112,9 +112,6 @@ def mf_sensitivity(
             block = blocks.gossip_block(W, target, obs, T, method=method,
                                         max_memory=max_memory, progress=progress)
         else:
-            if algorithm.K > 1 and not identity_noise:
-                raise ParameterError("K > 1 gossip rounds per step are supported with "
-                                     "independent noise (Muffliato-SGD) only")
             block = blocks.operator_block(W, target, obs, T, algorithm.K, L)
     per_pattern = [_pattern_bounds(block, p, do_exact, gradients, identity_noise)
                    for p in patterns]
