@@ -12,7 +12,7 @@ numba kernels are compiled on first use, so importing the package stays fast.
 
 Layout (docs/architecture.md): ``graphs`` (input, gossip matrices), ``linalg`` (the shared
 numerical engine), ``privacy`` (mechanism-level accounting), one subpackage per paper family
-(``gossip``, ``randomwalk``, ``ppac``), ``cli``, and ``testing`` (dense references).
+(``gossip``, ``randomwalk``, ``ppac``, ``mf``), ``cli``, and ``testing`` (dense references).
 """
 
 from sparsedp.errors import GossipMatrixError, GraphError, ParameterError, SparseDPError
@@ -34,6 +34,7 @@ from sparsedp.gossip.closed_forms import (
 from sparsedp.graphs import Graph, as_graph, gossip_matrix, read_edge_list, synthetic_social_graph
 from sparsedp.linalg.spectral import SpectralInfo, spectral_info
 from sparsedp.linalg.stochastic import check_gossip_matrix, gossip_properties
+from sparsedp.mf import MFResult, mf_sensitivity
 from sparsedp.ppac import laplacian_consensus_matrix, ppac_layout
 from sparsedp.ppac import leakage as ppac_leakage
 from sparsedp.privacy import (
@@ -63,6 +64,7 @@ __all__ = [
     "GossipMatrixError",
     "Graph",
     "GraphError",
+    "MFResult",
     "PairwiseLoss",
     "ParameterError",
     "SensitivityResult",
@@ -85,6 +87,7 @@ __all__ = [
     "laplacian_consensus_matrix",
     "log_green_columns",
     "log_pseudo_determinant",
+    "mf_sensitivity",
     "muffliato_rdp",
     "ppac_layout",
     "ppac_leakage",

@@ -177,3 +177,132 @@ def dense_reference(W, target: int, observers, T: int, **view) -> DenseReference
         spectral=float(T * np.linalg.eigvalsh(M)[-1]),
         entrywise=float(np.abs(M).sum()),
     )
+
+
+# -- matrix-factorisation accounting (Bellet et al.): explicit A, B, C -------------------------
+
+
+def dense_mf_matrices(W, T: int, *, K: int = 1, noise=None, trust: str = "ldp",
+                      attackers=()) -> dict:
+    """Explicit attacker knowledge ``O = A G + B Z`` of Bellet et al. App. A (time-major
+    indices ``t n + u``), before and after Lemma 11's reduction.
+
+    ``F = W_R (I_T kron E_K)`` with ``W_R`` block (r, r') = ``W^(r - r')`` (R = K T) and
+    ``E_K = [I_n; 0]``; ``L`` = ``noise`` (T x T, default I).  ``"ldp"``: ``A = F``,
+    ``B = F (L kron I)``.  ``"pndp"`` (App. A.2): rows ``P F`` of the closed neighbourhood of
+    the attackers, then the attackers' own gradients (``A`` rows ``[I 0]``, ``B`` rows 0) and
+    own noise (``A`` rows 0, ``B`` rows ``[I 0]``); ``A`` is then reduced,
+    ``A~ = A (I - K^+ K)`` with ``K`` the own-gradient rows.  ``"pndp-eq12"``:
+    ``A = P_a F``, ``B = P_a F (L kron I)`` with ``P_a`` the received messages (neighbours,
+    and the attacker itself when ``W[a, a] > 0``).  Returns A (reduced), B, C (``L^+ kron I``)
+    and the observed nodes.
+    """
+    W = np.asarray(W.toarray() if hasattr(W, "toarray") else W, dtype=float)
+    n, R = W.shape[0], K * T
+    L = np.eye(T) if noise is None else np.asarray(noise, dtype=float)
+    powers = [np.linalg.matrix_power(W, k) for k in range(R)]
+    F = np.zeros((n * R, n * T))
+    for r in range(R):
+        for t in range(r // K + 1):
+            F[r * n:(r + 1) * n, t * n:(t + 1) * n] = powers[r - t * K]
+    Lbig = np.kron(L, np.eye(n))
+    C = np.kron(np.linalg.pinv(L), np.eye(n))
+    if trust == "ldp":
+        return {"A": F, "B": F @ Lbig, "C": C, "observed": list(range(n))}
+    attackers = sorted(int(a) for a in attackers)
+    adjacent = (W + W.T) != 0
+    if trust == "pndp":
+        observed = sorted({v for a in attackers for v in np.flatnonzero(adjacent[a])}
+                          | set(attackers))
+    else:
+        observed = sorted({int(v) for a in attackers for v in np.flatnonzero(adjacent[a])
+                           if v != a} | {a for a in attackers if W[a, a] != 0})
+    P = np.zeros((R * len(observed), R * n))
+    for r in range(R):
+        for k, v in enumerate(observed):
+            P[r * len(observed) + k, r * n + v] = 1.0
+    A, B = P @ F, P @ F @ Lbig
+    if trust == "pndp":
+        own = np.zeros((T * len(attackers), T * n))
+        for t in range(T):
+            for k, a in enumerate(attackers):
+                own[t * len(attackers) + k, t * n + a] = 1.0
+        zeros = np.zeros_like(own)
+        A = np.vstack([A, own, zeros])
+        B = np.vstack([B, zeros, own])
+        A = A @ (np.eye(T * n) - np.linalg.pinv(own) @ own)  # Lemma 11
+    return {"A": A, "B": B, "C": C, "observed": observed}
+
+
+def dense_mf_sensitivity(W, target: int, T: int, patterns, *, K: int = 1, noise=None,
+                         trust: str = "ldp", attackers=(), tol: float = 1e-9) -> dict:
+    """Reference ``M = A_u^T (B B^T)^+ A_u`` (SVD of B, singular values below ``tol``
+    relative dropped) and, maximised over the patterns: Theorem 7's ``sum |M_pi|``, the
+    brute-force sign maximum, and the range condition (``A_u[:, pi]`` in range(B) to 1e-8;
+    infinite values when it fails)."""
+    mats = dense_mf_matrices(W, T, K=K, noise=noise, trust=trust, attackers=attackers)
+    A, B = mats["A"], mats["B"]
+    n = np.asarray(W.toarray() if hasattr(W, "toarray") else W).shape[0]
+    Au = A[:, [t * n + target for t in range(T)]]
+    U, s, _ = np.linalg.svd(B, full_matrices=False)
+    r = int((s > tol * s[0]).sum()) if s.size else 0
+    U, s = U[:, :r], s[:r]
+    Y = (U.T @ Au) / s[:, None]
+    M = Y.T @ Y
+    residual = Au - U @ (U.T @ Au)
+    thm7 = exact = 0.0
+    in_range = True
+    for p in patterns:
+        p = np.asarray(p)
+        scale = max(1.0, float(np.abs(Au[:, p]).max()))
+        if np.abs(residual[:, p]).max() > 1e-8 * scale:
+            in_range = False
+            continue
+        Mp = M[np.ix_(p, p)]
+        thm7 = max(thm7, float(np.abs(Mp).sum()))
+        exact = max(exact, brute_force_max(Mp) if p.size > 1 else float(Mp[0, 0]))
+    if not in_range:
+        thm7 = exact = float("inf")
+    return {"M": M, "thm7": thm7, "exact": exact, "range_condition": in_range,
+            "observed": mats["observed"]}
+
+
+def dense_decor_sensitivity(W, target: int, T: int, patterns, *, secret_scale: float,
+                            attackers=()) -> dict:
+    """DECOR with every message public (LDP when ``attackers`` is empty, else SecLDP), as in
+    App. A.5: ``A = W_T``, ``B = W_T [I_nT, I_T kron s Inc]`` (orientation i < j, +1 at i),
+    then the attackers' own gradients (A rows, Lemma 11), own noise and the secrets of their
+    edges (B rows ``[0 I]``, not column deletion); ``M = A_u^T (B B^T)^+ A_u`` by SVD and,
+    over the patterns, Theorem 7's sum and the sign maximum."""
+    W = np.asarray(W.toarray() if hasattr(W, "toarray") else W, dtype=float)
+    n = W.shape[0]
+    F = dense_mf_matrices(W, T)["A"]
+    adjacency = (W + W.T) != 0
+    edges = [(i, j) for i in range(n) for j in range(i + 1, n) if adjacency[i, j]]
+    inc = np.zeros((n, len(edges)))
+    for e, (i, j) in enumerate(edges):
+        inc[i, e], inc[j, e] = secret_scale, -secret_scale
+    noise = np.hstack([np.eye(n * T), np.kron(np.eye(T), inc)])
+    A, B = F, F @ noise
+    attackers = sorted(int(a) for a in attackers)
+    if attackers:
+        q = noise.shape[1]
+        known = [t * n + a for t in range(T) for a in attackers]
+        known += [n * T + t * len(edges) + e for t in range(T)
+                  for e, (i, j) in enumerate(edges) if i in attackers or j in attackers]
+        rows_z = np.zeros((len(known), q))
+        rows_z[np.arange(len(known)), known] = 1.0
+        own = np.zeros((T * len(attackers), n * T))
+        for k, idx in enumerate(t * n + a for t in range(T) for a in attackers):
+            own[k, idx] = 1.0
+        A = np.vstack([A, own, np.zeros((len(known), n * T))])
+        B = np.vstack([B, np.zeros((own.shape[0], q)), rows_z])
+        A = A @ (np.eye(n * T) - np.linalg.pinv(own) @ own)
+    Au = A[:, [t * n + target for t in range(T)]]
+    U, s, _ = np.linalg.svd(B, full_matrices=False)
+    U, s = U[:, s > 1e-9 * s[0]], s[s > 1e-9 * s[0]]
+    Y = (U.T @ Au) / s[:, None]
+    M = Y.T @ Y
+    thm7 = max(float(np.abs(M[np.ix_(p, p)]).sum()) for p in map(np.asarray, patterns))
+    exact = max(brute_force_max(M[np.ix_(p, p)]) for p in map(np.asarray, patterns))
+    return {"M": M, "thm7": thm7, "exact": exact}

@@ -61,6 +61,11 @@ PPAC_LEAF_GRAPH = "0 1\n0 2\n1 2\n0 3\n"  # victim 3 hangs on the attacker 0 alo
     ("audit", ("audit", "--rounds", "4", "--trials", "2000")),
     ("audit", ("audit", "--view", "local-dp", "--noise-removed", "--rounds", "2",
                "--trials", "2000")),  # infinite
+    ("mf", ("mf", "-T", "6")),
+    ("mf", ("mf", "-T", "5", "--gradients", "scalar", "--participation", "2,2",
+            "--trust", "pndp-eq12", "--attacker", "Medici", "--attacker", "Strozzi")),
+    ("mf", ("mf", "--trust", "ldp", "--algorithm", "antipgd", "-T", "4")),
+    ("mf-summary", ("mf", "--summary", "-T", "3")),
 ])
 def test_every_command_prints_strict_json_valid_against_its_schema(schema, args, tmp_path):
     """Each command's --json output parses with a parser that refuses Infinity/NaN and

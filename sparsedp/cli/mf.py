@@ -1,0 +1,177 @@
+"""``sparsedp mf``: matrix-factorisation accounting (Bellet et al.) of one target against an
+attacker set, or (``--summary``) of every target, by distance from the attackers.
+
+With no graph it runs on the Florentine families graph (15 nodes, networkx) with ``1/(d+1)``
+weights (``row-normalised-self-loops``, the weights of the paper's Fig. 2), attacker the first
+node, target the last, DP-D-SGD under PNDP, user-level participation, T = 20.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import networkx as nx
+
+from sparsedp import validation
+from sparsedp.cli.exports import add_export_options, export
+from sparsedp.cli.options import add_memory_option, add_progress_option
+from sparsedp.errors import ParameterError
+from sparsedp.graphs.graph import as_graph
+from sparsedp.graphs.weights import SCHEMES, gossip_matrix
+from sparsedp.mf import algorithms, participation
+from sparsedp.mf.sensitivity import GRADIENTS, mf_sensitivity
+from sparsedp.mf.summary import distance_summary
+from sparsedp.mf.trust import TRUST_MODELS
+from sparsedp.privacy.gaussian import gaussian_epsilon, rdp_epsilon
+
+ALGORITHMS = ("dp-d-sgd", "muffliato-sgd", "antipgd")
+
+
+def _exact_flag(text: str):
+    choices = {"auto": "auto", "true": True, "yes": True, "false": False, "no": False}
+    if text.lower() not in choices:
+        raise argparse.ArgumentTypeError(f"expected auto, true or false, got {text!r}")
+    return choices[text.lower()]
+
+
+def add_parser(sub) -> None:
+    """The ``mf`` subcommand."""
+    p = sub.add_parser(
+        "mf", help="matrix-factorisation accounting (Bellet et al.) of DP decentralized SGD",
+        description="Certified bounds on Theorem 7's squared sensitivity sens^2 of one target "
+        "against an attacker set, for DP-D-SGD, Muffliato-SGD(K) or AntiPGD under LDP or PNDP "
+        "(docs/mf.md), and the resulting mu-GDP, RDP and epsilon.",
+    )
+    p.add_argument("--graph", help="edge-list file (SNAP style); default: the Florentine "
+                   "families graph")
+    p.add_argument("--scheme", default="row-normalised-self-loops", choices=SCHEMES,
+                   help="gossip weights")
+    p.add_argument("--target", help="node id whose record is protected (default: last node)")
+    p.add_argument("--attacker", action="append", dest="attackers", metavar="ID",
+                   help="attacker node id; repeat for a colluding set (default: first node; "
+                        "none with --trust ldp)")
+    p.add_argument("--algorithm", default="dp-d-sgd", choices=ALGORITHMS,
+                   help="DP-D-SGD, Muffliato-SGD(K) (with -K) or AntiPGD")
+    p.add_argument("-K", type=int, default=1, help="gossip rounds per gradient step "
+                   "(muffliato-sgd)")
+    p.add_argument("--trust", default="pndp", choices=TRUST_MODELS,
+                   help="ldp; pndp (own noise known, App. A.2); pndp-eq12 (eq. 12)")
+    p.add_argument("--participation", default="user-level",
+                   help="user-level, single, or k,b for (k, b)-cyclic participation")
+    p.add_argument("--gradients", default="vector", choices=GRADIENTS,
+                   help="vector (norm-clipped d-dimensional) or scalar (sign search exact)")
+    p.add_argument("--rounds", "-T", type=int, default=20, help="gradient steps T")
+    p.add_argument("--sigma", type=float, default=1.0, help="noise multiplier")
+    p.add_argument("--delta", type=float, default=1e-5, help="target delta")
+    p.add_argument("--alpha", type=float, default=2.0, help="Renyi order of the RDP value")
+    p.add_argument("--exact", type=_exact_flag, default="auto",
+                   help="exhaustive sign search (scalar gradients): auto, true, false")
+    p.add_argument("--method", default="auto",
+                   help="gossip engine path for DP-D-SGD under PNDP (as sparsedp account)")
+    p.add_argument("--summary", action="store_true",
+                   help="every target against the attackers, min/mean/max per distance")
+    add_export_options(p)
+    add_memory_option(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_progress_option(p)
+    p.set_defaults(run=run, report=format_report)
+
+
+def _participation(text: str):
+    if text in ("user-level", "single"):
+        return participation.resolve(text)
+    try:
+        k, b = (int(x) for x in text.split(","))
+    except ValueError:
+        raise ParameterError(f"--participation: expected user-level, single or k,b, got "
+                             f"{text!r}") from None
+    return participation.cyclic(k, b)
+
+
+def run(args: argparse.Namespace) -> dict:
+    start = time.perf_counter()
+    validation.sigma(args.sigma)
+    validation.probability_delta(args.delta)
+    if args.graph is None:
+        graph = as_graph(nx.florentine_families_graph())
+        name = "Florentine families (networkx)"
+    else:
+        graph, name = as_graph(args.graph), str(args.graph)
+    W = gossip_matrix(graph, scheme=args.scheme)
+    algorithm = (algorithms.muffliato_sgd(args.K) if args.algorithm == "muffliato-sgd"
+                 else algorithms.resolve(args.algorithm))
+    if args.K != 1 and args.algorithm != "muffliato-sgd":
+        raise ParameterError("-K is for --algorithm muffliato-sgd")
+    if args.trust == "ldp":
+        if args.attackers:
+            raise ParameterError("--trust ldp makes every message public; drop --attacker")
+        attackers = None
+    else:
+        attackers = [0] if args.attackers is None else [
+            graph.index_of(a, "attacker") for a in args.attackers]
+    options = dict(algorithm=algorithm, trust_model=args.trust,
+                   participation_scheme=_participation(args.participation),
+                   gradients=args.gradients, exact=args.exact, method=args.method,
+                   max_memory=args.max_memory)
+    header = {"graph": {"source": name, "nodes": graph.n, "edges": graph.num_edges},
+              "scheme": args.scheme, "rounds": args.rounds, "sigma": args.sigma,
+              "delta": args.delta, "alpha": args.alpha}
+    if args.summary:
+        if attackers is None:
+            raise ParameterError("--summary needs an attacker set (not --trust ldp)")
+        summary = distance_summary(W, attackers, args.rounds, progress=args.progress, **options)
+        record = summary.to_dict()
+        record["attackers"] = [graph.id_of(a) for a in summary.attackers]
+        record["targets"] = [graph.id_of(u) for u in summary.targets]
+        record["rdp_upper"] = [rdp_epsilon(u, args.sigma, args.alpha)
+                               for u in record.pop("upper")]
+        export(args, {"node": record["targets"], "distance": list(summary.distances),
+                      "rdp_upper": record["rdp_upper"]},
+               x="distance", y="rdp_upper", title=f"{algorithm.name}, {args.trust}")
+        return {**header, "summary": True, **record,
+                "elapsed_seconds": time.perf_counter() - start}
+    target = graph.n - 1 if args.target is None else graph.index_of(args.target, "target")
+    r = mf_sensitivity(W, target, attackers, args.rounds, progress=args.progress, **options)
+    record = r.to_dict()
+    record["target"] = graph.id_of(r.target)
+    record["attackers"] = [graph.id_of(a) for a in r.attackers]
+    record["observed"] = [graph.id_of(a) for a in r.observed]
+    record["mu"] = r.mu(args.sigma)
+    record["rdp"] = r.rdp(args.alpha, args.sigma)
+    record["epsilon"] = gaussian_epsilon(r.upper, args.sigma, args.delta)
+    return {**header, "summary": False, **record, "elapsed_seconds": time.perf_counter() - start}
+
+
+def format_report(record: dict) -> str:
+    g = record["graph"]
+    lines = [f"graph     {g['source']}: {g['nodes']} nodes, {g['edges']} edges; "
+             f"{record['scheme']} weights; T = {record['rounds']} gradient steps"]
+    if record["summary"]:
+        lines.append(f"attackers {record['attackers']}: RDP (alpha = {record['alpha']:g}, "
+                     f"sigma = {record['sigma']:g}) of the certified upper bound by distance")
+        for d, row in record["by_distance"].items():
+            scale = record["alpha"] / (2 * record["sigma"] ** 2)
+            lines.append(f"  d = {d:>3}: {row['targets']:5d} targets   min "
+                         f"{row['upper_min'] * scale:.4g}   mean {row['upper_mean'] * scale:.4g}"
+                         f"   max {row['upper_max'] * scale:.4g}")
+        return "\n".join(lines)
+    alg = record["algorithm"]
+    lines += [
+        f"model     {alg['name']}, {record['trust']}, participation "
+        f"{record['participation']['name']}, {record['gradients']} gradients: target "
+        f"{record['target']}, attackers {record['attackers']} ({record['method']}, "
+        f"{record['elapsed_seconds']:.2f} s)",
+        f"sens^2    lower {_num(record['lower'])}   certified upper {_num(record['upper'])}"
+        + (f"   exact {_num(record['exact'])}" if record["exact"] is not None else "")
+        + (f"   Thm 7 {_num(record['thm7'])}" if record["thm7"] is not None else ""),
+        f"privacy   sigma = {record['sigma']:g}: mu = {_num(record['mu'])}, RDP(alpha = "
+        f"{record['alpha']:g}) = {_num(record['rdp'])}, epsilon(delta = {record['delta']:g}) "
+        f"<= {_num(record['epsilon'])}  (from the certified upper bound)",
+    ]
+    lines.extend(f"note      {note}" for note in record["notes"])
+    return "\n".join(lines)
+
+
+def _num(x) -> str:
+    return x if isinstance(x, str) else f"{x:.10g}"

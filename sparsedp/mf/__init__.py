@@ -1,0 +1,37 @@
+"""Matrix-factorisation accounting (Bellet et al., "Unified Privacy Guarantees for
+Decentralized Learning via Matrix Factorization"): linear DL algorithms as ``O = A G + B Z``
+under the LDP and PNDP trust models and the paper's participation schemes, with certified
+bounds on Theorem 7's sensitivity.  docs/mf.md gives the matrix forms and conventions.
+
+Imports ``gossip`` (the certified engine for DP-D-SGD under PNDP: an exception listed in the
+import contract), ``linalg``, ``privacy``, base.
+"""
+
+from sparsedp.mf.algorithms import (
+    Algorithm,
+    antipgd,
+    decor,
+    dp_d_sgd,
+    mf_d_sgd,
+    muffliato_sgd,
+)
+from sparsedp.mf.participation import Participation, cyclic, single_use, user_level
+from sparsedp.mf.result import MFResult
+from sparsedp.mf.sensitivity import mf_sensitivity
+from sparsedp.mf.trust import TRUST_MODELS
+
+__all__ = [
+    "TRUST_MODELS",
+    "Algorithm",
+    "MFResult",
+    "Participation",
+    "antipgd",
+    "cyclic",
+    "decor",
+    "dp_d_sgd",
+    "mf_d_sgd",
+    "mf_sensitivity",
+    "muffliato_sgd",
+    "single_use",
+    "user_level",
+]

@@ -1,0 +1,158 @@
+"""Linear decentralized-learning algorithms as matrix-factorisation mechanisms (Bellet et al.,
+Sec. 4 and App. A), in the package's round convention.
+
+One gradient step t (``t = 0..T-1``) is followed by K gossip rounds; with ``R = K T`` rounds
+``r = 0..R-1`` the messages are
+
+    s_r = W s_(r-1) + [r = t K] (g_t + (L z)_t),        s_(-1) = 0,
+
+``g_t`` the (clipped, negated, step-size scaled) gradients of all nodes, ``z`` i.i.d. noise
+and ``L`` (T x T, lower triangular) the local noise correlation ``C^+`` applied by every node
+(``C = C_local kron I_n``, ``L = C_local^{-1}``).  Stacked over rounds this is the paper's
+
+    O = W_R (I_T kron E_K) (G + (L kron I_n) Z),   E_K = [I_n; 0_((K-1) n x n)],
+
+with ``W_R`` block lower-triangular Toeplitz, block (r, r') = ``W^(r - r')`` (App. A.2 and
+eq. 5-6: the message of a node is its half-step model ``theta_(t+1/2)``; A.4 prints
+``0_(Kn x n)`` where ``0_((K-1) n x n)`` is meant).  Hence ``A = W_R (I_T kron E_K)``,
+``B = A (L kron I_n)`` and ``C = L^{-1} kron I_n`` (``A = B C``).  This is the gossip
+engine's convention (``sparsedp.gossip.views``: ``s_t = theta_t + x_t + u_t``,
+``theta_(t+1) = W s_t``) with ``x = g``, ``u = L z`` and injections every K rounds.
+
+Constructors (the matrix forms of App. A):
+
+``dp_d_sgd()``        K = 1, L = I (A.2; C = I).
+``muffliato_sgd(K)``  K gossip rounds per gradient, L = I (A.4).
+``antipgd()``         K = 1, L = D (``(Dz)_t = z_t - z_(t-1)``), C = D^{-1} = lower-triangular
+                      ones (A.3; Koloskova et al. 2023).
+``mf_d_sgd(noise, K)`` any lower-triangular L (Algorithm 1: L = C_local^+ as applied), K
+                      gossip rounds per step (default 1, Algorithm 1).
+``decor(s)``          K = 1, L = I, and edge-wise secrets (App. A.5; Allouah et al. 2024):
+                      each step every edge e = (i, j), i < j, draws a secret ``v_e`` with
+                      standard deviation ``s`` (relative to the local noise); node i adds
+                      ``+v_e`` and node j adds ``-v_e`` (the orientation does not change any
+                      value: only the Laplacian ``Inc Inc^T`` enters).  Step t injects
+                      ``g_t + z_t + s Inc v_t`` inside D-SGD's message recursion (App. A.5's
+                      ``W~_T`` is not defined; this is ``W_T``).  Accounted under ``"ldp"`` and
+                      ``"secldp"`` (:mod:`sparsedp.mf.edge_secrets`).
+
+Zip-DL is not implemented here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sparsedp.errors import ParameterError
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A linear DL algorithm: K gossip rounds per gradient step and the local noise correlation.
+
+    ``correlation``: ``"independent"`` (L = I), ``"anti"`` (AntiPGD's D) or ``"custom"``
+    (``noise``, a T x T lower-triangular matrix, fixed T).
+    """
+
+    name: str
+    K: int = 1
+    correlation: str = "independent"
+    noise: tuple | None = None
+    secret_scale: float | None = None  # DECOR: standard deviation of the edge secrets
+
+    def noise_matrix(self, T: int) -> np.ndarray:
+        """``L = C^+`` for a T-step run (T x T, lower triangular)."""
+        if self.correlation in ("independent", "decor"):
+            return np.eye(T)
+        if self.correlation == "anti":
+            return np.eye(T) - np.eye(T, k=-1)
+        L = np.array(self.noise, dtype=np.float64)
+        if L.shape != (T, T):
+            raise ParameterError(
+                f"algorithm {self.name}: its noise correlation is {L.shape[0]} x "
+                f"{L.shape[1]}, the run has T = {T} gradient steps"
+            )
+        return L
+
+    @property
+    def independent_noise(self) -> bool:
+        return self.correlation == "independent"
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "K": self.K, "correlation": self.correlation,
+                "secret_scale": self.secret_scale}
+
+
+def dp_d_sgd() -> Algorithm:
+    """DP-D-SGD (App. A.2): one gossip round per gradient step, independent noise, C = I."""
+    return Algorithm(name="dp-d-sgd")
+
+
+def muffliato_sgd(K: int) -> Algorithm:
+    """Muffliato-SGD(K) (App. A.4): K gossip rounds per gradient step, independent noise;
+    T counts gradient steps (K T gossip rounds)."""
+    K = _rounds_per_step(K)
+    return Algorithm(name=f"muffliato-sgd({K})", K=K)
+
+
+def _rounds_per_step(K) -> int:
+    if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
+        raise ParameterError(f"K (gossip rounds per gradient step) must be an integer >= 1, "
+                             f"got {K!r}")
+    return int(K)
+
+
+def antipgd() -> Algorithm:
+    """AntiPGD (App. A.3): each step subtracts the previous step's noise, ``(Dz)_t = z_t -
+    z_(t-1)``; ``C = D^{-1}`` (lower-triangular ones)."""
+    return Algorithm(name="antipgd", correlation="anti")
+
+
+def mf_d_sgd(noise, K: int = 1) -> Algorithm:
+    """MF-D-SGD (Algorithm 1) with the local noise correlation ``L = C_local^+`` as applied
+    (T x T, lower triangular: the noise of step t depends on steps <= t), and K gossip rounds
+    per gradient step (Algorithm 1 has K = 1).  A singular L is accepted (some direction gets
+    no noise) and is accounted under local DP only, where the range condition decides exactly
+    whether the result is infinite."""
+    K = _rounds_per_step(K)
+    L = np.array(noise, dtype=np.float64)
+    if L.ndim != 2 or L.shape[0] != L.shape[1] or L.shape[0] == 0:
+        raise ParameterError(f"noise correlation must be a square T x T matrix, got shape "
+                             f"{L.shape}")
+    if not np.all(np.isfinite(L)):
+        raise ParameterError("noise correlation has non-finite entries")
+    if np.any(np.triu(L, 1) != 0):
+        raise ParameterError("noise correlation must be lower triangular (the noise of step t "
+                             "may only use noise drawn at steps <= t)")
+    return Algorithm(name="mf-d-sgd" if K == 1 else f"mf-d-sgd(K={K})", K=K,
+                     correlation="custom", noise=tuple(map(tuple, L.tolist())))
+
+
+def decor(secret_scale: float) -> Algorithm:
+    """DECOR (App. A.5, Allouah et al. 2024) with edge secrets of standard deviation
+    ``secret_scale`` times the local noise's (module docstring)."""
+    s = float(secret_scale) if isinstance(secret_scale, (int, float, np.floating)) and \
+        not isinstance(secret_scale, bool) else float("nan")
+    if not (np.isfinite(s) and s >= 0):
+        raise ParameterError(f"secret_scale must be a finite number >= 0, got {secret_scale!r}")
+    return Algorithm(name=f"decor({s:g})", correlation="decor", secret_scale=s)
+
+
+def resolve(algorithm) -> Algorithm:
+    """An :class:`Algorithm`, or a name ``"dp-d-sgd"``, ``"antipgd"``, ``"muffliato-sgd(K)"``."""
+    if isinstance(algorithm, Algorithm):
+        return algorithm
+    if algorithm == "dp-d-sgd":
+        return dp_d_sgd()
+    if algorithm == "antipgd":
+        return antipgd()
+    if isinstance(algorithm, str) and algorithm.startswith("muffliato-sgd(") and \
+            algorithm.endswith(")"):
+        try:
+            return muffliato_sgd(int(algorithm[len("muffliato-sgd("):-1]))
+        except ValueError:
+            pass
+    raise ParameterError(f"unknown algorithm {algorithm!r}: use 'dp-d-sgd', 'antipgd', "
+                         "'muffliato-sgd(K)' or a constructor of sparsedp.mf")

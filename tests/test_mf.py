@@ -1,0 +1,290 @@
+"""Matrix-factorisation accounting (sparsedp.mf) against the dense reference of Bellet et al.'s
+App. A (explicit A, B, C, SVD pseudo-inverse, brute force over patterns and signs)."""
+
+import itertools
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import sparsedp
+from sparsedp.errors import GossipMatrixError, ParameterError
+from sparsedp.mf import (
+    antipgd,
+    cyclic,
+    decor,
+    dp_d_sgd,
+    mf_d_sgd,
+    mf_sensitivity,
+    muffliato_sgd,
+    single_use,
+    user_level,
+)
+from sparsedp.testing import dense_decor_sensitivity, dense_mf_sensitivity
+from tests.conftest import connected_instance
+
+T = 4
+KARATE = nx.Graph(list(nx.karate_club_graph().edges()))  # unweighted
+SCHEMES = {"single": single_use(), "user-level": user_level(), "cyclic(2,2)": cyclic(2, 2)}
+
+
+def _mf_noise():
+    rng = np.random.default_rng(5)
+    L = np.tril(rng.uniform(-0.4, 0.4, (T, T)), -1) + np.diag(rng.uniform(0.7, 1.3, T))
+    return L
+
+
+ALGORITHMS = {
+    "dp-d-sgd": (dp_d_sgd(), 1, None),
+    "antipgd": (antipgd(), 1, np.eye(T) - np.eye(T, k=-1)),
+    "muffliato(2)": (muffliato_sgd(2), 2, None),
+    "mf-d-sgd": (mf_d_sgd(_mf_noise()), 1, _mf_noise()),
+    "mf-d-sgd(K=2)": (mf_d_sgd(_mf_noise(), K=2), 2, _mf_noise()),
+}
+
+
+def _graph(name):
+    if name == "florentine-self-loops":
+        G = nx.florentine_families_graph()
+        return sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops"), (0, [3])
+    if name == "florentine-no-self-loops":
+        G = nx.florentine_families_graph()
+        return sparsedp.gossip_matrix(G, scheme="row-normalised"), (1, [3, 9])
+    if name == "karate-metropolis":
+        return sparsedp.gossip_matrix(KARATE, scheme="metropolis"), (33, [0])
+    seed = int(name.split("-")[1])
+    G = connected_instance("er", 12, seed)
+    W = sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops")
+    rng = np.random.default_rng(seed)
+    nodes = rng.permutation(12)
+    return W, (int(nodes[0]), sorted(int(a) for a in nodes[1:3]))
+
+
+GRAPHS = ["florentine-self-loops", "florentine-no-self-loops", "karate-metropolis", "er-1",
+          "er-2"]
+TRUSTS = ["ldp", "pndp", "pndp-eq12"]
+
+
+def _close(a, b, rel):
+    return abs(a - b) <= rel * max(abs(b), 1e-300) + 1e-13
+
+
+@pytest.mark.parametrize("graph,alg,trust", list(itertools.product(GRAPHS, ALGORITHMS, TRUSTS)))
+def test_against_dense_reference(graph, alg, trust):
+    """Every scheme: lower <= reference exact <= upper, Thm 7 to 1e-8, exact to 1e-7
+    (5 graphs x 5 algorithms x 3 trust models x 3 schemes = 225 instances)."""
+    W, (target, attackers) = _graph(graph)
+    algorithm, K, noise = ALGORITHMS[alg]
+    attackers = None if trust == "ldp" else attackers
+    for scheme_name, scheme in SCHEMES.items():
+        ref = dense_mf_sensitivity(W, target, T, scheme.patterns(T), K=K, noise=noise,
+                                   trust=trust, attackers=attackers or ())
+        res = mf_sensitivity(W, target, attackers, T, algorithm=algorithm, trust_model=trust,
+                             participation_scheme=scheme, gradients="scalar")
+        what = f"{graph} {alg} {trust} {scheme_name}"
+        assert ref["range_condition"] and res.range_condition, what
+        assert res.lower <= ref["exact"] * (1 + 1e-9) + 1e-13, what
+        assert res.upper >= ref["exact"] * (1 - 1e-9) - 1e-13, what
+        assert res.thm7 is not None and _close(res.thm7, ref["thm7"], 1e-8), (
+            what, res.thm7, ref["thm7"])
+        assert res.exact is not None and _close(res.exact, ref["exact"], 1e-7), (
+            what, res.exact, ref["exact"])
+        assert res.thm7 >= res.lower
+        vector = mf_sensitivity(W, target, attackers, T, algorithm=algorithm,
+                                trust_model=trust, participation_scheme=scheme)
+        assert vector.exact is None or scheme_name == "single" or vector.lower == vector.upper
+        assert vector.lower <= ref["exact"] * (1 + 1e-9) + 1e-13 <= vector.upper * (1 + 2e-9) \
+            + 2e-13, what
+        assert vector.to_dict()["gradients"] == "vector"
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_dsgd_pndp_is_the_gossip_neighbourhood_view(seed):
+    """DP-D-SGD, user level: 'pndp' = view 'neighbourhood' with the attackers' noise removed;
+    'pndp-eq12' (W[a, a] > 0) = view 'neighbourhood' without noise removal, whose Thm 7 sum
+    (the entrywise bound) is MFDL's value."""
+    G = connected_instance("er", 20, 100 + seed)
+    W = sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops")
+    rng = np.random.default_rng(seed)
+    target, attacker = (int(x) for x in rng.choice(20, 2, replace=False))
+    Tn = 6
+    mf = mf_sensitivity(W, target, [attacker], Tn, gradients="scalar")
+    gossip = sparsedp.squared_sensitivity(W, target, [attacker], Tn, view="neighbourhood",
+                                          noise_removed=True)
+    assert _close(mf.exact, gossip.exact, 1e-9) and _close(mf.upper, gossip.upper, 1e-9)
+    eq12 = mf_sensitivity(W, target, [attacker], Tn, trust_model="pndp-eq12",
+                          gradients="scalar")
+    plain = sparsedp.squared_sensitivity(W, target, [attacker], Tn, view="neighbourhood")
+    assert _close(eq12.exact, plain.exact, 1e-9)
+    entrywise = next(b.value for b in plain.bounds if b.name == "entrywise")
+    assert _close(eq12.thm7, entrywise, 1e-9)
+    # own message observed (W[a, a] > 0): both PNDP conventions agree for DP-D-SGD
+    assert _close(eq12.exact, mf.exact, 1e-7)
+    ref = dense_mf_sensitivity(W, target, Tn, [np.arange(Tn)], trust="pndp-eq12",
+                               attackers=[attacker])
+    assert _close(eq12.thm7, ref["thm7"], 1e-8)
+
+
+def test_pndp_conventions_differ_without_self_loops():
+    """Without W[a, a] the attacker does not receive its own message: eq. 12 sees less."""
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph(), scheme="row-normalised")
+    a = mf_sensitivity(W, 0, [8], 5, gradients="scalar")
+    b = mf_sensitivity(W, 0, [8], 5, trust_model="pndp-eq12", gradients="scalar")
+    assert a.exact != pytest.approx(b.exact, rel=1e-3)
+
+
+def test_thm7_overstates_and_exceeds_local_dp_for_a_neighbour():
+    """Direct neighbour of the attacker: M has negative entries, sum |M| > exact."""
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph(), scheme="row-normalised-self-loops")
+    r = mf_sensitivity(W, 2, [5], 8, trust_model="pndp-eq12", gradients="scalar")
+    assert r.thm7 > r.exact * 1.1 and r.thm7 > 8 > r.exact  # Thm 7's sum is worse than LDP
+    assert r.upper < 8
+
+
+def test_ldp_closed_forms():
+    W = sparsedp.gossip_matrix(KARATE)
+    r = mf_sensitivity(W, 0, None, 7, trust_model="ldp")
+    assert r.lower == r.upper == 7.0
+    r = mf_sensitivity(W, 0, None, 6, algorithm=antipgd(), trust_model="ldp",
+                       gradients="scalar")
+    assert r.exact == pytest.approx(91.0, rel=1e-9)  # sum_(s,t) (T - max(s, t))
+    r = mf_sensitivity(W, 0, None, 6, trust_model="ldp", participation_scheme=single_use())
+    assert r.upper == 1.0
+
+
+@pytest.mark.parametrize("scheme", [single_use(), user_level(), cyclic(2, 2)])
+def test_range_condition_failure_is_infinite(scheme):
+    L = np.diag([1.0, 0.0, 1.0, 1.0])  # no noise at step 1
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph())
+    r = mf_sensitivity(W, 0, None, 4, algorithm=mf_d_sgd(L), trust_model="ldp",
+                       participation_scheme=scheme)
+    ref = dense_mf_sensitivity(W, 0, 4, scheme.patterns(4), noise=L)
+    assert not ref["range_condition"]
+    assert not r.range_condition and r.upper == float("inf") and r.lower == float("inf")
+    assert r.to_dict()["upper"] == "infinity"
+
+
+def test_bad_input_is_one_line():
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph())
+    cases = [
+        (ParameterError, dict(target=0, attackers=[0])),
+        (ParameterError, dict(target=0, attackers=[])),
+        (ParameterError, dict(target=0, attackers=[1], participation_scheme=cyclic(3, 3))),
+        (ParameterError, dict(target=0, attackers=[1], trust_model="ldp")),
+        (ParameterError, dict(target=0, attackers=[1], trust_model="cdp")),
+        (ParameterError, dict(target=0, attackers=[1], gradients="matrix")),
+    ]
+    for error, kwargs in cases:
+        with pytest.raises(error) as info:
+            mf_sensitivity(W, T=5, **kwargs)
+        assert "\n" not in str(info.value)
+    bad = W.toarray()
+    bad[0, 0] += 0.5
+    with pytest.raises(GossipMatrixError):
+        mf_sensitivity(bad, 0, [1], 5)
+    with pytest.raises(ParameterError):
+        mf_d_sgd(np.ones((3, 3)))
+    with pytest.raises(ParameterError):
+        muffliato_sgd(0)
+
+
+def test_muffliato_rdp_composition_is_below_the_joint_value():
+    """Muffliato-SGD(K) with one gradient step is Muffliato averaging: the attacker v (W[v, v]
+    = 0, max-degree weights) receives ``e_w^T W^t (x + eta)`` from its neighbours w for
+    t < K, and neither its own message nor its noise ('pndp-eq12').  ``muffliato_rdp``
+    composes these messages as if their noises were independent; the joint Gaussian
+    mechanism of the same messages (MF, dense reference and a direct pseudo-inverse agree)
+    reveals the target completely here, so the composed value is not an upper bound."""
+    G = connected_instance("er", 20, 307)
+    W = sparsedp.gossip_matrix(G, scheme="max-degree")
+    v, u, K = 5, 0, 2
+    assert W[v, v] == 0 and nx.shortest_path_length(G, u, v) == 2
+    mf = mf_sensitivity(W, u, [v], 1, algorithm=muffliato_sgd(K), trust_model="pndp-eq12",
+                        gradients="scalar")
+    ref = dense_mf_sensitivity(W, u, 1, [np.arange(1)], K=K, trust="pndp-eq12", attackers=[v])
+    Wd = W.toarray()
+    H = np.array([np.linalg.matrix_power(Wd, t)[w] for t in range(K) for w in sorted(G[v])])
+    a = H[:, u]
+    joint = a @ np.linalg.pinv(H @ H.T) @ a
+    assert mf.lower == pytest.approx(1.0, abs=1e-9) and ref["exact"] == pytest.approx(1.0)
+    assert joint == pytest.approx(1.0)
+    composed = sparsedp.muffliato_rdp(W, u, K, sigma=1.0, alpha=2.0, receivers=[v]).rdp[0]
+    assert composed == pytest.approx(float(np.sum(a**2 / np.diag(H @ H.T))), rel=1e-9)
+    assert composed < 0.48  # 0.4717
+    assert mf.rdp(alpha=2.0, sigma=1.0) == pytest.approx(1.0, abs=1e-9)  # local DP
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
+@pytest.mark.parametrize("trust", ["ldp", "secldp"])
+def test_decor_against_dense_reference(graph, trust):
+    """DECOR with every message public: M = c I_T (App. A.5 built with explicit secrets and
+    known-noise rows), for every scheme; 5 graphs x 2 trust models x 3 schemes."""
+    W, (target, attackers) = _graph(graph)
+    attackers = None if trust == "ldp" else attackers
+    for scheme in SCHEMES.values():
+        ref = dense_decor_sensitivity(W, target, T, scheme.patterns(T), secret_scale=1.5,
+                                      attackers=attackers or ())
+        M = ref["M"]
+        assert np.allclose(M, M[0, 0] * np.eye(T), atol=1e-10)
+        res = mf_sensitivity(W, target, attackers, T, algorithm=decor(1.5), trust_model=trust,
+                             participation_scheme=scheme)
+        assert res.lower <= ref["exact"] * (1 + 1e-9) and res.upper >= ref["exact"] * (1 - 1e-9)
+        assert _close(res.thm7, ref["thm7"], 1e-8) and _close(res.exact, ref["exact"], 1e-7)
+
+
+def test_secldp_without_secrets_is_local_dp():
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph())
+    assert mf_sensitivity(W, 0, [8], 5, trust_model="secldp").upper == 5.0
+    with pytest.raises(ParameterError):
+        mf_sensitivity(W, 0, [8], 5, algorithm=decor(1.0), trust_model="pndp")
+
+
+def test_muffliato_beyond_the_exact_row_limit_reports_estimates(monkeypatch):
+    """Beyond the exact rational elimination, dependent rows are found on the computed B:
+    lower bounds stay certified, the other upper bounds become estimates, |pi| stays."""
+    from sparsedp.mf import exact_rows
+
+    monkeypatch.setattr(exact_rows, "EXACT_WORK_LIMIT", 0)
+    W, (target, attackers) = _graph("florentine-self-loops")
+    res = mf_sensitivity(W, target, attackers, T, algorithm=muffliato_sgd(2),
+                         gradients="scalar")
+    ref = dense_mf_sensitivity(W, target, T, [np.arange(T)], K=2, trust="pndp",
+                               attackers=attackers)
+    assert res.lower <= ref["exact"] * (1 + 1e-9) <= res.upper * (1 + 1e-9)
+    assert res.upper == T and res.thm7 is None
+    assert any(b.kind == "estimate" for b in res.bounds) or res.solver["rows_kept"] == 0
+    assert any("estimates" in note for note in res.notes)
+
+
+def test_privacy_conversions():
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph())
+    r = mf_sensitivity(W, 0, [8], 6)
+    assert r.mu(2.0) == pytest.approx(np.sqrt(r.upper) / 2.0)
+    assert r.rdp(3.0, 2.0) == pytest.approx(3.0 * r.upper / 8.0)
+    assert r.epsilon(2.0, 1e-5) == sparsedp.gaussian_epsilon(r.upper, 2.0, 1e-5)
+
+
+@pytest.mark.parametrize("alg", ["antipgd", "muffliato(2)"])
+def test_matrix_free_operators_match_the_dense_matrices(alg):
+    """MFSystem's B (a LinearOperator: sparse products only) and A_u equal App. A's explicit
+    matrices (observed rows; the known-noise columns deleted, the target's columns of A)."""
+    from sparsedp.mf.operators import MFSystem
+    from sparsedp.mf.trust import resolve
+    from sparsedp.testing import dense_mf_matrices
+
+    W, (target, attackers) = _graph("florentine-no-self-loops")
+    algorithm, K, noise = ALGORITHMS[alg]
+    L = algorithm.noise_matrix(T)
+    obs = resolve("pndp", W, target, attackers)
+    system = MFSystem(W, obs.observed, obs.known_noise, T, K, L)
+    ref = dense_mf_matrices(W, T, K=K, noise=noise, trust="pndp", attackers=attackers)
+    n, m, R = W.shape[0], obs.observed.size, K * T
+    rows = R * m  # the message rows come first, in round-major order
+    keep_cols = [t * n + v for t in range(T) for v in range(n) if v not in attackers]
+    B = system.B @ np.eye(T * n)
+    assert np.allclose(B[:, keep_cols], ref["B"][:rows][:, keep_cols], atol=1e-13)
+    assert np.allclose(np.delete(B, keep_cols, axis=1), 0.0)
+    Au = ref["A"][:rows][:, [t * n + target for t in range(T)]]
+    assert np.allclose(system.A_target(target), Au, atol=1e-13)
+    Y = np.random.default_rng(0).standard_normal((rows, 3))
+    assert np.allclose(system.B.T @ Y, B.T @ Y, atol=1e-12)
