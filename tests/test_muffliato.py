@@ -41,7 +41,7 @@ def test_dense_and_propagation_match_brute_force(kind, n, seed, accelerated, T):
     ref = np.delete(brute_force(W, G, u, T, 3.0, 2.0, gamma), u)
     for method in ("dense", "propagation"):
         r = mf.muffliato_rdp(W, u, T, 3.0, 2.0, accelerated=accelerated, method=method)
-        assert r.kind == "upper"
+        assert r.kind == "estimate"  # per-message composition, not certified
         np.testing.assert_allclose(r.rdp, ref, rtol=1e-10, atol=1e-14)
     bound = mf.muffliato_rdp(W, u, T, 3.0, 2.0, accelerated=accelerated, row_norms="bound",
                              method="propagation")

@@ -20,7 +20,17 @@ Gaussian mechanism with sensitivity ``|(P_t)_wu|`` to ``x_u`` and noise standard
     eps(u -> v) <= (alpha / (2 sigma^2)) sum_{t=0}^{T-1} sum_{w in N(v)} (P_t)_wu^2 / ||P_t e_w||^2
 
 and, since everything is post-processing of ``x_u + eta_u``, also
-``eps(u -> v) <= alpha / (2 sigma^2)`` (local DP): the result is the minimum.  N(v) is the
+``eps(u -> v) <= alpha / (2 sigma^2)`` (local DP): the result is the minimum.
+
+**Not a certified bound.**  The sum composes the messages as if each carried fresh noise;
+they all carry the same initial noise ``eta``, and the receiver sees them jointly, a Gaussian
+mechanism with squared sensitivity ``a^T (H H^T)^+ a`` (``H`` the rows ``e_w^T P_t``,
+``a = H e_u``), which can exceed the sum: ER(20) seed 307 with max-degree weights, receiver 5,
+source 0, T = 2, alpha = 2, sigma = 1 gives 0.4717 by the sum and 1.0 (full recovery of
+``x_u + eta_u``) jointly (``tests/test_mf.py``, found by the matrix-factorisation engine).  So
+the result has kind ``"estimate"``: it reproduces the published Muffliato accounting, the
+baseline of the random-walk paper's Fig. 1; the only certified value here is the local-DP
+loss ``alpha / (2 sigma^2)`` (``local_dp``).  N(v) is the
 open neighbourhood of v.  (The published code of the random-walk paper sums over
 ``t = 1..T`` and uses ``W^t`` also for the accelerated variant; here the round-0 messages are
 counted, as they are sent, and the accelerated variant uses its own polynomials.)
@@ -74,6 +84,9 @@ __all__ = [
 DENSE_MAX_N = 4000
 EXACT_ROW_NORMS_MAX = 50_000  # exact row norms for at most this many distinct w
 _CHUNK = 256
+NOT_CERTIFIED = ("kind estimate: the published Muffliato accounting composes the messages as if "
+                 "their noise were independent; they share each node's initial noise, so the "
+                 "value is not a certified upper bound (the certified one is local_dp)")
 
 
 def _gap(gap: float) -> float:
@@ -283,7 +296,8 @@ def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
     Returns
     -------
     PairwiseLoss
-        RDP loss towards each receiver (kind ``"upper"``).
+        The published per-message composition towards each receiver (kind ``"estimate"``:
+        not a certified bound, see the module docstring; ``local_dp`` is certified).
 
     Raises
     ------
@@ -371,9 +385,10 @@ def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
                  else "row norms replaced by the lower bound 1/n for t >= 2")
     notes.append(kind_note)
     notes.append("clipped at the local-DP loss alpha / (2 sigma^2)")
+    notes.append(NOT_CERTIFIED)
     name = "muffliato (Chebyshev-accelerated)" if gamma is not None else "muffliato (plain)"
     return PairwiseLoss(
         mechanism=name, source=u, receivers=np.asarray(targets, dtype=np.int64), alpha=alpha,
-        sigma=sigma, rdp=np.minimum(values, ldp), local_dp=ldp, clipped=clipped, kind="upper",
+        sigma=sigma, rdp=np.minimum(values, ldp), local_dp=ldp, clipped=clipped, kind="estimate",
         alpha_max=math.inf, numerical_error=0.0, method=f"{method}, T = {T} rounds",
         notes=tuple(notes))
