@@ -34,6 +34,7 @@ from sparsedp.gossip.closed_forms import (
 from sparsedp.graphs import Graph, as_graph, gossip_matrix, read_edge_list, synthetic_social_graph
 from sparsedp.linalg.spectral import SpectralInfo, spectral_info
 from sparsedp.linalg.stochastic import check_gossip_matrix, gossip_properties
+from sparsedp.maps import PrivacyMap, privacy_map
 from sparsedp.ppac import laplacian_consensus_matrix, ppac_layout
 from sparsedp.ppac import leakage as ppac_leakage
 from sparsedp.privacy import (
@@ -64,6 +65,7 @@ __all__ = [
     "Graph",
     "GraphError",
     "PairwiseLoss",
+    "PrivacyMap",
     "ParameterError",
     "SensitivityResult",
     "SparseDPError",
@@ -87,6 +89,7 @@ __all__ = [
     "log_pseudo_determinant",
     "muffliato_rdp",
     "ppac_layout",
+    "privacy_map",
     "ppac_leakage",
     "random_walk_mean_rdp",
     "random_walk_rdp",

@@ -1,0 +1,233 @@
+"""Batched accounting of the secure-summation single-observer view: one observer against every
+target with one propagation and one factorisation.
+
+For observer a, target j, T rounds, view ``"secure-summation"`` (v2 Lemma 10 with
+``S = e_a^T``), all noise unknown to the attacker, one constant non-negative row-stochastic W:
+
+    r_l = e_a^T W^l                    (l = 0..T-1: T - 1 sparse products, every target)
+    K[t, t'] = sum_{k <= min(t, t')} r_(t-k) . r_(t'-k)     (T x T; independent of j)
+    G_j[t, tau] = r_(t-tau)[j]   (t >= tau, else 0)           (lower-triangular Toeplitz)
+    M_j = G_j^T K^{-1} G_j,      Delta^2(j -> a) = max_{c in {-1,1}^T} c^T M_j c.
+
+``K`` is the Gram assembly of :mod:`sparsedp.linalg.gram` (lags of ``W^T`` applied to
+``e_a``); a batch of observers is propagated as one sparse-times-block product per round and
+their Grams are one batched matrix product.
+
+The c = 1 value for every target at once
+----------------------------------------
+``c = 1`` gives ``b_j = G_j 1``, ``b_j[t] = sum_{l <= t} r_l[j]`` (the cumulative sum of the
+lags, for all targets the T x n block ``B = cumsum(R)``); with ``K = L L^T``
+
+    1^T M_j 1 = b_j^T K^{-1} b_j = ||L^{-1} b_j||^2,       Y = L^{-1} B  (one triangular
+                                                                         solve, n right sides)
+
+a lower bound on ``Delta^2`` (kind "lower": one feasible sign vector).
+
+Certification of the c = 1 value (:func:`ones_interval`).  Exact ``K``, ``b``; computed
+``K_hat`` with ``||K_hat - K||_2 <= dK`` (:func:`sparsedp.linalg.gram.rounding_norm_bound`),
+``|b_hat - b| <= e b`` entrywise (``e = gamma((T-1)(d+1) + T)``: the lags' rounding and the
+cumulative sum, non-negative terms), ``lambda_min(K) >= lam``
+(:func:`sparsedp.linalg.certified.gossip_lambda_min_lower_bound`).  The computed Cholesky
+factor satisfies ``L L^T = K_hat + Delta_1``, ``|Delta_1| <= g |L| |L^T|`` (Higham, Thm 10.3),
+and the computed ``y`` solves ``(L + Delta_2) y = b_hat`` exactly, ``|Delta_2| <= g |L|``
+(Higham, Thm 8.5, any order of the inner products), with ``g = gamma(2T + 4)`` (``gamma(T+1)``
+doubled, covering implementations that multiply by reciprocals of the diagonal).  So
+``||y||^2 = b_hat^T K'^{-1} b_hat`` for ``K' = (L + Delta_2)(L + Delta_2)^T`` and
+
+    ||K' - K||_2 <= eps := dK + (3 g + g^2) ||L||_F^2     (|| |L| ||_2 <= ||L||_F).
+
+With ``v' = ||y||^2``, ``v_b = b_hat^T K^{-1} b_hat`` and ``lam' = lam - eps > 0``:
+``|v_b - v'| = |b_hat^T K^{-1} (K - K') K'^{-1} b_hat| <= eps sqrt(v_b / lam) sqrt(v' / lam')``,
+hence with ``c = eps / sqrt(lam lam')`` and ``s = sqrt(v_b)``, ``s^2 - c sqrt(v') s - v' <= 0 <=
+s^2 + c sqrt(v') s - v'``:
+
+    sqrt(v') (sqrt(c^2 + 4) - c) / 2  <=  sqrt(v_b)  <=  sqrt(v') (sqrt(c^2 + 4) + c) / 2,
+
+and ``|sqrt(v) - sqrt(v_b)| = | ||K^{-1/2} b|| - ||K^{-1/2} b_hat|| | <= e' ||b_hat|| /
+sqrt(lam)`` (``e' = e / (1 - e)``).  ``v'`` comes from ``fl(sum y^2)``, within ``gamma_T``
+relative; the last scalar operations are covered by factors ``1 -+ 32 u``.
+
+Certified upper bounds per pair (:func:`pair_bounds`): ``X = K_hat^{-1} [G_j ...]`` for a
+block of targets by one Cholesky solve, then per pair the same sandwich as the single-pair
+Gram path (``certified.sandwich_from_solve`` and ``certified.model_perturbation`` with the
+analytic ``lambda_min`` bound, :func:`sparsedp.gossip.certified_solve._gram_sandwich`) and
+the same bounds (:func:`sparsedp.linalg.sign_bounds.evaluate_bounds`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+
+from sparsedp.linalg import certified, gram
+from sparsedp.linalg.certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
+from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
+
+
+@dataclass(frozen=True)
+class ObserverBatch:
+    """A batch of b observers of one W: lags, noise covariances and their factors.
+
+    ``lags`` (b, T, n): ``lags[i, l] = e_(a_i)^T W^l``; ``K`` (b, T, T) as computed, ``L``
+    (b, T, T) its Cholesky factors; ``dK`` (b,): ``||K_hat - K||_2`` bounds; ``lam``: the
+    analytic ``lambda_min(K)`` lower bound; ``lag_depth``: ``(T-1)(d+1)``, ``d`` the longest
+    row of ``W^T`` (``|fl(r_l) - r_l| <= gamma(lag_depth) r_l`` entrywise); ``products``:
+    sparse products with ``W^T`` (on n x b blocks).
+    """
+
+    observers: np.ndarray
+    lags: np.ndarray
+    K: np.ndarray
+    L: np.ndarray
+    dK: np.ndarray
+    lam: float
+    lag_depth: int
+    products: int
+
+    @property
+    def T(self) -> int:
+        return self.lags.shape[1]
+
+    @property
+    def lag_error(self) -> float:
+        """``gamma((T-1)(d+1))``: ``|fl(r_l) - r_l| <= lag_error r_l`` entrywise."""
+        return gamma(max(self.lag_depth, 1))
+
+
+def lambda_min_lower_bound(W: sp.csr_matrix) -> float:
+    """``lambda_min(K_T) >= 1 / (1 + ||W||_2)^2`` for one observer, any T
+    (:func:`sparsedp.linalg.certified.gossip_lambda_min_lower_bound`)."""
+    return certified.gossip_lambda_min_lower_bound(W)
+
+
+def observer_batch(
+    W: sp.csr_matrix, observers, T: int, lam: float, backend: str = "auto"
+) -> ObserverBatch:
+    """Propagate the rows ``e_a^T W^l`` of a batch of observers (one ``spmm`` with ``W^T`` per
+    round) and form and factor each observer's ``K`` (Gram assembly, module docstring).
+
+    ``W`` must be non-negative (the rounding model); ``lam``: :func:`lambda_min_lower_bound`.
+    ``ValueError`` when the rounding of some K is not small against ``lam`` (then the
+    analytic bound cannot carry it; never seen for row-stochastic W).
+    """
+    observers = np.asarray(observers, dtype=np.int64)
+    V, products = gram.observer_lags(W, observers, T, 0, backend)  # (T, b, n)
+    lags = np.ascontiguousarray(V.transpose(1, 0, 2))
+    del V
+    K = np.matmul(lags, lags.transpose(0, 2, 1))  # (b, T, T): Gamma(t, t')
+    for t in range(1, T):  # K[t, t'] = Gamma(t, t') + K[t-1, t'-1]
+        K[:, t, 1:] += K[:, t - 1, :-1]
+    d = int(np.bincount(W.indices, minlength=W.shape[0]).max())  # longest row of W^T
+    depth = 2 * (T - 1) * (d + 1) + W.shape[0] + T
+    dK = np.array([gram.rounding_norm_bound(k, depth) for k in K])
+    if np.any(dK >= 0.25 * lam):
+        raise ValueError("rounding of K too large for the analytic lambda_min bound")
+    L = np.linalg.cholesky(K)
+    return ObserverBatch(
+        observers=observers, lags=lags, K=K, L=L, dK=dK, lam=float(lam),
+        lag_depth=(T - 1) * (d + 1), products=products,
+    )
+
+
+def ones_values(batch: ObserverBatch, targets: np.ndarray) -> np.ndarray:
+    """The c = 1 values ``b_j^T K^{-1} b_j`` as computed (b, len(targets)), one triangular
+    solve with all targets as right-hand sides per observer; not certified (see
+    :func:`ones_interval`)."""
+    values, _ = _ones_solve(batch, targets)
+    return values
+
+
+def _ones_solve(batch: ObserverBatch, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    B = np.cumsum(batch.lags[:, :, targets], axis=1)  # (b, T, nt): b_j = G_j 1
+    values = np.empty((B.shape[0], B.shape[2]))
+    for i in range(B.shape[0]):
+        Y = scipy.linalg.solve_triangular(batch.L[i], B[i], lower=True, check_finite=False)
+        values[i] = np.add.reduce(Y * Y, axis=0)
+    norms = np.sqrt(np.add.reduce(B * B, axis=1))  # ||b_hat_j||, (b, nt)
+    return values, norms
+
+
+def ones_interval(batch: ObserverBatch, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Certified ``(low, high)`` with ``low <= 1^T M_j 1 <= high`` for every observer of the
+    batch and every target (arrays b x len(targets)); ``low`` is a certified lower bound on
+    ``Delta^2`` (module docstring for the argument)."""
+    T = batch.T
+    u = UNIT_ROUNDOFF
+    values, norms = _ones_solve(batch, targets)
+    g = gamma(2 * T + 4)
+    F2 = np.einsum("bij,bij->b", batch.L, batch.L) * (1 + gamma(T * T + 1))
+    eps = (batch.dK + (3 * g + g * g) * F2) * (1 + 8 * u)  # (b,)
+    lam = batch.lam
+    lam_prime = (lam - eps) * (1 - 4 * u)
+    if np.any(lam_prime <= 0):
+        raise ValueError("rounding too large for the analytic lambda_min bound")
+    c = eps / np.sqrt(lam * lam_prime) * (1 + 8 * u)
+    root = np.sqrt(c * c + 4)
+    f_low = ((root * (1 - 4 * u) - c) / 2 * (1 - 4 * u))[:, None]
+    f_high = ((root + c) / 2 * (1 + 8 * u))[:, None]
+    g_sum = gamma(T + 1)
+    a_low = np.sqrt(values / (1 + g_sum)) * (1 - 4 * u)
+    a_high = np.sqrt(values / (1 - g_sum)) * (1 + 4 * u)
+    e = gamma(batch.lag_depth + T + 1)  # |b_hat - b| <= e b: the lags, then T-term sums
+    e_prime = e / (1 - e)
+    shift = e_prime * norms * (1 + gamma(T + 2)) / math.sqrt(lam) * (1 + 8 * u)
+    low_root = np.clip(a_low * f_low * (1 - 4 * u) - shift, 0.0, None) * (1 - 4 * u)
+    high_root = (a_high * f_high + shift) * (1 + 4 * u)
+    return low_root * low_root * (1 - 4 * u), high_root * high_root * (1 + 4 * u)
+
+
+def toeplitz_G(lags_j: np.ndarray) -> np.ndarray:
+    """``G_j`` (T x T) from the impulse ``r_l[j]``, l = 0..T-1 (lower-triangular Toeplitz)."""
+    T = lags_j.shape[0]
+    G = np.zeros((T, T))
+    for tau in range(T):
+        G[tau:, tau] = lags_j[: T - tau]
+    return G
+
+
+def pair_sandwiches(batch: ObserverBatch, i: int, targets: np.ndarray):
+    """Certified sandwiches of ``M_j`` for observer ``batch.observers[i]`` and each target
+    (a generator of :class:`MatrixSandwich`), from one Cholesky solve with every target's
+    ``G_j`` as right-hand sides.
+
+    As on the single-pair Gram path with the analytic bound: ``lambda_min(K_hat) >= lam -
+    dK``; the solve's error via :func:`certified.sandwich_from_solve` (the product ``K_hat X``
+    charged, ``K_dense``); the rounding of ``K`` (norm ``dK``) and of ``G`` (entrywise
+    ``lag_error G``) via :func:`certified.model_perturbation`.
+    """
+    T = batch.T
+    K, dK, lam = batch.K[i], float(batch.dK[i]), batch.lam
+    Gs = np.stack([toeplitz_G(batch.lags[i, :, j]) for j in targets], axis=1)  # (T, nt, T)
+    rhs = Gs.reshape(T, -1)
+    factor = (batch.L[i], True)
+    X_all = scipy.linalg.cho_solve(factor, rhs, check_finite=False)
+    KX_all = K @ X_all
+    K_fro = frobenius(K)
+    X3 = X_all.reshape(T, len(targets), T)
+    KX3 = KX_all.reshape(T, len(targets), T)
+    for k in range(len(targets)):
+        G = Gs[:, k, :]
+        X = np.ascontiguousarray(X3[:, k, :])
+        KX = np.ascontiguousarray(KX3[:, k, :])
+        sandwich = certified.sandwich_from_solve(G, X, KX, lam - dK, K_dense=K)
+        model, _ = certified.model_perturbation(
+            X, G - KX, K_fro, lam, dK, dK, np.zeros_like, batch.lag_error * G
+        )
+        yield dataclasses.replace(sandwich, model=model)
+
+
+def pair_bounds(
+    sandwich: MatrixSandwich, exact: bool, backend: str = "auto"
+) -> tuple[float, float, bool, list[Bound]]:
+    """``(lower, upper, is_exact, bounds)`` of ``max_c c^T M c`` from a certified sandwich, as
+    :func:`sparsedp.gossip.sensitivity.squared_sensitivity` reports them (best lower, best
+    certified upper; ``is_exact`` when the exhaustive search ran)."""
+    bounds, _ = evaluate_bounds(sandwich, exact, backend)
+    lower = max(0.0, max(b.value for b in bounds if b.kind in ("lower", "exact")))
+    upper = min(b.value for b in bounds if b.kind == "certified upper")
+    return float(lower), float(upper), any(b.kind == "exact" for b in bounds), bounds

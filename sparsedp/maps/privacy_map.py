@@ -1,0 +1,317 @@
+"""Privacy maps of a whole graph: the secure-summation single-observer view for many
+(observer, target) pairs at once, as a table and its summaries.
+
+For every selected observer ``a`` and target ``j`` the map bounds ``Delta_T(j -> a)^2``
+(v2 Lemma 10 with ``S = e_a^T``; :func:`sparsedp.squared_sensitivity` with
+``observers=[a]``, the default view) by the batched engine of
+:mod:`sparsedp.gossip.batched`: one propagation and one factorisation of ``K_T`` per observer
+serve every target.
+
+Columns of the table (one row per pair, observers major, targets in the given order):
+
+``observer``, ``target``
+    node names: rows of W (``0..n-1``) for matrix input, the graph's labels for graph input
+    (README, "Node labels and rows").
+``distance``
+    shortest-path hop distance in the (undirected) pattern of W; ``-1`` when unreachable.
+``lower``
+    a certified lower bound on ``Delta^2``: the c = 1 value less its certified rounding
+    (:func:`sparsedp.gossip.batched.ones_interval`), and with ``upper="certified"`` the best
+    lower bound of the single-pair bound evaluation (local search, exhaustive search).
+``upper``
+    ``upper="certified"``: a certified upper bound (the single-pair path's bounds on the same
+    certified sandwich, :func:`sparsedp.linalg.sign_bounds.evaluate_bounds`); ``upper="none"``:
+    NaN (not computed).
+``kind``
+    ``"exact"``: the exhaustive search ran, or a closed form (distance > T - 1 or another
+    component: ``G_T = 0``, ``Delta^2 = 0``), so ``[lower, upper]`` brackets the exact value
+    to rounding; ``"certified upper"``: ``lower <= Delta^2 <= upper``; ``"lower"``: only the
+    lower bound was computed.
+``epsilon``
+    ``gaussian_epsilon(upper, sigma, delta)`` when sigma and delta are given and ``upper`` is
+    certified (NaN otherwise): an upper bound on the pair's epsilon.
+
+Summaries: ``per_target`` (worst case over the map's observers: ``max_a lower`` is a lower
+bound and ``max_a upper`` a certified upper bound on ``max_a Delta^2(j -> a)``, since each
+``upper`` bounds its own pair; over the observers of the map only — a sample of observers
+gives the worst case over that sample), and ``by_distance`` (count, min / mean / max of
+``lower``, ``upper`` and ``epsilon`` per hop distance).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components, shortest_path
+
+from sparsedp import resources, validation
+from sparsedp.errors import ParameterError
+from sparsedp.gossip import batched
+from sparsedp.gossip.sensitivity import gossip_sequence
+from sparsedp.graphs.graph import Graph, as_graph
+from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.linalg.threads import limit_blas_threads
+from sparsedp.maps.selection import select_nodes
+from sparsedp.plain import plain
+from sparsedp.privacy.gaussian import gaussian_epsilon
+from sparsedp.progress import progress_bar
+
+UPPER_MODES = ("certified", "none")
+BATCH_BYTES = 256 << 20  # lags and right-hand sides of one observer batch
+MAX_BATCH = 64
+COLUMNS = ("observer", "target", "distance", "lower", "upper", "kind", "epsilon")
+KINDS = ("exact", "certified upper", "lower")
+
+
+@dataclass(frozen=True)
+class PrivacyMap:
+    """The table (``columns``: name -> numpy array, one entry per pair) and the parameters.
+
+    :meth:`per_target` and :meth:`by_distance` summarise it; :meth:`to_dict` is strict-JSON
+    plain data (non-finite numbers as strings, :func:`sparsedp.plain.plain`).
+    """
+
+    columns: dict
+    parameters: dict
+    notes: tuple[str, ...] = ()
+    info: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.columns["lower"])
+
+    def rows(self) -> list[dict]:
+        """The table as a list of row dicts (plain Python values)."""
+        names = list(self.columns)
+        values = [self.columns[n].tolist() for n in names]
+        return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
+
+    def per_target(self) -> list[dict]:
+        """Per target, the worst case over the map's observers (module docstring): the
+        largest lower bound, the largest certified upper bound (NaN without uppers), the
+        observer attaining it, and its epsilon."""
+        c = self.columns
+        targets = c["target"]
+        uniq, first = np.unique(targets, return_index=True)
+        out = []
+        for label in uniq[np.argsort(first)]:
+            rows = np.flatnonzero(targets == label)
+            worst = rows[np.argmax(c["upper"][rows])] if _has_upper(c, rows) else \
+                rows[np.argmax(c["lower"][rows])]
+            out.append({
+                "target": _item(label),
+                "observers": int(rows.size),
+                "worst_lower": float(c["lower"][rows].max()),
+                "worst_upper": float(c["upper"][rows].max()) if _has_upper(c, rows) else None,
+                "worst_observer": _item(c["observer"][worst]),
+                "worst_epsilon": (float(c["epsilon"][rows].max())
+                                  if not np.isnan(c["epsilon"][rows]).any() else None),
+            })
+        return out
+
+    def by_distance(self) -> list[dict]:
+        """Per hop distance (``-1``: unreachable): pair count and min / mean / max of
+        ``lower``, ``upper`` and ``epsilon`` (``None`` for a column not computed)."""
+        c = self.columns
+        out = []
+        for d in np.unique(c["distance"]):
+            rows = c["distance"] == d
+            entry = {"distance": int(d), "pairs": int(rows.sum())}
+            for name in ("lower", "upper", "epsilon"):
+                values = c[name][rows]
+                entry[name] = None if np.isnan(values).any() else {
+                    "min": float(values.min()), "mean": float(values.mean()),
+                    "max": float(values.max())}
+            out.append(entry)
+        return out
+
+    def to_dict(self, table: bool = True) -> dict:
+        """Parameters, summaries and (``table=True``) the rows, as strict-JSON plain data."""
+        record = {"parameters": self.parameters, "pairs": len(self),
+                  "per_target": self.per_target(), "by_distance": self.by_distance(),
+                  "notes": list(self.notes), "info": self.info}
+        if table:
+            record["table"] = {k: v for k, v in self.columns.items()}
+        return plain(record)
+
+
+def _has_upper(columns: dict, rows: np.ndarray) -> bool:
+    return not np.isnan(columns["upper"][rows]).any()
+
+
+def _item(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+@limit_blas_threads
+def privacy_map(
+    source,
+    observers="all",
+    targets="all",
+    T: int = 100,
+    sigma: float | None = None,
+    delta: float | None = None,
+    *,
+    scheme: str = "metropolis",
+    upper: str = "certified",
+    exact=False,
+    batch_size: int | None = None,
+    progress=None,
+    backend: str = "auto",
+    max_memory=None,
+) -> PrivacyMap:
+    """Bounds on ``Delta_T(target -> observer)^2`` for every selected pair (module docstring).
+
+    Parameters
+    ----------
+    source : a gossip matrix W (scipy sparse or dense; non-negative, row-stochastic, constant;
+        nodes are its rows) or a graph (networkx graph, :class:`sparsedp.Graph`, edge-list
+        path; nodes are its labels; W = ``gossip_matrix(graph, scheme)``).
+    observers, targets : ``"all"``, a list of nodes, or ``("sample", k, seed)`` (k distinct
+        nodes drawn uniformly with ``numpy.random.default_rng(seed)``, in increasing row
+        order).  Unknown nodes raise ``GraphError``, a sample larger than the graph
+        ``ParameterError`` (one line each).
+    T : rounds.
+    sigma, delta : noise and delta for the ``epsilon`` column (both or neither).
+    scheme : weight scheme for graph input.
+    upper : ``"certified"`` (per-pair certified upper bounds: the cost of one T x T solve and
+        bound evaluation per pair) or ``"none"`` (the c = 1 lower bound only: one triangular
+        solve with every target as right-hand side per observer).
+    exact : exhaustive search over sign vectors per pair (``"auto"``: T <= 24, ``True``,
+        ``False``, the default); with ``upper="certified"`` only.
+    batch_size : observers propagated together (default: as many as fit
+        :data:`BATCH_BYTES`, at most :data:`MAX_BATCH`).
+    max_memory : memory budget; the table and one batch are checked against it before work.
+    """
+    T = validation.rounds(T)
+    if upper not in UPPER_MODES:
+        raise ParameterError(f"upper must be one of {UPPER_MODES}, got {upper!r}")
+    if exact not in ("auto", True, False):
+        raise ParameterError(f"exact must be 'auto', True or False, got {exact!r}")
+    do_exact = bool(exact is True or (exact == "auto" and T <= 24))
+    if do_exact and upper == "none":
+        raise ParameterError("exact search needs upper='certified'")
+    if (sigma is None) != (delta is None):
+        raise ParameterError("give both sigma and delta (for the epsilon column) or neither")
+    if sigma is not None:
+        sigma = validation.sigma(sigma)
+        delta = validation.probability_delta(delta)
+    graph, W = _source(source, scheme)
+    n = W.shape[0]
+    obs = select_nodes(observers, graph, n, "observers")
+    tgt = select_nodes(targets, graph, n, "targets")
+    b = _batch_size(batch_size, n, T, tgt.size, obs.size)
+    budget = resources.memory_budget(max_memory)
+    table_bytes = obs.size * tgt.size * 48
+    resources.require_within(table_bytes + 3 * 8 * b * T * n, budget,
+                             f"the map of {obs.size} x {tgt.size} pairs at T = {T}",
+                             "select fewer observers or targets")
+    pattern = abs(W) + abs(W).T
+    _, component = connected_components(pattern, directed=False)
+    lam = batched.lambda_min_lower_bound(W)
+    pairs = obs.size * tgt.size
+    lower = np.empty(pairs)
+    upper_col = np.full(pairs, np.nan)
+    kind = np.empty(pairs, dtype=object)
+    distance = np.empty(pairs, dtype=np.int64)
+    bar = progress_bar(progress, total=obs.size, desc="observers", unit="observer")
+    products = 0
+    try:
+        for start in range(0, obs.size, b):
+            chunk = obs[start:start + b]
+            dist = shortest_path(pattern, unweighted=True, indices=chunk)[:, tgt]
+            batch = batched.observer_batch(W, chunk, T, lam, backend)
+            products += batch.products
+            low, _ = batched.ones_interval(batch, tgt)
+            for i in range(chunk.size):
+                rows = slice((start + i) * tgt.size, (start + i + 1) * tgt.size)
+                d = dist[i]
+                distance[rows] = np.where(np.isfinite(d), d, -1).astype(np.int64)
+                lower[rows] = low[i]
+                zero = (component[tgt] != component[chunk[i]]) | (d > T - 1)
+                if upper == "certified":
+                    _certify(batch, i, tgt, zero, do_exact, backend, lower[rows],
+                             upper_col[rows], kind[rows])
+                else:
+                    kind[rows] = "lower"
+                lower[rows][zero] = 0.0  # G_T = 0 exactly: Delta^2 = 0
+                kind[rows][zero] = "exact"
+                if upper == "certified":
+                    upper_col[rows][zero] = 0.0
+            if bar is not None:
+                bar.update(chunk.size)
+    finally:
+        if bar is not None:
+            bar.close()
+    epsilon = np.full(pairs, np.nan)
+    if sigma is not None and upper == "certified":
+        epsilon = _epsilons(upper_col, sigma, delta)
+    names = (graph.ids_of(obs), graph.ids_of(tgt)) if graph is not None else (obs, tgt)
+    columns = {
+        "observer": np.repeat(names[0], tgt.size),
+        "target": np.tile(names[1], obs.size),
+        "distance": distance,
+        "lower": lower,
+        "upper": upper_col,
+        "kind": kind.astype(str),
+        "epsilon": epsilon,
+    }
+    parameters = {"T": T, "sigma": sigma, "delta": delta, "view": "secure-summation",
+                  "upper": upper, "exact": exact, "nodes": n,
+                  "observers": _describe(observers), "targets": _describe(targets),
+                  "scheme": scheme if graph is not None else None}
+    notes = ("per-target worst case: max over the map's observers of the certified upper "
+             "bounds (each bounds its own pair, so their maximum bounds the worst case over "
+             "these observers); lower: max of the lower bounds",)
+    info = {"sparse_products": products, "batch_size": b,
+            "lambda_min_lower_bound": lam}
+    return PrivacyMap(columns=columns, parameters=parameters, notes=notes, info=info)
+
+
+def _certify(batch, i, tgt, zero, do_exact, backend, lower, upper, kind) -> None:
+    """Per-pair certified bounds for observer ``i`` of the batch (the pairs with ``G_T = 0``
+    skipped), written into the row views ``lower``, ``upper``, ``kind``."""
+    todo = np.flatnonzero(~zero)
+    if not todo.size:
+        return
+    sandwiches = batched.pair_sandwiches(batch, i, tgt[todo])
+    for k, sandwich in zip(todo, sandwiches, strict=True):
+        low, up, is_exact, _ = batched.pair_bounds(sandwich, do_exact, backend)
+        lower[k] = max(lower[k], low)
+        upper[k] = up
+        kind[k] = "exact" if is_exact else "certified upper"
+
+
+def _epsilons(upper: np.ndarray, sigma: float, delta: float) -> np.ndarray:
+    """``gaussian_epsilon`` of each certified upper bound (computed once per distinct value)."""
+    values, inverse = np.unique(upper, return_inverse=True)
+    eps = np.array([gaussian_epsilon(float(v), sigma, delta) for v in values])
+    return eps[inverse.ravel()]
+
+
+def _source(source, scheme: str) -> tuple[Graph | None, sp.csr_matrix]:
+    """``(graph, W)``: graph input (labels) or a matrix (rows; ``graph`` None)."""
+    if sp.issparse(source) or isinstance(source, (np.ndarray, list)):
+        Ws, _ = gossip_sequence(source, 1)
+        return None, Ws[0]
+    graph = as_graph(source)
+    return graph, gossip_matrix(graph, scheme=scheme)
+
+
+def _batch_size(batch_size, n: int, T: int, targets: int, observers: int) -> int:
+    if batch_size is not None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ParameterError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        return batch_size
+    per_observer = 8 * T * (n + 2 * targets)
+    return int(max(1, min(MAX_BATCH, observers, BATCH_BYTES // per_observer)))
+
+
+def _describe(selection):
+    """The selection argument as plain data (for the parameters)."""
+    if isinstance(selection, str):
+        return selection
+    if isinstance(selection, tuple) and selection and selection[0] == "sample":
+        return ["sample", *selection[1:]]
+    return [_item(v) for v in np.asarray(selection, dtype=object).ravel().tolist()]
