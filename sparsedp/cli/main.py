@@ -2,7 +2,8 @@
 
 ``sparsedp account`` (gossip averaging, :mod:`sparsedp.cli.account`), ``sparsedp randomwalk``
 and ``sparsedp muffliato`` (:mod:`sparsedp.cli.randomwalk`), ``sparsedp ppac``
-(:mod:`sparsedp.cli.ppac`).  Each module adds its parser and a ``run`` / ``report`` pair;
+(:mod:`sparsedp.cli.ppac`), ``sparsedp map`` (privacy maps, :mod:`sparsedp.cli.maps`).
+Each module adds its parser and a ``run`` / ``report`` pair;
 :func:`main` runs it inside the one error boundary of the command line:
 
 * a user mistake (:class:`sparsedp.errors.SparseDPError`, a file that cannot be read): one
@@ -29,7 +30,7 @@ import warnings
 
 import sparsedp
 from sparsedp import resources
-from sparsedp.cli import account, ppac, randomwalk
+from sparsedp.cli import account, maps, ppac, randomwalk
 from sparsedp.errors import SparseDPError
 from sparsedp.plain import plain
 
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     account.add_parser(sub)
     randomwalk.add_parsers(sub)
     ppac.add_parser(sub)
+    maps.add_parser(sub)
     _show_defaults(parser)
     return parser
 

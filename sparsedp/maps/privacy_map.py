@@ -31,11 +31,12 @@ Columns of the table (one row per pair, observers major, targets in the given or
     ``gaussian_epsilon(upper, sigma, delta)`` when sigma and delta are given and ``upper`` is
     certified (NaN otherwise): an upper bound on the pair's epsilon.
 
-Summaries: ``per_target`` (worst case over the map's observers: ``max_a lower`` is a lower
-bound and ``max_a upper`` a certified upper bound on ``max_a Delta^2(j -> a)``, since each
-``upper`` bounds its own pair; over the observers of the map only — a sample of observers
-gives the worst case over that sample), and ``by_distance`` (count, min / mean / max of
-``lower``, ``upper`` and ``epsilon`` per hop distance).
+Summaries: ``per_target`` (worst case over the map's observers other than the target:
+``max_a lower`` is a lower bound and ``max_a upper`` a certified upper bound on
+``max_a Delta^2(j -> a)``, since each ``upper`` bounds its own pair; over the observers of
+the map only — a sample of observers gives the worst case over that sample), and
+``by_distance`` (count, min / mean / max of ``lower``, ``upper`` and ``epsilon`` per hop
+distance).
 """
 
 from __future__ import annotations
@@ -88,25 +89,29 @@ class PrivacyMap:
         return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
 
     def per_target(self) -> list[dict]:
-        """Per target, the worst case over the map's observers (module docstring): the
-        largest lower bound, the largest certified upper bound (NaN without uppers), the
-        observer attaining it, and its epsilon."""
+        """Per target, the worst case over the map's observers other than the target itself
+        (module docstring): the largest lower bound, the largest certified upper bound
+        (``None`` without uppers), the observer attaining it, and its epsilon.  A target
+        whose only observer is itself is left out."""
         c = self.columns
-        targets = c["target"]
+        targets, others = c["target"], c["observer"] != c["target"]
         uniq, first = np.unique(targets, return_index=True)
         out = []
         for label in uniq[np.argsort(first)]:
-            rows = np.flatnonzero(targets == label)
-            worst = rows[np.argmax(c["upper"][rows])] if _has_upper(c, rows) else \
-                rows[np.argmax(c["lower"][rows])]
+            rows = np.flatnonzero((targets == label) & others)
+            if not rows.size:
+                continue
+            has_upper = not np.isnan(c["upper"][rows]).any()
+            key = c["upper"] if has_upper else c["lower"]
+            worst = rows[np.argmax(key[rows])]
+            epsilon = c["epsilon"][rows]
             out.append({
                 "target": _item(label),
                 "observers": int(rows.size),
                 "worst_lower": float(c["lower"][rows].max()),
-                "worst_upper": float(c["upper"][rows].max()) if _has_upper(c, rows) else None,
+                "worst_upper": float(c["upper"][rows].max()) if has_upper else None,
                 "worst_observer": _item(c["observer"][worst]),
-                "worst_epsilon": (float(c["epsilon"][rows].max())
-                                  if not np.isnan(c["epsilon"][rows]).any() else None),
+                "worst_epsilon": None if np.isnan(epsilon).any() else float(epsilon.max()),
             })
         return out
 
@@ -134,10 +139,6 @@ class PrivacyMap:
         if table:
             record["table"] = {k: v for k, v in self.columns.items()}
         return plain(record)
-
-
-def _has_upper(columns: dict, rows: np.ndarray) -> bool:
-    return not np.isnan(columns["upper"][rows]).any()
 
 
 def _item(value):
@@ -261,9 +262,10 @@ def privacy_map(
                   "upper": upper, "exact": exact, "nodes": n,
                   "observers": _describe(observers), "targets": _describe(targets),
                   "scheme": scheme if graph is not None else None}
-    notes = ("per-target worst case: max over the map's observers of the certified upper "
-             "bounds (each bounds its own pair, so their maximum bounds the worst case over "
-             "these observers); lower: max of the lower bounds",)
+    notes = ("per-target worst case: max over the map's observers (the target itself "
+             "excluded) of the certified upper bounds (each bounds its own pair, so their "
+             "maximum bounds the worst case over these observers); lower: max of the lower "
+             "bounds",)
     info = {"sparse_products": products, "batch_size": b,
             "lambda_min_lower_bound": lam}
     return PrivacyMap(columns=columns, parameters=parameters, notes=notes, info=info)
