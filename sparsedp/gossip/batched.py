@@ -64,7 +64,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from sparsedp.linalg import certified, gram
+from sparsedp.linalg import certified, gram, kernels
 from sparsedp.linalg.certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
 from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
 
@@ -106,78 +106,132 @@ def lambda_min_lower_bound(W: sp.csr_matrix) -> float:
 
 
 def observer_batch(
-    W: sp.csr_matrix, observers, T: int, lam: float, backend: str = "auto"
+    W: sp.csr_matrix, observers, T: int, lam: float, backend: str = "auto",
+    symmetric: bool | None = None, out: np.ndarray | None = None,
 ) -> ObserverBatch:
-    """Propagate the rows ``e_a^T W^l`` of a batch of observers (one ``spmm`` with ``W^T`` per
-    round) and form and factor each observer's ``K`` (Gram assembly, module docstring).
+    """Propagate the rows ``e_a^T W^l`` of a batch of observers (one sparse product with
+    ``W^T`` on an n x b block per round) and form and factor each observer's ``K``.
 
-    ``W`` must be non-negative (the rounding model); ``lam``: :func:`lambda_min_lower_bound`.
+    ``K`` from the Gram of the lags, ``Gamma(t, t') = r_t . r_t'`` and ``K[t, t'] =
+    Gamma(t, t') + K[t-1, t'-1]`` (:mod:`sparsedp.linalg.gram`); for exactly symmetric W
+    (``symmetric``: checked when None) ``Gamma(t, t') = (W^(t+t'))_aa = mu_(t+t')`` needs only
+    the 2T - 1 moments ``mu_(2i) = r_i . r_i``, ``mu_(2i+1) = r_i . r_(i+1)`` (2 T n work per
+    observer instead of T^2 n).  Either way every entry of K is a sum of non-negative
+    products of lags with at most ``2 (T-1)`` sparse products in their depth, so the Gram
+    path's rounding model ``|fl(K) - K| <= gamma(2 (T-1)(d+1) + n + T) K`` holds.
+
+    ``W`` must be non-negative (the rounding model); ``lam``: :func:`lambda_min_lower_bound`;
+    ``backend`` of the sparse products (:func:`sparsedp.linalg.kernels.spmm`); ``out``: a
+    buffer of at least ``b T n`` floats for the lags, reused from batch to batch (a fresh
+    array costs a page fault per 4 KiB on first write, more than the copy itself).
     ``ValueError`` when the rounding of some K is not small against ``lam`` (then the
     analytic bound cannot carry it; never seen for row-stochastic W).
     """
     observers = np.asarray(observers, dtype=np.int64)
-    V, products = gram.observer_lags(W, observers, T, 0, backend)  # (T, b, n)
-    lags = np.ascontiguousarray(V.transpose(1, 0, 2))
-    del V
-    K = np.matmul(lags, lags.transpose(0, 2, 1))  # (b, T, T): Gamma(t, t')
+    n, b = W.shape[0], observers.size
+    if symmetric is None:
+        symmetric = kernels.is_symmetric(W)
+    WT = W if symmetric else W.T.tocsr()
+    size = b * T * n
+    lags = (np.empty(size) if out is None or out.size < size else out.ravel()[:size]
+            ).reshape(b, T, n)
+    current = np.zeros((n, b))
+    current[observers, np.arange(b)] = 1.0
+    lags[:, 0, :] = current.T
+    for lag in range(1, T):
+        current = kernels.spmm(WT, current, backend=backend)
+        lags[:, lag, :] = current.T
+    if symmetric:
+        mu = np.empty((b, 2 * T - 1))
+        mu[:, 0::2] = np.einsum("btn,btn->bt", lags, lags)
+        mu[:, 1::2] = np.einsum("btn,btn->bt", lags[:, :-1], lags[:, 1:])
+        K = mu[:, np.add.outer(np.arange(T), np.arange(T))]  # Gamma(t, t') = mu_(t+t')
+    else:
+        K = np.matmul(lags, lags.transpose(0, 2, 1))  # (b, T, T): Gamma(t, t')
     for t in range(1, T):  # K[t, t'] = Gamma(t, t') + K[t-1, t'-1]
         K[:, t, 1:] += K[:, t - 1, :-1]
-    d = int(np.bincount(W.indices, minlength=W.shape[0]).max())  # longest row of W^T
-    depth = 2 * (T - 1) * (d + 1) + W.shape[0] + T
+    d = int(np.bincount(W.indices, minlength=n).max())  # longest row of W^T
+    depth = 2 * (T - 1) * (d + 1) + n + T
     dK = np.array([gram.rounding_norm_bound(k, depth) for k in K])
     if np.any(dK >= 0.25 * lam):
         raise ValueError("rounding of K too large for the analytic lambda_min bound")
     L = np.linalg.cholesky(K)
     return ObserverBatch(
         observers=observers, lags=lags, K=K, L=L, dK=dK, lam=float(lam),
-        lag_depth=(T - 1) * (d + 1), products=products,
+        lag_depth=(T - 1) * (d + 1), products=T - 1,
     )
 
 
-def ones_values(batch: ObserverBatch, targets: np.ndarray) -> np.ndarray:
-    """The c = 1 values ``b_j^T K^{-1} b_j`` as computed (b, len(targets)), one triangular
-    solve with all targets as right-hand sides per observer; not certified (see
-    :func:`ones_interval`)."""
-    values, _ = _ones_solve(batch, targets)
-    return values
+def ones_values(batch: ObserverBatch, targets=None) -> np.ndarray:
+    """The c = 1 values ``b_j^T K^{-1} b_j`` as computed (b, targets): one matrix product
+    ``Z = P R`` per observer, ``P = L^{-1} C`` (C the T x T lower-triangular ones, so
+    ``P r_j = L^{-1} b_j``); not certified (see :func:`ones_interval`)."""
+    return np.stack([_ones_row(batch, i, targets)[0] for i in range(batch.K.shape[0])])
 
 
-def _ones_solve(batch: ObserverBatch, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    B = np.cumsum(batch.lags[:, :, targets], axis=1)  # (b, T, nt): b_j = G_j 1
-    values = np.empty((B.shape[0], B.shape[2]))
-    for i in range(B.shape[0]):
-        Y = scipy.linalg.solve_triangular(batch.L[i], B[i], lower=True, check_finite=False)
-        values[i] = np.add.reduce(Y * Y, axis=0)
-    norms = np.sqrt(np.add.reduce(B * B, axis=1))  # ||b_hat_j||, (b, nt)
-    return values, norms
-
-
-def ones_interval(batch: ObserverBatch, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Certified ``(low, high)`` with ``low <= 1^T M_j 1 <= high`` for every observer of the
-    batch and every target (arrays b x len(targets)); ``low`` is a certified lower bound on
-    ``Delta^2`` (module docstring for the argument)."""
+def _ones_row(batch: ObserverBatch, i: int, targets, out: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``fl(||P r_j||^2)``, ``fl(||r_j||^2)`` for every target, and ``P``; ``out``: a
+    (T, targets) buffer for ``Z`` (saves the page faults of a fresh array per observer)."""
     T = batch.T
-    u = UNIT_ROUNDOFF
-    values, norms = _ones_solve(batch, targets)
-    g = gamma(2 * T + 4)
-    F2 = np.einsum("bij,bij->b", batch.L, batch.L) * (1 + gamma(T * T + 1))
-    eps = (batch.dK + (3 * g + g * g) * F2) * (1 + 8 * u)  # (b,)
-    lam = batch.lam
-    lam_prime = (lam - eps) * (1 - 4 * u)
-    if np.any(lam_prime <= 0):
-        raise ValueError("rounding too large for the analytic lambda_min bound")
-    c = eps / np.sqrt(lam * lam_prime) * (1 + 8 * u)
-    root = np.sqrt(c * c + 4)
-    f_low = ((root * (1 - 4 * u) - c) / 2 * (1 - 4 * u))[:, None]
-    f_high = ((root + c) / 2 * (1 + 8 * u))[:, None]
-    g_sum = gamma(T + 1)
-    a_low = np.sqrt(values / (1 + g_sum)) * (1 - 4 * u)
-    a_high = np.sqrt(values / (1 - g_sum)) * (1 + 4 * u)
-    e = gamma(batch.lag_depth + T + 1)  # |b_hat - b| <= e b: the lags, then T-term sums
-    e_prime = e / (1 - e)
-    shift = e_prime * norms * (1 + gamma(T + 2)) / math.sqrt(lam) * (1 + 8 * u)
-    low_root = np.clip(a_low * f_low * (1 - 4 * u) - shift, 0.0, None) * (1 - 4 * u)
-    high_root = (a_high * f_high + shift) * (1 + 4 * u)
+    C = np.tril(np.ones((T, T)))
+    P = scipy.linalg.solve_triangular(batch.L[i], C, lower=True, check_finite=False)
+    R = batch.lags[i] if targets is None else batch.lags[i][:, targets]
+    Z = np.matmul(P, R, out=out)
+    return np.einsum("tj,tj->j", Z, Z), np.einsum("tj,tj->j", R, R), P
+
+
+def ones_interval(batch: ObserverBatch, targets=None) -> tuple[np.ndarray, np.ndarray]:
+    """Certified ``(low, high)`` with ``low <= 1^T M_j 1 <= high`` for every observer of the
+    batch and every target (``None``: all; arrays b x targets); ``low`` is a certified lower
+    bound on ``Delta^2`` (module docstring for the argument)."""
+    lows, highs = [], []
+    width = batch.lags.shape[2] if targets is None else len(targets)
+    buffer = np.empty((batch.T, width))
+    for i in range(batch.K.shape[0]):
+        low, high = _ones_certified(batch, i, targets, buffer)
+        lows.append(low)
+        highs.append(high)
+    return np.stack(lows), np.stack(highs)
+
+
+def _ones_certified(batch: ObserverBatch, i: int, targets, buffer
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    T, u, lam = batch.T, UNIT_ROUNDOFF, batch.lam
+    K, dK = batch.K[i], float(batch.dK[i])
+    z2, r2, P = _ones_row(batch, i, targets, buffer)
+    C = np.tril(np.ones((T, T)))
+    # delta >= ||P^T P - C^T K_hat^{-1} C||_2 (T x T work, docstring step 1)
+    lam_hat = lam - dK  # <= lambda_min(K_hat)
+    X = scipy.linalg.solve_triangular(batch.L[i], P, lower=True, trans="T", check_finite=False)
+    sandwich = certified.sandwich_from_solve(C, X, K @ X, lam_hat, K_dense=K)
+    PtP = P.T @ P
+    p_fro = frobenius(P)
+    ptp_rounding = gamma(T + 1) * p_fro * p_fro
+    gap = frobenius(PtP - sandwich.low) * (1 + gamma(T * T + 2))
+    delta = gap + ptp_rounding + sandwich.eta_low
+    excess = frobenius(sandwich.excess) * (1 + gamma(T * T + 1))  # >= ||excess||_2
+    delta_up = delta + excess + sandwich.eta_excess
+    delta, delta_up = delta * (1 + 8 * u), delta_up * (1 + 8 * u)
+    # per target: sqrt(r^T S r) within ||z|| -+ (gamma_T ||P||_F ||r|| and delta ||r||^2)
+    r2 = r2 * (1 + gamma(T + 1))  # >= ||r_j||^2
+    z_low = np.sqrt(z2 / (1 + gamma(T + 1))) * (1 - 4 * u)
+    z_high = np.sqrt(z2 / (1 - gamma(T + 1))) * (1 + 4 * u)
+    product = gamma(T + 1) * p_fro * np.sqrt(r2) * (1 + 8 * u)
+    s_low = np.clip(z_low - product, 0.0, None) * (1 - 4 * u)
+    s_low = np.sqrt(np.clip(s_low * s_low * (1 - 4 * u) - delta * r2, 0.0, None)) * (1 - 4 * u)
+    s_high = (z_high + product) * (1 + 4 * u)
+    s_high = np.sqrt((s_high * s_high + delta_up * r2) * (1 + 8 * u)) * (1 + 4 * u)
+    # K_hat -> K: sqrt(v_K) within sqrt(v_S) [(sqrt(c^2+4) - c)/2, (sqrt(c^2+4) + c)/2]
+    c = dK / math.sqrt(lam * lam_hat) * (1 + 8 * u)
+    root = math.sqrt(c * c + 4)
+    f_low = (root * (1 - 4 * u) - c) / 2 * (1 - 4 * u)
+    f_high = (root + c) / 2 * (1 + 8 * u)
+    # lags r_hat -> r: |w(r) - w(r_hat)| <= ||C||_2 e' ||r_hat|| / sqrt(lam), ||C||_2 <= T
+    e = gamma(batch.lag_depth)
+    shift = e / (1 - e) * T * np.sqrt(r2) / math.sqrt(lam) * (1 + 8 * u)
+    low_root = np.clip(s_low * f_low * (1 - 4 * u) - shift, 0.0, None) * (1 - 4 * u)
+    high_root = (s_high * f_high + shift) * (1 + 4 * u)
     return low_root * low_root * (1 - 4 * u), high_root * high_root * (1 + 4 * u)
 
 

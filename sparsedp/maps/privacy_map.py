@@ -53,6 +53,7 @@ from sparsedp.gossip import batched
 from sparsedp.gossip.sensitivity import gossip_sequence
 from sparsedp.graphs.graph import Graph, as_graph
 from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.linalg import kernels
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.maps.selection import select_nodes
 from sparsedp.plain import plain
@@ -61,7 +62,7 @@ from sparsedp.progress import progress_bar
 
 UPPER_MODES = ("certified", "none")
 BATCH_BYTES = 256 << 20  # lags and right-hand sides of one observer batch
-MAX_BATCH = 64
+MAX_BATCH = 32
 COLUMNS = ("observer", "target", "distance", "lower", "upper", "kind", "epsilon")
 KINDS = ("exact", "certified upper", "lower")
 
@@ -204,27 +205,30 @@ def privacy_map(
     tgt = select_nodes(targets, graph, n, "targets")
     b = _batch_size(batch_size, n, T, tgt.size, obs.size)
     budget = resources.memory_budget(max_memory)
-    table_bytes = obs.size * tgt.size * 48
+    table_bytes = obs.size * tgt.size * 128  # six 8-byte columns, kind as text
     resources.require_within(table_bytes + 3 * 8 * b * T * n, budget,
                              f"the map of {obs.size} x {tgt.size} pairs at T = {T}",
                              "select fewer observers or targets")
     pattern = abs(W) + abs(W).T
     _, component = connected_components(pattern, directed=False)
     lam = batched.lambda_min_lower_bound(W)
+    symmetric = kernels.is_symmetric(W)
+    every_target = tgt.size == n and bool(np.all(tgt == np.arange(n)))
     pairs = obs.size * tgt.size
     lower = np.empty(pairs)
     upper_col = np.full(pairs, np.nan)
     kind = np.empty(pairs, dtype=object)
     distance = np.empty(pairs, dtype=np.int64)
+    buffer = np.empty(b * T * n)  # the lags of one batch, reused
     bar = progress_bar(progress, total=obs.size, desc="observers", unit="observer")
     products = 0
     try:
         for start in range(0, obs.size, b):
             chunk = obs[start:start + b]
             dist = shortest_path(pattern, unweighted=True, indices=chunk)[:, tgt]
-            batch = batched.observer_batch(W, chunk, T, lam, backend)
-            products += batch.products
-            low, _ = batched.ones_interval(batch, tgt)
+            batch = batched.observer_batch(W, chunk, T, lam, backend, symmetric, buffer)
+            products += batch.products * chunk.size
+            low, _ = batched.ones_interval(batch, None if every_target else tgt)
             for i in range(chunk.size):
                 rows = slice((start + i) * tgt.size, (start + i + 1) * tgt.size)
                 d = dist[i]
@@ -266,7 +270,7 @@ def privacy_map(
              "excluded) of the certified upper bounds (each bounds its own pair, so their "
              "maximum bounds the worst case over these observers); lower: max of the lower "
              "bounds",)
-    info = {"sparse_products": products, "batch_size": b,
+    info = {"sparse_matrix_vector_products": products, "batch_size": b,
             "lambda_min_lower_bound": lam}
     return PrivacyMap(columns=columns, parameters=parameters, notes=notes, info=info)
 
@@ -306,7 +310,7 @@ def _batch_size(batch_size, n: int, T: int, targets: int, observers: int) -> int
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ParameterError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         return batch_size
-    per_observer = 8 * T * (n + 2 * targets)
+    per_observer = 8 * T * n  # its lags; the T x targets work buffer is shared
     return int(max(1, min(MAX_BATCH, observers, BATCH_BYTES // per_observer)))
 
 
