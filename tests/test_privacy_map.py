@@ -209,3 +209,56 @@ def test_parquet_round_trip_and_refusal(tmp_path):
     with pytest.raises(ParameterError, match="not a sparsedp map store"):
         store.write_map(m, other)
     assert other.read_text() == "hello"
+
+
+# ---- the command line ------------------------------------------------------------------------
+
+def _cli(capsys, *argv):
+    from sparsedp.cli.main import main
+    code = main(["map", "--no-progress", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_json_summaries(capsys):
+    code, out, _ = _cli(capsys, "--generator", "ring:12", "-T", "3", "--observers", "0,5",
+                        "--json")
+    assert code == 0
+    record = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
+    assert record["pairs"] == 24 and len(record["per_target"]) == 12
+    assert record["by_distance"][0]["distance"] == 0 and record["store"] is None
+    direct = sparsedp.privacy_map(nx.cycle_graph(12), [0, 5], "all", 3, 1.0, 1e-5)
+    assert [e["worst_upper"] for e in record["per_target"]] == pytest.approx(
+        [e["worst_upper"] for e in direct.per_target()], rel=1e-12)
+
+
+def test_cli_text_report(capsys):
+    code, out, _ = _cli(capsys, "--generator", "ring:10", "-T", "3", "--observers", "sample:3:0")
+    assert code == 0 and "least protected targets" in out and "d =   1" in out
+
+
+@pytest.mark.parametrize("argv, text", [
+    (("--observers", "0,99"), "unknown node id 99"),
+    (("--targets", "sample:50:1"), "larger than the graph"),
+    (("--rounds", "0"), "T (number of rounds)"),
+])
+def test_cli_bad_input_one_line(capsys, argv, text):
+    code, _, err = _cli(capsys, "--generator", "ring:10", *argv)
+    assert code == 2 and text in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_store_refuses_other_parameters(capsys, tmp_path):
+    path = tmp_path / "m.parquet"
+    args = ("--generator", "ring:10", "-T", "3", "--observers", "0", "--out", str(path))
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        code, _, err = _cli(capsys, *args)
+        assert code == 2 and "sparsedp[map]" in err and not path.exists()
+        return
+    assert _cli(capsys, *args, "--json")[0] == 0 and path.exists()
+    code, out, _ = _cli(capsys, *args, "--json")  # same parameters: replaced, said so
+    assert code == 0 and json.loads(out)["store"]["replaced"] is True
+    code, _, err = _cli(capsys, *args[:-2], "--out", str(path), "--sigma", "2")
+    assert code == 2 and "different parameters" in err
+    assert store.read_map(path).parameters["sigma"] == 1.0
