@@ -87,6 +87,33 @@ def test_map_without_exact_search_and_longer_T():
         assert _close(row["lower"], max(single.lower, 0.0), rtol=1e-6)
 
 
+@pytest.mark.parametrize("k, T", [(0, 4), (5, 12), (10, 30), (15, 48)])
+def test_entrywise_upper_against_single_calls(k, T):
+    """upper='entrywise': certified, within 1e-6 relative of the single call's entrywise
+    bound (sum |M_T|) wherever T does not cap it, and never below the single call's lower."""
+    G = _random_graph(k)
+    W = sparsedp.gossip_matrix(G)
+    rng = np.random.default_rng(k)
+    targets = [int(v) for v in rng.choice(W.shape[0], 6, replace=False)] + [3]
+    m = sparsedp.privacy_map(W, [3, 7], targets, T, upper="entrywise")
+    for row in m.rows():
+        single = sparsedp.squared_sensitivity(W, row["target"], [row["observer"]], T,
+                                              exact=False)
+        entrywise = next(b.value for b in single.bounds if b.name == "entrywise")
+        assert row["upper"] >= single.lower and single.upper >= row["lower"]
+        if row["kind"] != "exact" and row["upper"] < T:
+            assert _close(row["upper"], entrywise, rtol=1e-6, atol=1e-15), (row, entrywise)
+
+
+def test_gram_abs_sums_backends_agree():
+    from sparsedp.linalg import kernels
+    Y = np.random.default_rng(0).standard_normal((7, 5, 130))
+    a1, d1 = kernels.gram_abs_sums(Y, "numpy")
+    a2, d2 = kernels.gram_abs_sums(Y, "numba")
+    np.testing.assert_allclose(a1, a2, rtol=1e-13)
+    np.testing.assert_allclose(d1, d2, rtol=1e-13, atol=1e-14)
+
+
 def test_ones_interval_is_tight_and_brackets_the_plain_value():
     G = _random_graph(0)
     W = sparsedp.gossip_matrix(G)
@@ -166,6 +193,7 @@ def test_summaries():
     ({"sigma": 1.0}, ParameterError, "both sigma and delta"),
     ({"T": 0}, ParameterError, "T (number of rounds)"),
     ({"upper": "none", "exact": True}, ParameterError, "exact search needs"),
+    ({"upper": "entrywise", "T": 60}, ParameterError, "T <= 48"),
 ])
 def test_bad_input_one_line_errors(kwargs, error, text):
     G = nx.cycle_graph(10)

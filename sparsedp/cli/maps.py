@@ -67,8 +67,10 @@ def add_parser(sub) -> None:
     p.add_argument("--sigma", type=float, default=1.0, help="noise standard deviation")
     p.add_argument("--delta", type=float, default=1e-5, help="target delta")
     p.add_argument("--upper", choices=UPPER_MODES, default="certified",
-                   help="certified: a certified upper bound per pair (one T x T solve each); "
-                        "none: the c = 1 lower bound only (fast)")
+                   help="certified: the single-pair bounds per pair (one T x T solve and bound "
+                        "evaluation each); entrywise: the certified sum |M_T| of every target "
+                        "at once (T <= 48; tight when M_T >= 0); none: the c = 1 lower bound "
+                        "only (fast)")
     p.add_argument("--exact", type=_exact_flag, default=False,
                    help="exhaustive sign search per pair: auto (T <= 24), true, false "
                         "(default: false)")

@@ -20,8 +20,9 @@ Columns of the table (one row per pair, observers major, targets in the given or
     lower bound of the single-pair bound evaluation (local search, exhaustive search).
 ``upper``
     ``upper="certified"``: a certified upper bound (the single-pair path's bounds on the same
-    certified sandwich, :func:`sparsedp.linalg.sign_bounds.evaluate_bounds`); ``upper="none"``:
-    NaN (not computed).
+    certified sandwich, :func:`sparsedp.linalg.sign_bounds.evaluate_bounds`);
+    ``upper="entrywise"``: the certified entrywise bound ``sum |M_T|`` of every target at once
+    (:mod:`sparsedp.gossip.batched_entrywise`); ``upper="none"``: NaN (not computed).
 ``kind``
     ``"exact"``: the exhaustive search ran, or a closed form (distance > T - 1 or another
     component: ``G_T = 0``, ``Delta^2 = 0``), so ``[lower, upper]`` brackets the exact value
@@ -50,6 +51,7 @@ from scipy.sparse.csgraph import connected_components, shortest_path
 from sparsedp import resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip import batched
+from sparsedp.gossip.batched_entrywise import MAX_T, entrywise_upper
 from sparsedp.gossip.sensitivity import gossip_sequence
 from sparsedp.graphs.graph import Graph, as_graph
 from sparsedp.graphs.weights import gossip_matrix
@@ -60,7 +62,7 @@ from sparsedp.plain import plain
 from sparsedp.privacy.gaussian import gaussian_epsilon
 from sparsedp.progress import progress_bar
 
-UPPER_MODES = ("certified", "none")
+UPPER_MODES = ("certified", "entrywise", "none")
 BATCH_BYTES = 256 << 20  # lags and right-hand sides of one observer batch
 MAX_BATCH = 32
 COLUMNS = ("observer", "target", "distance", "lower", "upper", "kind", "epsilon")
@@ -178,8 +180,10 @@ def privacy_map(
     sigma, delta : noise and delta for the ``epsilon`` column (both or neither).
     scheme : weight scheme for graph input.
     upper : ``"certified"`` (per-pair certified upper bounds: the cost of one T x T solve and
-        bound evaluation per pair) or ``"none"`` (the c = 1 lower bound only: one triangular
-        solve with every target as right-hand side per observer).
+        bound evaluation per pair, the single-pair bounds), ``"entrywise"`` (the certified
+        ``sum |M_T|`` for every target at once, :mod:`sparsedp.gossip.batched_entrywise`:
+        ``T^3 n`` work per observer, ``T <= 48``; tight when ``M_T >= 0`` entrywise) or
+        ``"none"`` (the c = 1 lower bound only: one T x T by T x n product per observer).
     exact : exhaustive search over sign vectors per pair (``"auto"``: T <= 24, ``True``,
         ``False``, the default); with ``upper="certified"`` only.
     batch_size : observers propagated together (default: as many as fit
@@ -192,8 +196,11 @@ def privacy_map(
     if exact not in ("auto", True, False):
         raise ParameterError(f"exact must be 'auto', True or False, got {exact!r}")
     do_exact = bool(exact is True or (exact == "auto" and T <= 24))
-    if do_exact and upper == "none":
+    if do_exact and upper != "certified":
         raise ParameterError("exact search needs upper='certified'")
+    if upper == "entrywise" and T > MAX_T:
+        raise ParameterError(f"upper='entrywise' is limited to T <= {MAX_T} (its T^2 x T^2 "
+                             f"certification), got T = {T}; use upper='certified'")
     if (sigma is None) != (delta is None):
         raise ParameterError("give both sigma and delta (for the epsilon column) or neither")
     if sigma is not None:
@@ -238,11 +245,15 @@ def privacy_map(
                 if upper == "certified":
                     _certify(batch, i, tgt, zero, do_exact, backend, lower[rows],
                              upper_col[rows], kind[rows])
+                elif upper == "entrywise":
+                    upper_col[rows] = entrywise_upper(batch, i, None if every_target else tgt,
+                                                     backend)
+                    kind[rows] = "certified upper"
                 else:
                     kind[rows] = "lower"
                 lower[rows][zero] = 0.0  # G_T = 0 exactly: Delta^2 = 0
                 kind[rows][zero] = "exact"
-                if upper == "certified":
+                if upper != "none":
                     upper_col[rows][zero] = 0.0
             if bar is not None:
                 bar.update(chunk.size)
@@ -250,7 +261,7 @@ def privacy_map(
         if bar is not None:
             bar.close()
     epsilon = np.full(pairs, np.nan)
-    if sigma is not None and upper == "certified":
+    if sigma is not None and upper != "none":
         epsilon = _epsilons(upper_col, sigma, delta)
     names = (graph.ids_of(obs), graph.ids_of(tgt)) if graph is not None else (obs, tgt)
     columns = {
