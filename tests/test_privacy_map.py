@@ -290,3 +290,18 @@ def test_cli_store_refuses_other_parameters(capsys, tmp_path):
     code, _, err = _cli(capsys, *args[:-2], "--out", str(path), "--sigma", "2")
     assert code == 2 and "different parameters" in err
     assert store.read_map(path).parameters["sigma"] == 1.0
+
+
+def test_epsilons_of_many_distinct_bounds_stay_upper_bounds():
+    """Beyond 20000 distinct uppers, epsilon is taken at the next point of a geometric grid:
+    never below the exact conversion, and within 0.1% of it."""
+    import importlib
+    module = importlib.import_module("sparsedp.maps.privacy_map")
+    rng = np.random.default_rng(0)
+    upper = np.concatenate([rng.uniform(0, 30, 25_000), [0.0, 1e-30, 30.0]])
+    eps, note = module._epsilons(upper, 2.0, 1e-5)
+    assert note is not None and "upper bound" in note
+    picked = np.concatenate([rng.choice(upper.size, 200), [upper.size - 1]])
+    exact = np.array([sparsedp.gaussian_epsilon(float(upper[i]), 2.0, 1e-5) for i in picked])
+    assert np.all(eps[picked] >= exact)
+    assert np.all(eps[picked] <= exact * 1.001 + 1e-12)
