@@ -305,3 +305,20 @@ def test_epsilons_of_many_distinct_bounds_stay_upper_bounds():
     exact = np.array([sparsedp.gaussian_epsilon(float(upper[i]), 2.0, 1e-5) for i in picked])
     assert np.all(eps[picked] >= exact)
     assert np.all(eps[picked] <= exact * 1.001 + 1e-12)
+
+
+def test_non_symmetric_W_uses_the_gram_of_the_lags():
+    """Row-normalised weights (W not symmetric): K from the Gram of the lags; the map still
+    agrees with single calls (c = 1 and the certified interval)."""
+    G = _random_graph(6)
+    W = sparsedp.gossip_matrix(G, scheme="row-normalised")
+    assert (W != W.T).nnz
+    fast = sparsedp.privacy_map(W, [1, 4], [0, 2, 9, 1], 6, upper="none")
+    full = sparsedp.privacy_map(W, [1, 4], [0, 2, 9, 1], 6, exact="auto")
+    ent = sparsedp.privacy_map(W, [1, 4], [0, 2, 9, 1], 6, upper="entrywise")
+    for f, c, e in zip(fast.rows(), full.rows(), ent.rows(), strict=True):
+        single = sparsedp.squared_sensitivity(W, f["target"], [f["observer"]], 6)
+        assert _close(f["lower"], _ones_bound(single))
+        assert _close(c["lower"], single.lower)
+        assert c["upper"] >= single.lower and e["upper"] >= single.lower
+        assert single.upper >= max(c["lower"], e["lower"])
