@@ -120,12 +120,11 @@ def read_map(path) -> PrivacyMap:
     table = pq.read_table(path)
     columns = {}
     for name in table.column_names:
-        column = table.column(name)
-        if name in ("upper", "epsilon", "lower"):
-            columns[name] = np.array(
-                [np.nan if v is None else v for v in column.to_pylist()], dtype=np.float64)
+        values = table.column(name).to_numpy()  # float nulls become NaN
+        if name in ("lower", "upper", "epsilon"):
+            columns[name] = np.asarray(values, dtype=np.float64)
         elif name == "kind":
-            columns[name] = np.array(column.to_pylist(), dtype=str)
+            columns[name] = np.asarray(values, dtype=str)
         else:
-            columns[name] = column.to_numpy(zero_copy_only=False)
+            columns[name] = values
     return PrivacyMap(columns=columns, parameters=parameters)
