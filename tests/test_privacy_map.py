@@ -87,7 +87,7 @@ def test_map_without_exact_search_and_longer_T():
         assert _close(row["lower"], max(single.lower, 0.0), rtol=1e-6)
 
 
-@pytest.mark.parametrize("k, T", [(0, 4), (5, 12), (10, 30), (15, 48)])
+@pytest.mark.parametrize("k, T", [(0, 4), (5, 12), (10, 30), (15, 64)])
 def test_entrywise_upper_against_single_calls(k, T):
     """upper='entrywise': certified, within 1e-6 relative of the single call's entrywise
     bound (sum |M_T|) wherever T does not cap it, and never below the single call's lower."""
@@ -193,7 +193,6 @@ def test_summaries():
     ({"sigma": 1.0}, ParameterError, "both sigma and delta"),
     ({"T": 0}, ParameterError, "T (number of rounds)"),
     ({"upper": "none", "exact": True}, ParameterError, "exact search needs"),
-    ({"upper": "entrywise", "T": 60}, ParameterError, "T <= 48"),
 ])
 def test_bad_input_one_line_errors(kwargs, error, text):
     G = nx.cycle_graph(10)

@@ -69,8 +69,8 @@ def add_parser(sub) -> None:
     p.add_argument("--upper", choices=UPPER_MODES, default="certified",
                    help="certified: the single-pair bounds per pair (one T x T solve and bound "
                         "evaluation each); entrywise: the certified sum |M_T| of every target "
-                        "at once (T <= 48; tight when M_T >= 0); none: the c = 1 lower bound "
-                        "only (fast)")
+                        "at once (T^3 n work per observer; tight when M_T >= 0); none: the "
+                        "c = 1 lower bound only (fast)")
     p.add_argument("--exact", type=_exact_flag, default=False,
                    help="exhaustive sign search per pair: auto (T <= 24), true, false "
                         "(default: false)")

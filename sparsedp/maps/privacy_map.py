@@ -52,7 +52,7 @@ from scipy.sparse.csgraph import connected_components, shortest_path
 from sparsedp import resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip import batched
-from sparsedp.gossip.batched_entrywise import MAX_T, entrywise_upper
+from sparsedp.gossip.batched_entrywise import entrywise_upper
 from sparsedp.gossip.sensitivity import gossip_sequence
 from sparsedp.graphs.graph import Graph, as_graph
 from sparsedp.graphs.weights import gossip_matrix
@@ -185,7 +185,7 @@ def privacy_map(
     upper : ``"certified"`` (per-pair certified upper bounds: the cost of one T x T solve and
         bound evaluation per pair, the single-pair bounds), ``"entrywise"`` (the certified
         ``sum |M_T|`` for every target at once, :mod:`sparsedp.gossip.batched_entrywise`:
-        ``T^3 n`` work per observer, ``T <= 48``; tight when ``M_T >= 0`` entrywise) or
+        ``T^3 n`` work per observer; tight when ``M_T >= 0`` entrywise) or
         ``"none"`` (the c = 1 lower bound only: one T x T by T x n product per observer).
     exact : exhaustive search over sign vectors per pair (``"auto"``: T <= 24, ``True``,
         ``False``, the default); with ``upper="certified"`` only.
@@ -201,9 +201,6 @@ def privacy_map(
     do_exact = bool(exact is True or (exact == "auto" and T <= 24))
     if do_exact and upper != "certified":
         raise ParameterError("exact search needs upper='certified'")
-    if upper == "entrywise" and T > MAX_T:
-        raise ParameterError(f"upper='entrywise' is limited to T <= {MAX_T} (its T^2 x T^2 "
-                             f"certification), got T = {T}; use upper='certified'")
     if (sigma is None) != (delta is None):
         raise ParameterError("give both sigma and delta (for the epsilon column) or neither")
     if sigma is not None:
