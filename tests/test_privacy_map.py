@@ -321,3 +321,17 @@ def test_non_symmetric_W_uses_the_gram_of_the_lags():
         assert _close(c["lower"], single.lower)
         assert c["upper"] >= single.lower and e["upper"] >= single.lower
         assert single.upper >= max(c["lower"], e["lower"])
+
+
+def test_float32_table_rounds_outward():
+    G = _random_graph(4)
+    wide = sparsedp.privacy_map(G, [0, 1], "all", 5, 1.0, 1e-5, upper="entrywise")
+    narrow = sparsedp.privacy_map(G, [0, 1], "all", 5, 1.0, 1e-5, upper="entrywise",
+                                  float32=True)
+    for name in ("lower", "upper", "epsilon"):
+        assert narrow.columns[name].dtype == np.float32
+    assert np.all(narrow.columns["lower"].astype(np.float64) <= wide.columns["lower"])
+    assert np.all(narrow.columns["upper"].astype(np.float64) >= wide.columns["upper"])
+    assert np.all(narrow.columns["epsilon"].astype(np.float64) >= wide.columns["epsilon"])
+    np.testing.assert_allclose(narrow.columns["upper"], wide.columns["upper"], rtol=1e-6)
+    json.dumps(narrow.to_dict(), allow_nan=False)

@@ -74,6 +74,9 @@ def add_parser(sub) -> None:
     p.add_argument("--exact", type=_exact_flag, default=False,
                    help="exhaustive sign search per pair: auto (T <= 24), true, false "
                         "(default: false)")
+    p.add_argument("--float32", action="store_true",
+                   help="store lower, upper and epsilon as float32, rounded outward (still "
+                        "bounds)")
     p.add_argument("--out", metavar="PATH",
                    help="write the pair table as Parquet (refused if PATH holds another map)")
     p.add_argument("--json", action="store_true", help="print one JSON object (summaries)")
@@ -92,14 +95,15 @@ def run(args: argparse.Namespace) -> dict:
     parameters = {"graph": source, "scheme": args.scheme, "observers": args.observers,
                   "targets": args.targets, "T": args.rounds, "sigma": args.sigma,
                   "delta": args.delta, "upper": args.upper, "exact": args.exact,
-                  "view": "secure-summation"}
+                  "view": "secure-summation", "float32": args.float32}
     existed = False
     if args.out is not None:  # before any work
         store.require_pyarrow()
         existed = store.check_store(args.out, parameters)
     result = privacy_map(graph, observers=args.observers, targets=args.targets, T=args.rounds,
                          sigma=args.sigma, delta=args.delta, scheme=args.scheme,
-                         upper=args.upper, exact=args.exact, progress=args.progress,
+                         upper=args.upper, exact=args.exact, float32=args.float32,
+                         progress=args.progress,
                          max_memory=args.max_memory)
     if args.out is not None:
         store.write_map(result, args.out, parameters)

@@ -164,6 +164,7 @@ def privacy_map(
     upper: str = "certified",
     exact=False,
     batch_size: int | None = None,
+    float32: bool = False,
     progress=None,
     backend: str = "auto",
     max_memory=None,
@@ -189,6 +190,8 @@ def privacy_map(
         ``"none"`` (the c = 1 lower bound only: one T x T by T x n product per observer).
     exact : exhaustive search over sign vectors per pair (``"auto"``: T <= 24, ``True``,
         ``False``, the default); with ``upper="certified"`` only.
+    float32 : store ``lower``, ``upper`` and ``epsilon`` as float32, rounded outward (lower
+        bounds down, upper bounds and epsilons up: still bounds), halving the table.
     batch_size : observers propagated together (default: as many as fit
         :data:`BATCH_BYTES`, at most :data:`MAX_BATCH`).
     max_memory : memory budget; the table and one batch are checked against it before work.
@@ -269,15 +272,15 @@ def privacy_map(
         "observer": np.repeat(names[0], tgt.size),
         "target": np.tile(names[1], obs.size),
         "distance": distance,
-        "lower": lower,
-        "upper": upper_col,
+        "lower": _narrow(lower, down=True) if float32 else lower,
+        "upper": _narrow(upper_col, down=False) if float32 else upper_col,
         "kind": kind.astype(str),
-        "epsilon": epsilon,
+        "epsilon": _narrow(epsilon, down=False) if float32 else epsilon,
     }
     parameters = {"T": T, "sigma": sigma, "delta": delta, "view": "secure-summation",
                   "upper": upper, "exact": exact, "nodes": n,
                   "observers": _describe(observers), "targets": _describe(targets),
-                  "scheme": scheme if graph is not None else None}
+                  "scheme": scheme if graph is not None else None, "float32": bool(float32)}
     notes = ("per-target worst case: max over the map's observers (the target itself "
              "excluded) of the certified upper bounds (each bounds its own pair, so their "
              "maximum bounds the worst case over these observers); lower: max of the lower "
@@ -285,6 +288,16 @@ def privacy_map(
     info = {"sparse_matrix_vector_products": products, "batch_size": b,
             "lambda_min_lower_bound": lam}
     return PrivacyMap(columns=columns, parameters=parameters, notes=notes, info=info)
+
+
+def _narrow(values: np.ndarray, down: bool) -> np.ndarray:
+    """float64 bounds as float32 rounded outward: every float32 lower bound is <= its float64
+    value, every upper bound >= (NaN and infinities kept)."""
+    narrow = values.astype(np.float32)
+    wrong = (narrow > values) if down else (narrow < values)
+    toward = np.float32(-np.inf if down else np.inf)
+    narrow[wrong] = np.nextafter(narrow[wrong], toward)
+    return narrow
 
 
 def _certify(batch, i, tgt, zero, do_exact, backend, lower, upper, kind) -> None:
