@@ -10,42 +10,44 @@ For observer a, target j, T rounds, view ``"secure-summation"`` (v2 Lemma 10 wit
     M_j = G_j^T K^{-1} G_j,      Delta^2(j -> a) = max_{c in {-1,1}^T} c^T M_j c.
 
 ``K`` is the Gram assembly of :mod:`sparsedp.linalg.gram` (lags of ``W^T`` applied to
-``e_a``); a batch of observers is propagated as one sparse-times-block product per round and
-their Grams are one batched matrix product.
+``e_a``), or for exactly symmetric W the same recursion on the 2T - 1 moments
+``(W^l)_aa`` (:func:`observer_batch`); a batch of observers is propagated as one
+sparse-times-block product per round.
 
 The c = 1 value for every target at once
 ----------------------------------------
-``c = 1`` gives ``b_j = G_j 1``, ``b_j[t] = sum_{l <= t} r_l[j]`` (the cumulative sum of the
-lags, for all targets the T x n block ``B = cumsum(R)``); with ``K = L L^T``
+``c = 1`` gives ``b_j = G_j 1 = C r_j`` (``C`` the T x T lower-triangular ones: ``b_j[t] =
+sum_{l <= t} r_l[j]``); with ``K = L L^T`` and ``P = L^{-1} C`` (T x T, once per observer)
 
-    1^T M_j 1 = b_j^T K^{-1} b_j = ||L^{-1} b_j||^2,       Y = L^{-1} B  (one triangular
-                                                                         solve, n right sides)
+    1^T M_j 1 = b_j^T K^{-1} b_j = ||P r_j||^2,        Z = P R  (one T x T by T x n product)
 
 a lower bound on ``Delta^2`` (kind "lower": one feasible sign vector).
 
-Certification of the c = 1 value (:func:`ones_interval`).  Exact ``K``, ``b``; computed
-``K_hat`` with ``||K_hat - K||_2 <= dK`` (:func:`sparsedp.linalg.gram.rounding_norm_bound`),
-``|b_hat - b| <= e b`` entrywise (``e = gamma((T-1)(d+1) + T)``: the lags' rounding and the
-cumulative sum, non-negative terms), ``lambda_min(K) >= lam``
-(:func:`sparsedp.linalg.certified.gossip_lambda_min_lower_bound`).  The computed Cholesky
-factor satisfies ``L L^T = K_hat + Delta_1``, ``|Delta_1| <= g |L| |L^T|`` (Higham, Thm 10.3),
-and the computed ``y`` solves ``(L + Delta_2) y = b_hat`` exactly, ``|Delta_2| <= g |L|``
-(Higham, Thm 8.5, any order of the inner products), with ``g = gamma(2T + 4)`` (``gamma(T+1)``
-doubled, covering implementations that multiply by reciprocals of the diagonal).  So
-``||y||^2 = b_hat^T K'^{-1} b_hat`` for ``K' = (L + Delta_2)(L + Delta_2)^T`` and
+Certification of the c = 1 value (:func:`ones_interval`).  Exact ``K`` and lags ``r``;
+computed ``K_hat`` with ``||K_hat - K||_2 <= dK`` (:func:`sparsedp.linalg.gram.
+rounding_norm_bound`), ``|fl(r) - r| <= e r`` entrywise (``e = gamma((T-1)(d+1))``),
+``lambda_min(K) >= lam`` (:func:`sparsedp.linalg.certified.gossip_lambda_min_lower_bound`),
+so ``lambda_min(K_hat) >= lam_hat = lam - dK``.
 
-    ||K' - K||_2 <= eps := dK + (3 g + g^2) ||L||_F^2     (|| |L| ||_2 <= ||L||_F).
+1. ``S = C^T K_hat^{-1} C`` is sandwiched from the residual of ``X = L^{-T} P``
+   (:func:`sparsedp.linalg.certified.sandwich_from_solve`, T x T), and
+   ``P^T P - delta I <= S <= P^T P + delta_up I`` follows from the computed
+   ``||fl(P^T P) - low||_F``, the rounding of ``P^T P`` (``gamma_T ||P||_F^2``) and the
+   sandwich's allowances; so ``r^T S r`` is within ``delta ||r||^2`` (``delta_up``) of
+   ``||P r||^2``.
+2. ``|fl(P r) - P r| <= gamma_T |P| r`` (r >= 0), so ``||P r||`` is within ``gamma_T
+   ||P||_F ||r||`` of the computed ``||Z[:, j]||`` (itself from ``fl(sum z^2)``, within
+   ``gamma_T`` relative).
+3. K_hat to K: with ``v_K = b^T K^{-1} b`` and ``v_S = b^T K_hat^{-1} b``,
+   ``|v_K - v_S| <= dK ||K^{-1} b|| ||K_hat^{-1} b|| <= dK sqrt(v_K / lam) sqrt(v_S /
+   lam_hat)``, hence with ``c = dK / sqrt(lam lam_hat)``
 
-With ``v' = ||y||^2``, ``v_b = b_hat^T K^{-1} b_hat`` and ``lam' = lam - eps > 0``:
-``|v_b - v'| = |b_hat^T K^{-1} (K - K') K'^{-1} b_hat| <= eps sqrt(v_b / lam) sqrt(v' / lam')``,
-hence with ``c = eps / sqrt(lam lam')`` and ``s = sqrt(v_b)``, ``s^2 - c sqrt(v') s - v' <= 0 <=
-s^2 + c sqrt(v') s - v'``:
+       sqrt(v_S) (sqrt(c^2 + 4) - c) / 2  <=  sqrt(v_K)  <=  sqrt(v_S) (sqrt(c^2 + 4) + c) / 2.
 
-    sqrt(v') (sqrt(c^2 + 4) - c) / 2  <=  sqrt(v_b)  <=  sqrt(v') (sqrt(c^2 + 4) + c) / 2,
+4. Computed to exact lags: ``sqrt(v)`` is the norm ``||K^{-1/2} C r||``, which moves by at
+   most ``||C||_2 e' ||fl(r)|| / sqrt(lam)`` (``e' = e / (1 - e)``, ``||C||_2 <= T``).
 
-and ``|sqrt(v) - sqrt(v_b)| = | ||K^{-1/2} b|| - ||K^{-1/2} b_hat|| | <= e' ||b_hat|| /
-sqrt(lam)`` (``e' = e / (1 - e)``).  ``v'`` comes from ``fl(sum y^2)``, within ``gamma_T``
-relative; the last scalar operations are covered by factors ``1 -+ 32 u``.
+The last scalar operations are covered by factors ``1 -+ 4u`` to ``1 -+ 16u``.
 
 Certified upper bounds per pair (:func:`pair_bounds`): ``X = K_hat^{-1} [G_j ...]`` for a
 block of targets by one Cholesky solve, then per pair the same sandwich as the single-pair
