@@ -34,6 +34,7 @@ from sparsedp.gossip.closed_forms import (
 from sparsedp.graphs import Graph, as_graph, gossip_matrix, read_edge_list, synthetic_social_graph
 from sparsedp.linalg.spectral import SpectralInfo, spectral_info
 from sparsedp.linalg.stochastic import check_gossip_matrix, gossip_properties
+from sparsedp.maps import PrivacyMap, privacy_map
 from sparsedp.mf import MFResult, mf_sensitivity
 from sparsedp.ppac import laplacian_consensus_matrix, ppac_layout
 from sparsedp.ppac import leakage as ppac_leakage
@@ -66,6 +67,7 @@ __all__ = [
     "GraphError",
     "MFResult",
     "PairwiseLoss",
+    "PrivacyMap",
     "ParameterError",
     "SensitivityResult",
     "SparseDPError",
@@ -90,6 +92,7 @@ __all__ = [
     "mf_sensitivity",
     "muffliato_rdp",
     "ppac_layout",
+    "privacy_map",
     "ppac_leakage",
     "random_walk_mean_rdp",
     "random_walk_rdp",

@@ -66,6 +66,10 @@ PPAC_LEAF_GRAPH = "0 1\n0 2\n1 2\n0 3\n"  # victim 3 hangs on the attacker 0 alo
             "--trust", "pndp-eq12", "--attacker", "Medici", "--attacker", "Strozzi")),
     ("mf", ("mf", "--trust", "ldp", "--algorithm", "antipgd", "-T", "4")),
     ("mf-summary", ("mf", "--summary", "-T", "3")),
+    ("map", ("map", "--generator", "er:60:0.1:1", "--rounds", "4", "--observers", "0,3",
+             "--targets", "sample:20:1")),
+    ("map", ("map", "--generator", "ring:12", "--rounds", "3", "--upper", "none")),
+    ("map", ("map", "--generator", "er:60:0.1:1", "--rounds", "5", "--upper", "entrywise")),
 ])
 def test_every_command_prints_strict_json_valid_against_its_schema(schema, args, tmp_path):
     """Each command's --json output parses with a parser that refuses Infinity/NaN and

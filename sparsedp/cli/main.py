@@ -2,10 +2,11 @@
 
 ``sparsedp account`` (gossip averaging, :mod:`sparsedp.cli.account`), ``sparsedp randomwalk``
 and ``sparsedp muffliato`` (:mod:`sparsedp.cli.randomwalk`), ``sparsedp ppac``
-(:mod:`sparsedp.cli.ppac`), ``sparsedp mf`` (:mod:`sparsedp.cli.mf`), ``sparsedp audit``
-(:mod:`sparsedp.cli.audit`).  Each module adds its parser and a ``run`` / ``report`` pair (and
-an ``exit_status(record)`` where a result can be a failure: a failed audit exits with status
-3); :func:`main` runs it inside the one error boundary of the command line:
+(:mod:`sparsedp.cli.ppac`), ``sparsedp mf`` (:mod:`sparsedp.cli.mf`), ``sparsedp map``
+(privacy maps, :mod:`sparsedp.cli.maps`), ``sparsedp audit`` (:mod:`sparsedp.cli.audit`).  Each
+module adds its parser and a ``run`` / ``report`` pair (and an ``exit_status(record)`` where a
+result can be a failure: a failed audit exits with status 3); :func:`main` runs it inside the
+one error boundary of the command line:
 
 * a user mistake (:class:`sparsedp.errors.SparseDPError`, a file that cannot be read): one
   line ``sparsedp: error: ...``, exit status 2;
@@ -31,7 +32,7 @@ import warnings
 
 import sparsedp
 from sparsedp import resources
-from sparsedp.cli import account, audit, mf, ppac, randomwalk
+from sparsedp.cli import account, audit, maps, mf, ppac, randomwalk
 from sparsedp.errors import SparseDPError
 from sparsedp.plain import plain
 
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     randomwalk.add_parsers(sub)
     ppac.add_parser(sub)
     mf.add_parser(sub)
+    maps.add_parser(sub)
     audit.add_parser(sub)
     _show_defaults(parser)
     return parser

@@ -464,3 +464,37 @@ def csr_upper_mirrors_match(indptr, indices, data):
         if cursor[j] < indptr[j + 1] and indices[cursor[j]] < j:
             return False
     return True
+
+
+@numba.njit(cache=True, parallel=True, fastmath={"reassoc", "contract"})
+def gram_abs_sums(Y, block):
+    """Per column j of ``Y`` (S, T, n): ``sum_ss' |sum_t Y[s,t,j] Y[s',t,j]|`` and the
+    diagonal ``sum_t Y[s,t,j]^2``.  Columns in blocks of ``block``, copied to a contiguous
+    (block, S, T) buffer; the sums over t may be reassociated and fused (``fastmath`` reassoc
+    and contract only), which the error bound allows: ``gamma_T`` holds in any order."""
+    S, T, n = Y.shape
+    abs_sum = np.zeros(n)
+    diag = np.empty((n, S))
+    n_blocks = (n + block - 1) // block
+    for c in numba.prange(n_blocks):
+        lo = c * block
+        w = min(n, lo + block) - lo
+        Yb = np.empty((w, S, T))
+        for s in range(S):
+            for t in range(T):
+                for q in range(w):
+                    Yb[q, s, t] = Y[s, t, lo + q]
+        for q in range(w):
+            total = 0.0
+            for s in range(S):
+                for s2 in range(s, S):
+                    acc = 0.0
+                    for t in range(T):
+                        acc += Yb[q, s, t] * Yb[q, s2, t]
+                    if s2 == s:
+                        diag[lo + q, s] = acc
+                        total += abs(acc)
+                    else:
+                        total += 2.0 * abs(acc)
+            abs_sum[lo + q] = total
+    return abs_sum, diag

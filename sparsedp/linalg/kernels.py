@@ -330,6 +330,19 @@ def toeplitz_blocks(a: np.ndarray, backend: str = "auto") -> np.ndarray:
     return _numba_module().toeplitz_blocks(blocks)
 
 
+def gram_abs_sums(Y: np.ndarray, backend: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+    """For ``Y`` (S, T, n) and every column j, the Gram ``M_j[s, s'] = sum_t Y[s,t,j]
+    Y[s',t,j]`` reduced to ``sum_ss' |M_j[s, s']|`` (n,) and its diagonal (n, S), without
+    storing the n Gram matrices (numba: blocks of 64 columns, parallel).  Every entry is a sum
+    of T products (``|fl - exact| <= gamma_T |Y_s|.|Y_s'|``, any order)."""
+    Y = np.ascontiguousarray(Y, dtype=np.float64)
+    if _resolve(backend) == "numpy":
+        Yj = Y.transpose(2, 0, 1)
+        M = np.matmul(Yj, Yj.transpose(0, 2, 1))
+        return np.abs(M).sum(axis=(1, 2)), np.diagonal(M, axis1=1, axis2=2).copy()
+    return _numba_module().gram_abs_sums(Y, 64)
+
+
 def k_from_moments(mu: np.ndarray, T: int, backend: str = "auto") -> np.ndarray:
     """Dense ``K`` (Tm x Tm) from the lags ``mu`` (2T-1, m, m): block ``(t, s)`` for
     ``t <= s`` is ``sum_{i=0}^{t} mu_(s-t+2i)``, summed in that order, and block ``(s, t)``
