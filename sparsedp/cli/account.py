@@ -13,8 +13,8 @@ import argparse
 import time
 
 from sparsedp import validation
-from sparsedp.cli.options import add_memory_option, add_progress_option
-from sparsedp.errors import ParameterError
+from sparsedp.cli.graph_input import target_and_observers
+from sparsedp.cli.options import add_memory_option, add_progress_option, exact_flag
 from sparsedp.gossip.sensitivity import (
     METHODS,
     PRECONDITIONERS,
@@ -29,13 +29,6 @@ from sparsedp.privacy.gaussian import gaussian_epsilon
 from sparsedp.resources import format_bytes
 
 DEFAULT_GRAPH_NODES = 2000
-
-
-def _exact_flag(text: str):
-    choices = {"auto": "auto", "true": True, "yes": True, "false": False, "no": False}
-    if text.lower() not in choices:
-        raise argparse.ArgumentTypeError(f"expected auto, true or false, got {text!r}")
-    return choices[text.lower()]
 
 
 def add_parser(sub) -> None:
@@ -68,7 +61,7 @@ def add_parser(sub) -> None:
     acc.add_argument("--preconditioner", default="auto", choices=PRECONDITIONERS,
                      help="matrix-free path: gram (Cholesky of the Gram-assembled K_T), "
                           "stationary, or auto (gram when it fits in memory)")
-    acc.add_argument("--exact", type=_exact_flag, default="auto",
+    acc.add_argument("--exact", type=exact_flag, default="auto",
                      help="exhaustive search over sign vectors: auto (T <= 24), true, false")
     acc.add_argument("--truncation-rtol", type=float, default=1e-9,
                      help="structured path: widening allowed by the mixing truncation, "
@@ -96,14 +89,7 @@ def account(args: argparse.Namespace) -> dict:
         graph_name = str(args.graph)
     W = gossip_matrix(graph, scheme=args.scheme)  # row i is the node graph.id_of(i)
     # node ids as typed ("42" names the integer label 42), turned into rows of W
-    target = graph.n - 1 if args.target is None else graph.index_of(args.target, "target")
-    if args.view in VIEWS_WITHOUT_OBSERVERS:
-        if args.observers:
-            raise ParameterError(f"--view {args.view} fixes its own observers; drop --observer")
-        observers = None
-    else:
-        observers = [0] if args.observers is None else [
-            graph.index_of(v, "observer") for v in args.observers]
+    target, observers = target_and_observers(graph, args, VIEWS_WITHOUT_OBSERVERS)
     if args.dry_run:
         plan = estimate_cost(
             W, target, observers, args.rounds, view=args.view,

@@ -15,9 +15,8 @@ import time
 from sparsedp import validation
 from sparsedp.audit.gossip import audit_gossip
 from sparsedp.audit.simulate import THREATS
-from sparsedp.cli.graph_input import add_graph_options, load_graph
+from sparsedp.cli.graph_input import add_graph_options, load_graph, target_and_observers
 from sparsedp.cli.options import add_memory_option, add_progress_option
-from sparsedp.errors import ParameterError
 from sparsedp.gossip.views import VIEWS_WITHOUT_OBSERVERS
 from sparsedp.graphs.weights import SCHEMES, gossip_matrix
 
@@ -65,14 +64,7 @@ def run_audit(args: argparse.Namespace) -> dict:
     validation.probability_delta(args.delta)
     graph, name = load_graph(args, DEFAULT_GRAPH_NODES)
     W = gossip_matrix(graph, scheme=args.scheme)
-    target = graph.n - 1 if args.target is None else graph.index_of(args.target, "target")
-    if args.view in VIEWS_WITHOUT_OBSERVERS:
-        if args.observers:
-            raise ParameterError(f"--view {args.view} fixes its own observers; drop --observer")
-        observers = None
-    else:
-        observers = [0] if args.observers is None else [
-            graph.index_of(v, "observer") for v in args.observers]
+    target, observers = target_and_observers(graph, args, VIEWS_WITHOUT_OBSERVERS)
     result = audit_gossip(W, target, observers, args.rounds, view=args.view,
                           noise_removed=args.noise_removed, sigma=args.sigma, delta=args.delta,
                           trials=args.trials, seed=args.seed, confidence=args.confidence,

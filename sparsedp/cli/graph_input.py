@@ -35,6 +35,21 @@ def load_graph(args: argparse.Namespace, default_nodes: int) -> tuple[graphs.Gra
             f"synthetic social graph (n={default_nodes}, seed=0)")
 
 
+def target_and_observers(graph: graphs.Graph, args: argparse.Namespace,
+                         fixed_views) -> tuple[int, list[int] | None]:
+    """Rows of ``--target`` (default: the last node) and ``--observer`` (default: the first
+    node; ``None`` for the views in ``fixed_views``, which name their own observed set), the
+    ids as typed (``"42"`` names the integer label 42)."""
+    target = graph.n - 1 if args.target is None else graph.index_of(args.target, "target")
+    if args.view in fixed_views:
+        if args.observers:
+            raise ParameterError(f"--view {args.view} fixes its own observers; drop --observer")
+        return target, None
+    if args.observers is None:
+        return target, [0]
+    return target, [graph.index_of(v, "observer") for v in args.observers]
+
+
 def generator(spec: str) -> graphs.Graph:
     """A graph from ``name:arg[:arg...]`` (module docstring)."""
     name, _, rest = spec.partition(":")

@@ -15,7 +15,7 @@ import networkx as nx
 
 from sparsedp import validation
 from sparsedp.cli.exports import add_export_options, export
-from sparsedp.cli.options import add_memory_option, add_progress_option
+from sparsedp.cli.options import add_memory_option, add_progress_option, exact_flag
 from sparsedp.errors import ParameterError
 from sparsedp.graphs.graph import as_graph
 from sparsedp.graphs.weights import SCHEMES, gossip_matrix
@@ -26,13 +26,6 @@ from sparsedp.mf.trust import TRUST_MODELS
 from sparsedp.privacy.gaussian import gaussian_epsilon, rdp_epsilon
 
 ALGORITHMS = ("dp-d-sgd", "muffliato-sgd", "antipgd")
-
-
-def _exact_flag(text: str):
-    choices = {"auto": "auto", "true": True, "yes": True, "false": False, "no": False}
-    if text.lower() not in choices:
-        raise argparse.ArgumentTypeError(f"expected auto, true or false, got {text!r}")
-    return choices[text.lower()]
 
 
 def add_parser(sub) -> None:
@@ -65,7 +58,7 @@ def add_parser(sub) -> None:
     p.add_argument("--sigma", type=float, default=1.0, help="noise multiplier")
     p.add_argument("--delta", type=float, default=1e-5, help="target delta")
     p.add_argument("--alpha", type=float, default=2.0, help="Renyi order of the RDP value")
-    p.add_argument("--exact", type=_exact_flag, default="auto",
+    p.add_argument("--exact", type=exact_flag, default="auto",
                    help="exhaustive sign search (scalar gradients): auto, true, false")
     p.add_argument("--method", default="auto",
                    help="gossip engine path for DP-D-SGD under PNDP (as sparsedp account)")

@@ -7,6 +7,14 @@ import argparse
 from sparsedp.progress import MODES
 
 
+def exact_flag(text: str):
+    """``--exact auto|true|false`` (also yes/no) as ``"auto"``, True or False."""
+    choices = {"auto": "auto", "true": True, "yes": True, "false": False, "no": False}
+    if text.lower() not in choices:
+        raise argparse.ArgumentTypeError(f"expected auto, true or false, got {text!r}")
+    return choices[text.lower()]
+
+
 def add_progress_option(parser: argparse.ArgumentParser) -> None:
     """``--progress auto|always|never`` (and ``--no-progress`` for never), see
     :mod:`sparsedp.progress`."""
