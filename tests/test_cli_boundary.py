@@ -29,6 +29,17 @@ def _strict(text: str):
     return json.loads(text, parse_constant=refuse)
 
 
+def _signal_state(pid: int) -> str:
+    """The process's ignored and blocked signal masks, for the message of a failed Ctrl-C
+    test (a SIGINT that is ignored or blocked cannot interrupt it)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return " ".join(line.strip() for line in status if line.startswith(("SigIgn",
+                                                                                  "SigBlk")))
+    except OSError:
+        return "(no /proc)"
+
+
 def _no_traceback(run: subprocess.CompletedProcess) -> None:
     assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) <= 2
 
@@ -154,9 +165,10 @@ def test_ctrl_c_while_the_command_is_still_loading_is_one_line(delay):
     proc = subprocess.Popen([*COMMAND, "account", "--rounds", "300"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(delay)
+    state = _signal_state(proc.pid)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == 130 and stderr.strip() == "sparsedp: interrupted"
+    assert proc.returncode == 130 and stderr.strip() == "sparsedp: interrupted", state
 
 
 C5 = "0 1\n1 2\n2 3\n3 4\n4 0\n"
