@@ -69,6 +69,8 @@ PPAC_LEAF_GRAPH = "0 1\n0 2\n1 2\n0 3\n"  # victim 3 hangs on the attacker 0 alo
     ("ppac-leakage", ("ppac", "leakage", "--graph", "{leaf_graph}", "--attacker", "0",
                       "--horizon", "5")),  # a recoverable victim: infinity
     ("ppac-simulate", ("ppac", "simulate")),
+    ("sweep", ("sweep", "--out", "{tmp}/sweep", "--graph", "ring:10", "--rounds", "3,4",
+               "--workers", "1")),
     ("audit", ("audit", "--rounds", "4", "--trials", "2000")),
     ("audit", ("audit", "--view", "local-dp", "--noise-removed", "--rounds", "2",
                "--trials", "2000")),  # infinite
@@ -87,7 +89,7 @@ def test_every_command_prints_strict_json_valid_against_its_schema(schema, args,
     validates against its schema in docs/schemas (which is itself a valid JSON Schema)."""
     leaf_graph = tmp_path / "leaf.txt"
     leaf_graph.write_text(PPAC_LEAF_GRAPH)
-    run = _run(*(a.format(leaf_graph=leaf_graph) for a in args), "--json")
+    run = _run(*(a.format(leaf_graph=leaf_graph, tmp=tmp_path) for a in args), "--json")
     assert run.returncode == 0, run.stderr
     _no_traceback(run)
     record = _strict(run.stdout)

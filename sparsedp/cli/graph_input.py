@@ -7,13 +7,9 @@ from __future__ import annotations
 
 import argparse
 
-import networkx as nx
-
 from sparsedp import graphs
-from sparsedp.errors import ParameterError, SparseDPError
-from sparsedp.graphs.cost import require_generator_fits
-
-GENERATORS = ("ring", "grid", "hypercube", "er", "rgg", "complete", "star")
+from sparsedp.errors import ParameterError
+from sparsedp.graphs.specs import generator
 
 
 def add_graph_options(parser: argparse.ArgumentParser) -> None:
@@ -48,36 +44,3 @@ def target_and_observers(graph: graphs.Graph, args: argparse.Namespace,
     if args.observers is None:
         return target, [0]
     return target, [graph.index_of(v, "observer") for v in args.observers]
-
-
-def generator(spec: str) -> graphs.Graph:
-    """A graph from ``name:arg[:arg...]`` (module docstring)."""
-    name, _, rest = spec.partition(":")
-    args = rest.split(":") if rest else []
-    try:
-        if name == "ring":
-            return graphs.ring(int(args[0]))
-        if name == "grid":
-            rows, cols = args[0].lower().split("x")
-            return graphs.grid(int(rows), int(cols))
-        if name == "hypercube":
-            return graphs.hypercube(int(args[0]))
-        if name == "er":
-            seed = int(args[2]) if len(args) > 2 else 0
-            return graphs.erdos_renyi(int(args[0]), float(args[1]), seed=seed)
-        if name == "rgg":
-            seed = int(args[2]) if len(args) > 2 else 0
-            return graphs.random_geometric(int(args[0]), float(args[1]), seed=seed)
-        if name == "complete":
-            n = int(args[0])
-            require_generator_fits("complete", n, n * (n - 1) / 2, networkx=True)
-            return graphs.as_graph(nx.complete_graph(n))
-        if name == "star":
-            require_generator_fits("star", int(args[0]), int(args[0]), networkx=True)
-            return graphs.as_graph(nx.star_graph(int(args[0]) - 1))
-    except SparseDPError:
-        raise
-    except (IndexError, ValueError) as exc:
-        raise ParameterError(f"bad generator spec {spec!r}: {exc}") from None
-    raise ParameterError(f"unknown generator {name!r} in {spec!r}; known: "
-                         + ", ".join(GENERATORS))

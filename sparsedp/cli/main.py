@@ -3,10 +3,10 @@
 ``sparsedp account`` (gossip averaging, :mod:`sparsedp.cli.account`), ``sparsedp randomwalk``
 and ``sparsedp muffliato`` (:mod:`sparsedp.cli.randomwalk`), ``sparsedp ppac``
 (:mod:`sparsedp.cli.ppac`), ``sparsedp mf`` (:mod:`sparsedp.cli.mf`), ``sparsedp map``
-(privacy maps, :mod:`sparsedp.cli.maps`), ``sparsedp audit`` (:mod:`sparsedp.cli.audit`).  Each
-module adds its parser and a ``run`` / ``report`` pair (and an ``exit_status(record)`` where a
-result can be a failure: a failed audit exits with status 3); :func:`main` runs it inside the
-one error boundary of the command line:
+and ``sparsedp sweep`` (privacy maps, :mod:`sparsedp.cli.maps`), ``sparsedp audit``
+(:mod:`sparsedp.cli.audit`).  Each module adds its parser and a ``run`` / ``report`` pair
+(and an ``exit_status(record)`` where a result can be a failure: a failed audit exits with
+status 3); :func:`main` runs it inside the one error boundary of the command line:
 
 * a user mistake (:class:`sparsedp.errors.SparseDPError`, a file that cannot be read): one
   line ``sparsedp: error: ...``, exit status 2;
@@ -114,10 +114,12 @@ def _run(args: argparse.Namespace) -> tuple[dict, list[str]]:
     result: a long numba or LAPACK call defers Python's signal handling until it returns
     (minutes, for a large factorisation), so Ctrl-C could not stop it in time, whereas the
     waiting parent is interrupted at once and kills the child.  ``--debug`` runs in this
-    process, for a traceback of the original frames.
+    process, for a traceback of the original frames; so do commands that set ``in_process``
+    (``sweep``: its Dask cluster starts worker processes, which a daemonic child may not, and
+    it waits in Python, where Ctrl-C is handled at once).
     """
-    if (args.debug or "fork" not in multiprocessing.get_all_start_methods()
-            or _threads_started()):
+    if (args.debug or getattr(args, "in_process", False)
+            or "fork" not in multiprocessing.get_all_start_methods() or _threads_started()):
         return _run_here(args)
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)

@@ -17,10 +17,11 @@ import time
 
 from sparsedp import validation
 from sparsedp.cli.graph_input import add_graph_options, load_graph
-from sparsedp.cli.options import add_memory_option, add_progress_option
+from sparsedp.cli.options import add_memory_option, add_progress_option, exact_flag
 from sparsedp.graphs.weights import SCHEMES
 from sparsedp.maps import store
 from sparsedp.maps.privacy_map import UPPER_MODES, privacy_map
+from sparsedp.maps.sweep import sweep
 
 DEFAULT_GRAPH_NODES = 2000  # the embedded synthetic social graph, as for randomwalk
 SHOWN = 10  # rows of each summary in the text report (--json has all)
@@ -41,13 +42,6 @@ def _selection(text: str):
     if not ids:
         raise argparse.ArgumentTypeError("expected all, sample:K:SEED or a list of node ids")
     return ids
-
-
-def _exact_flag(text: str):
-    choices = {"auto": "auto", "true": True, "false": False}
-    if text.lower() not in choices:
-        raise argparse.ArgumentTypeError(f"expected auto, true or false, got {text!r}")
-    return choices[text.lower()]
 
 
 def add_parser(sub) -> None:
@@ -71,7 +65,7 @@ def add_parser(sub) -> None:
                         "evaluation each); entrywise: the certified sum |M_T| of every target "
                         "at once (T^3 n work per observer; tight when M_T >= 0); none: the "
                         "c = 1 lower bound only (fast)")
-    p.add_argument("--exact", type=_exact_flag, default=False,
+    p.add_argument("--exact", type=exact_flag, default=False,
                    help="exhaustive sign search per pair: auto (T <= 24), true, false "
                         "(default: false)")
     p.add_argument("--float32", action="store_true",
@@ -83,6 +77,75 @@ def add_parser(sub) -> None:
     add_memory_option(p)
     add_progress_option(p)
     p.set_defaults(run=run, report=format_report)
+    _add_sweep_parser(sub)
+
+
+def _values(kind):
+    """A comma-separated list of ``kind`` values (``--rounds 10,20``)."""
+    def parse(text: str) -> list:
+        try:
+            return [kind(v) for v in text.split(",") if v.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a comma-separated list, got {text!r}") from None
+    return parse
+
+
+def _add_sweep_parser(sub) -> None:
+    """The ``sweep`` subcommand: privacy maps over a grid, as Dask tasks."""
+    p = sub.add_parser(
+        "sweep", help="privacy maps over a parameter grid, on Dask, resumable",
+        description="Privacy maps (secure-summation view) for every combination of graphs, "
+        "schemes, rounds, sigma and delta, the observers split in blocks; each block is a "
+        "Dask task whose table is written atomically as its own Parquet chunk in --out. "
+        "Re-running the same command skips the finished chunks (a killed sweep resumes); "
+        "another sweep's directory is refused. Needs sparsedp[sweep].")
+    p.add_argument("--out", required=True, metavar="DIR", help="the sweep's directory")
+    p.add_argument("--graph", action="append", dest="graphs", metavar="SPEC",
+                   help="edge-list path or generator spec (ring:100, er:2048:0.01:1, ...); "
+                        "repeat for several (default: er:200:0.05:1)")
+    p.add_argument("--scheme", type=_values(str), default=["metropolis"],
+                   help="gossip weight schemes, comma-separated")
+    p.add_argument("--rounds", "-T", type=_values(int), default=[10], help="T values")
+    p.add_argument("--sigma", type=_values(float), default=[1.0], help="sigma values")
+    p.add_argument("--delta", type=_values(float), default=[1e-5], help="delta values")
+    p.add_argument("--observers", type=_selection, default="all",
+                   help="all, sample:K:SEED or a comma-separated list of node ids")
+    p.add_argument("--targets", type=_selection, default="all",
+                   help="all, sample:K:SEED or a comma-separated list of node ids")
+    p.add_argument("--observer-block", type=int, default=64,
+                   help="observers per task (one Parquet chunk each)")
+    p.add_argument("--upper", choices=UPPER_MODES, default="none",
+                   help="upper bounds of each map (see sparsedp map)")
+    p.add_argument("--workers", type=int, default=2,
+                   help="worker processes of the local Dask cluster")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="an existing Dask scheduler (tcp://host:port) instead of a local cluster")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_progress_option(p)
+    p.set_defaults(run=run_sweep, report=format_sweep, in_process=True)
+
+
+def run_sweep(args: argparse.Namespace) -> dict:
+    """Run or finish the sweep; return what was done."""
+    start = time.perf_counter()
+    for value in args.sigma:
+        validation.sigma(value)
+    for value in args.delta:
+        validation.probability_delta(value)
+    for value in args.rounds:
+        validation.rounds(value)
+    result = sweep(args.out, args.graphs or ["er:200:0.05:1"], args.rounds, args.sigma,
+                   args.delta, schemes=args.scheme, observers=args.observers,
+                   targets=args.targets, observer_block=args.observer_block, upper=args.upper,
+                   scheduler=args.scheduler, workers=args.workers, progress=args.progress)
+    return {**result.to_dict(), "elapsed_seconds": time.perf_counter() - start}
+
+
+def format_sweep(record: dict) -> str:
+    return (f"sweep      {record['out']}: {record['chunks']} chunks ({record['computed']} "
+            f"computed now, {record['skipped']} already there), {record['rows']} pairs "
+            f"({record['elapsed_seconds']:.1f} s)")
 
 
 def run(args: argparse.Namespace) -> dict:

@@ -110,6 +110,12 @@ def write_map(privacy_map: PrivacyMap, path, parameters: dict | None = None) -> 
     return path
 
 
+def stored_rows(path) -> int:
+    """The number of rows of the map stored at ``path`` (from the Parquet footer)."""
+    _, pq = _pyarrow()
+    return pq.read_metadata(path).num_rows
+
+
 def read_map(path) -> PrivacyMap:
     """The :class:`PrivacyMap` stored at ``path`` (its table and parameters; summaries are
     recomputed from the table)."""

@@ -1,0 +1,220 @@
+"""Sweeps: privacy maps over a grid of parameters, run as Dask tasks, stored chunk by chunk.
+
+A sweep is the product of graph specs (an edge-list path or a generator spec,
+:mod:`sparsedp.graphs.specs`), gossip weight schemes, rounds ``T``, noise ``sigma`` and
+``delta``, with the observers of each graph split into blocks of ``observer_block``.  Each
+(grid point, observer block) is one task: a :func:`sparsedp.privacy_map` of that block
+against the targets, written as its own Parquet chunk ``DIR/chunks/<key>.parquet`` by
+:func:`sparsedp.maps.store.write_map` (a temporary file, then ``os.replace``: a chunk is
+either whole or absent).  ``key`` is a digest of the task's parameters.
+
+* ``DIR/sweep.json`` records the sweep's parameters.  Re-running the same sweep skips the
+  chunks already there, so a sweep killed at any moment (``kill -9`` included) finishes on the
+  next run with every pair exactly once; a different sweep in the same directory is refused.
+* Tasks run on ``dask.distributed`` (the optional extra ``sparsedp[sweep]``): a
+  ``LocalCluster`` with ``workers`` single-threaded worker processes by default, or an
+  existing cluster at ``scheduler`` (``tcp://host:port``).  No scheduler of our own.
+* :func:`read_sweep` gives the whole table (every chunk, with the grid's columns ``graph``,
+  ``scheme``, ``T``, ``sigma``, ``delta``) in a fixed order, so two runs compare equal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sparsedp.errors import ParameterError
+from sparsedp.graphs.specs import graph_from_spec
+from sparsedp.maps import store
+from sparsedp.maps.privacy_map import UPPER_MODES, PrivacyMap, privacy_map
+from sparsedp.maps.selection import select_nodes
+from sparsedp.progress import progress_bar
+
+__all__ = ["SweepResult", "read_sweep", "sweep"]
+
+MANIFEST = "sweep.json"
+GRID_COLUMNS = ("graph", "scheme", "T", "sigma", "delta")
+CONNECT_TIMEOUT = "5s"
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What a run did: ``chunks`` in the sweep, ``computed`` now, ``skipped`` (already
+    stored), and the table's ``rows``."""
+
+    out: str
+    chunks: int
+    computed: int
+    skipped: int
+    rows: int
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def sweep(out, graphs, T, sigma, delta, *, schemes=("metropolis",), observers="all",
+          targets="all", observer_block: int = 64, upper: str = "none",
+          scheduler: str | None = None, workers: int = 2, progress=None) -> SweepResult:
+    """Run (or finish) the sweep stored in the directory ``out`` (module docstring).
+
+    ``graphs``: specs (strings); ``T``, ``sigma``, ``delta``, ``schemes``: lists of values;
+    ``observers`` and ``targets``: as for :func:`sparsedp.privacy_map` (labels of each graph);
+    ``upper``: the map's upper-bound mode.
+    """
+    store.require_pyarrow()
+    grid = _grid(graphs, T, sigma, delta, schemes, upper, observer_block, workers)
+    parameters = {**grid, "observers": _plain(observers), "targets": _plain(targets)}
+    out = Path(out)
+    chunks_dir = out / "chunks"
+    _check_manifest(out, parameters)
+    tasks = _tasks(grid, observers, targets)
+    todo = [t for t in tasks if not (chunks_dir / f"{t['key']}.parquet").exists()]
+    if todo:
+        chunks_dir.mkdir(parents=True, exist_ok=True)
+        _write_manifest(out, parameters)
+        _run(todo, chunks_dir, scheduler, workers, progress)
+    rows = sum(store.stored_rows(chunks_dir / f"{t['key']}.parquet") for t in tasks)
+    return SweepResult(str(out), len(tasks), len(todo), len(tasks) - len(todo), rows)
+
+
+def read_sweep(out) -> PrivacyMap:
+    """The sweep's whole table from its chunks, sorted by the grid columns, observer and
+    target; ``parameters`` are the sweep's (from ``sweep.json``)."""
+    out = Path(out)
+    manifest = out / MANIFEST
+    if not manifest.exists():
+        raise ParameterError(f"no sweep at {out} (no {MANIFEST})")
+    parameters = json.loads(manifest.read_text())
+    tables = [store.read_map(path).columns for path in sorted((out / "chunks").glob("*.parquet"))]
+    if not tables:
+        raise ParameterError(f"the sweep at {out} has no finished chunk yet")
+    columns = {name: np.concatenate([t[name] for t in tables]) for name in tables[0]}
+    order = np.lexsort([columns[k].astype(str) if columns[k].dtype.kind in "OU" else columns[k]
+                        for k in ("target", "observer", *reversed(GRID_COLUMNS))])
+    return PrivacyMap(columns={k: v[order] for k, v in columns.items()}, parameters=parameters)
+
+
+def _grid(graphs, T, sigma, delta, schemes, upper, observer_block, workers) -> dict:
+    """The validated grid as plain lists."""
+    lists = {"graphs": graphs, "T": T, "sigma": sigma, "delta": delta, "schemes": schemes}
+    grid = {}
+    for name, values in lists.items():
+        values = [values] if isinstance(values, (str, int, float)) else list(values)
+        if not values:
+            raise ParameterError(f"the sweep needs at least one value of {name}")
+        grid[name] = values
+    if upper not in UPPER_MODES:
+        raise ParameterError(f"upper must be one of {UPPER_MODES}, got {upper!r}")
+    if not isinstance(observer_block, int) or observer_block < 1:
+        raise ParameterError(f"observer_block must be a positive integer, got {observer_block!r}")
+    if not isinstance(workers, int) or workers < 1:
+        raise ParameterError(f"workers must be a positive integer, got {workers!r}")
+    return {**grid, "upper": upper, "observer_block": observer_block}
+
+
+def _plain(selection):
+    return list(selection) if isinstance(selection, (tuple, list)) else selection
+
+
+def _tasks(grid: dict, observers, targets) -> list[dict]:
+    """One task per (grid point, block of observers), each with the digest ``key`` of its
+    parameters.  The graphs are loaded here once, to split their observers."""
+    tasks = []
+    for spec in grid["graphs"]:
+        graph = graph_from_spec(spec)
+        rows = select_nodes(observers, graph, graph.n, "observer")
+        labels = graph.ids_of(rows).tolist()
+        blocks = [labels[i:i + grid["observer_block"]]
+                  for i in range(0, len(labels), grid["observer_block"])]
+        for scheme, T, sigma, delta, block in itertools.product(
+                grid["schemes"], grid["T"], grid["sigma"], grid["delta"], blocks):
+            task = {"graph": spec, "scheme": scheme, "T": T, "sigma": sigma, "delta": delta,
+                    "upper": grid["upper"], "observers": block, "targets": _plain(targets)}
+            digest = hashlib.sha256(json.dumps(task, sort_keys=True).encode()).hexdigest()
+            tasks.append({**task, "key": digest[:24]})
+    return tasks
+
+
+def _check_manifest(out: Path, parameters: dict) -> None:
+    """Refuse a directory that holds another sweep or something else."""
+    manifest = out / MANIFEST
+    if manifest.exists():
+        existing = json.loads(manifest.read_text())
+        if existing != json.loads(json.dumps(parameters)):
+            differing = sorted(k for k in set(existing) | set(parameters)
+                               if existing.get(k) != parameters.get(k))
+            raise ParameterError(f"{out} holds a sweep with other parameters "
+                                 f"({', '.join(differing)}); choose another directory")
+    elif out.exists() and any(out.iterdir()):
+        raise ParameterError(f"{out} exists and is not a sweep directory (no {MANIFEST}); "
+                             "refusing to write into it")
+
+
+def _write_manifest(out: Path, parameters: dict) -> None:
+    temporary = out / f".{MANIFEST}.tmp"
+    temporary.write_text(json.dumps(parameters, indent=1))
+    os.replace(temporary, out / MANIFEST)
+
+
+def compute_chunk(task: dict, chunks_dir: str) -> int:
+    """One task, in a worker: the map of its observer block, with the grid's columns, written
+    atomically to its chunk.  Returns its row count."""
+    graph = graph_from_spec(task["graph"])
+    result = privacy_map(graph, observers=task["observers"], targets=_selection(task["targets"]),
+                         T=task["T"], sigma=task["sigma"], delta=task["delta"],
+                         scheme=task["scheme"], upper=task["upper"], progress=False)
+    rows = len(result)
+    columns = {name: np.full(rows, task[name]) for name in GRID_COLUMNS}
+    table = PrivacyMap(columns={**columns, **result.columns}, parameters=result.parameters)
+    store.write_map(table, Path(chunks_dir) / f"{task['key']}.parquet",
+                    parameters={k: v for k, v in task.items() if k != "key"})
+    return rows
+
+
+def _selection(targets):
+    """A selection back from JSON: ``["sample", k, seed]`` is the tuple form."""
+    if isinstance(targets, list) and targets and targets[0] == "sample":
+        return tuple(targets)
+    return targets
+
+
+def _run(todo: list[dict], chunks_dir: Path, scheduler, workers: int, progress) -> None:
+    """Submit the tasks to dask.distributed and wait for them, with a progress bar."""
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise ParameterError("sweeps run on dask.distributed, which is not installed: "
+                             "pip install 'sparsedp[sweep]'") from None
+    cluster = None
+    try:
+        if scheduler is None:
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=":0", silence_logs=logging.ERROR)
+            client = Client(cluster)
+        else:
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError) as exc:
+        if cluster is not None:
+            cluster.close()
+        raise ParameterError(f"cannot reach the Dask scheduler {scheduler!r}: {exc}") from None
+    bar = progress_bar(progress, total=len(todo), desc="sweep", unit="chunk")
+    try:
+        futures = [client.submit(compute_chunk, task, str(chunks_dir), key=f"chunk-{task['key']}",
+                                 pure=False) for task in todo]
+        for future in as_completed(futures):
+            future.result()  # re-raises a task's error here
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+        client.close()
+        if cluster is not None:
+            cluster.close()
