@@ -38,12 +38,13 @@ def export(args: argparse.Namespace, columns: dict[str, list], *, x: str, y: str
     """Write ``columns`` (equal-length lists, the first the node ids) to ``args.csv`` and a
     scatter of ``y`` against ``x`` to ``args.plot``, where given."""
     if args.csv:
-        _write_atomically(args.csv, lambda path: _write_csv(path, columns))
+        write_atomically(args.csv, lambda path: _write_csv(path, columns))
     if args.plot:
-        _write_atomically(args.plot, lambda path: _write_plot(path, columns, x, y, title))
+        write_atomically(args.plot, lambda path: _write_plot(path, columns, x, y, title))
 
 
-def _write_atomically(target: str, write) -> None:
+def write_atomically(target: str, write) -> None:
+    """``write(temporary)`` then ``os.replace`` onto ``target``: no half-written file, ever."""
     target_path = Path(target)
     directory = target_path.parent if str(target_path.parent) else Path(".")
     if not directory.is_dir():

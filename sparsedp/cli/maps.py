@@ -16,10 +16,12 @@ import argparse
 import time
 
 from sparsedp import validation
+from sparsedp.cli.exports import write_atomically
 from sparsedp.cli.graph_input import add_graph_options, load_graph
 from sparsedp.cli.options import add_memory_option, add_progress_option, exact_flag
 from sparsedp.graphs.weights import SCHEMES
 from sparsedp.maps import store
+from sparsedp.maps.plots import PLOT_KINDS, plot_map
 from sparsedp.maps.privacy_map import UPPER_MODES, privacy_map
 from sparsedp.maps.sweep import sweep
 
@@ -73,6 +75,13 @@ def add_parser(sub) -> None:
                         "bounds)")
     p.add_argument("--out", metavar="PATH",
                    help="write the pair table as Parquet (refused if PATH holds another map)")
+    p.add_argument("--plot", metavar="FILE",
+                   help="also draw the map to FILE (.png, .pdf, .svg; needs matplotlib: pip "
+                        "install 'sparsedp[plot]')")
+    p.add_argument("--plot-kind", choices=PLOT_KINDS, default="distance",
+                   help="distance: epsilon against hop distance, min-mean-max; heatmap: "
+                        "observer x target (<= 500 a side); graph: nodes coloured by their "
+                        "worst case (<= 2000 nodes)")
     p.add_argument("--json", action="store_true", help="print one JSON object (summaries)")
     add_memory_option(p)
     add_progress_option(p)
@@ -170,6 +179,8 @@ def run(args: argparse.Namespace) -> dict:
                          max_memory=args.max_memory)
     if args.out is not None:
         store.write_map(result, args.out, parameters)
+    if args.plot is not None:
+        write_atomically(args.plot, lambda path: plot_map(result, path, args.plot_kind, graph))
     record = result.to_dict(table=False)
     record["parameters"] = parameters
     record["graph"] = {"source": source, "nodes": graph.n, "edges": graph.num_edges}
