@@ -115,10 +115,15 @@ class AuditResult:
         return (f"view={self.view} noise_removed={self.noise_removed} target={self.target} "
                 f"observers={observers} T={self.T} sigma={self.sigma:g}")
 
+    def record(self) -> dict:
+        """Every field and the derived ``passed``, ``tightness`` and ``verdict``, as Python
+        values (infinite floats kept)."""
+        return {**asdict(self), "passed": self.passed, "tightness": self.tightness,
+                "verdict": self.verdict}
+
     def to_dict(self) -> dict:
         """Plain data, strict JSON (:func:`sparsedp.plain.plain`)."""
-        return plain({**asdict(self), "passed": self.passed, "tightness": self.tightness,
-                      "verdict": self.verdict})
+        return plain(self.record())
 
 
 def audit_gossip(W, target: int, observers=None, T: int = 10, *,
@@ -227,7 +232,7 @@ def _verdict(engine: SensitivityResult, attacker: Threat, T, sigma, delta, trial
     mu_upper = math.sqrt(engine.upper) / sigma
     slack = 1e-9  # rounding of the two sides, far below the statistical widths
     return AuditResult(
-        view=attacker.view, noise_removed=bool(attacker.known_noise.size), target=engine.target,
+        view=attacker.view, noise_removed=attacker.noise_removed, target=engine.target,
         observers=engine.observers, T=T, sigma=float(sigma), delta=float(delta),
         trials=int(trials), seed=int(seed), confidence=float(confidence),
         engine_lower=engine.lower, engine_upper=engine.upper, signs=engine.signs,

@@ -2,9 +2,10 @@
 
 :func:`audit_ppac` checks ``pi_i^(j)(t) = I(D_i(t); u_j)`` (nats) of
 :func:`sparsedp.ppac.leakage` from the other side: the protocol's preparation and consensus
-are run ``trials`` times (:func:`sparsedp.ppac.prepare`, Algorithm 1 of Fereydounian et al.,
-and :func:`sparsedp.ppac.protocol.attacker_view`, which collects exactly the data of their
-eq. 9 from the run, not from the leakage's matrices), values and noises Gaussian with mean 0.
+are run ``trials`` times (:func:`sparsedp.ppac.protocol.simulated_data`: Algorithm 1 of
+Fereydounian et al., and :func:`sparsedp.ppac.protocol.attacker_view`, which collects exactly
+the data of their eq. 9 from the run, not from the leakage's matrices), values and noises
+Gaussian with mean 0.
 
 Values and data are jointly Gaussian, so ``I(D; u_j) = 1/2 log(Var u_j / Var(u_j | D))``
 with ``Var(u_j | D)`` the residual variance of the least-squares regression of ``u_j`` on
@@ -31,7 +32,7 @@ from sparsedp.audit.statistics import chi2_quantile
 from sparsedp.errors import ParameterError
 from sparsedp.plain import plain
 from sparsedp.ppac.information import leakage
-from sparsedp.ppac.protocol import PPACLayout, attacker_view, prepare
+from sparsedp.ppac.protocol import PPACLayout, simulated_data
 
 __all__ = ["PPACAuditResult", "audit_ppac"]
 
@@ -90,11 +91,8 @@ def audit_ppac(layout: PPACLayout, W, attacker, victim, horizon: int, *,
         reported = leakage(layout, W, attacker, horizon, value_std=value_std,
                            noise_std=noise_std, victims=[victim])
         engine, kind = float(reported.nats[0]), str(reported.kind[0])
-    j = layout.graph.index_of(victim, "victim")
-    run = prepare(layout, None, realisations=trials, value_std=value_std,
-                  noise_std=noise_std, seed=seed)
-    data = attacker_view(W, run, attacker, horizon).features().T  # (trials, features)
-    u = run.values[j]
+    data, u = simulated_data(layout, W, attacker, victim, horizon, value_std=value_std,
+                             noise_std=noise_std, runs=trials, seed=seed)
     coefficients, _, rank, _ = np.linalg.lstsq(data, u, rcond=None)
     rss = float(np.sum((u - data @ coefficients) ** 2))
     if trials <= rank:

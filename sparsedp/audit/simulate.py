@@ -57,6 +57,11 @@ class Threat:
     known_noise: np.ndarray
 
     @property
+    def noise_removed(self) -> bool:
+        """Whether the attacker knows its own noise."""
+        return bool(self.known_noise.size)
+
+    @property
     def features(self) -> int:
         """Recorded numbers per round."""
         return self.recorded.size + self.known_noise.size

@@ -22,7 +22,6 @@ from sparsedp.graphs.weights import SCHEMES, gossip_matrix
 
 DEFAULT_GRAPH_NODES = 100
 EXIT_AUDIT_FAILED = 3
-_NON_FINITE = ("infinity", "-infinity", "nan")
 
 
 def add_parser(sub) -> None:
@@ -69,7 +68,7 @@ def run_audit(args: argparse.Namespace) -> dict:
                           noise_removed=args.noise_removed, sigma=args.sigma, delta=args.delta,
                           trials=args.trials, seed=args.seed, confidence=args.confidence,
                           progress=args.progress)
-    record = result.to_dict()
+    record = result.record()  # the JSON output goes through plain() in cli.main
     record.update(target=graph.id_of(result.target),
                   observers=[graph.id_of(i) for i in result.observers],
                   graph={"source": name, "nodes": graph.n, "edges": graph.num_edges},
@@ -83,8 +82,6 @@ def exit_status(record: dict) -> int:
 
 
 def format_report(record: dict) -> str:
-    record = {key: float(value) if value in _NON_FINITE else value  # plain's strings
-              for key, value in record.items()}
     g = record["graph"]
     observers = record["observers"]
     shown = observers if len(observers) <= 8 else f"{observers[:8]}... ({len(observers)} nodes)"

@@ -273,18 +273,12 @@ def squared_sensitivity(
                  max_memory)
     if plan.closed_form is not None:
         return plan.closed_form
-    target, model, system, method, notes = (
-        plan.target, plan.model, plan.system, plan.method, plan.notes
-    )
-    T = system.T
-    _require_fits(plan.memory_of, T, plan.budget,
-                  f"method {method!r} with {system.m} observed rows and T = {T} rounds")
-    keep = ~system.redundant_rows().ravel()
-    if not keep.any():
+    target, model, method, notes = plan.target, plan.model, plan.method, plan.notes
+    T = plan.system.T
+    sandwich, solver_info = solve_planned(plan, rtol, maxiter, progress, truncation_rtol,
+                                          preconditioner)
+    if sandwich is None:
         return _nothing_learned(target, model, T)
-    sandwich, solver_info = solve(
-        system, target, keep, method, rtol, maxiter, progress, truncation_rtol, preconditioner
-    )
     solver_info["estimated_memory_bytes"] = plan.cost.memory
     bounds, signs = evaluate_bounds(sandwich, do_exact, backend)
     if not solver_info["upper_certified"]:
@@ -294,6 +288,22 @@ def squared_sensitivity(
             "view: the only certified upper bound is T (M_T <= I)"
         )
     return _assemble(target, model, T, method, sandwich, bounds, signs, solver_info, notes)
+
+
+def solve_planned(plan: _Plan, rtol, maxiter, progress, truncation_rtol, preconditioner):
+    """The certified sandwich of ``M_T`` for a planned view and the solver's report, after
+    the memory check of its method; ``(None, None)`` when every observation is a function of
+    the attacker's own data and noise (``M_T = 0``).  Shared by :func:`squared_sensitivity`
+    and :func:`sparsedp.gossip.target_block.view_target_block`."""
+    system = plan.system
+    _require_fits(plan.memory_of, system.T, plan.budget,
+                  f"method {plan.method!r} with {system.m} observed rows and T = {system.T} "
+                  "rounds")
+    keep = ~system.redundant_rows().ravel()
+    if not keep.any():
+        return None, None
+    return solve(system, plan.target, keep, plan.method, rtol, maxiter, progress,
+                 truncation_rtol, preconditioner)
 
 
 def estimate_cost(

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sparsedp.gossip.certified_solve import solve
-from sparsedp.gossip.sensitivity import _plan, _require_fits
+from sparsedp.gossip.sensitivity import _plan, solve_planned
 from sparsedp.linalg.certified import MatrixSandwich
 
 
@@ -68,18 +67,15 @@ def view_target_block(
         name = plan.closed_form.bounds[0].name
         return TargetBlock(T=plan.closed_form.T, closed_form=_CLOSED[name],
                            notes=plan.closed_form.notes)
-    system, method = plan.system, plan.method
-    _require_fits(plan.memory_of, system.T, plan.budget,
-                  f"method {method!r} with {system.m} observed rows and T = {system.T} rounds")
-    keep = ~system.redundant_rows().ravel()
-    if not keep.any():
-        return TargetBlock(T=system.T, closed_form="zero",
+    T = plan.system.T
+    sandwich, info = solve_planned(plan, rtol, maxiter, progress, truncation_rtol,
+                                   preconditioner)
+    if sandwich is None:
+        return TargetBlock(T=T, closed_form="zero",
                            notes=("every observation is a function of the attacker's own data "
                                   "and noise",))
-    sandwich, info = solve(system, plan.target, keep, method, rtol, maxiter, progress,
-                           truncation_rtol, preconditioner)
-    return TargetBlock(T=system.T, closed_form=None, sandwich=sandwich,
-                       upper_certified=bool(info["upper_certified"]), method=method,
+    return TargetBlock(T=T, closed_form=None, sandwich=sandwich,
+                       upper_certified=bool(info["upper_certified"]), method=plan.method,
                        solver=info, notes=tuple(plan.notes))
 
 

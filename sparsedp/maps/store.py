@@ -68,15 +68,21 @@ def check_store(path, parameters: dict) -> bool:
     existing = stored_parameters(path)
     if existing is None:
         return False
+    refuse_other_parameters(path, "a map", existing, parameters)
+    return True
+
+
+def refuse_other_parameters(path, what: str, existing: dict, parameters: dict) -> None:
+    """ParameterError (one line, naming up to three differing keys) unless the ``existing``
+    parameters recorded at ``path`` are ``parameters`` (compared as stored in JSON)."""
     wanted = json.loads(json.dumps(parameters))  # as stored: tuples become lists
     if existing != wanted:
         differing = sorted(k for k in set(existing) | set(wanted)
                            if existing.get(k) != wanted.get(k))
         shown = ", ".join(f"{k}: {existing.get(k)!r} there, {wanted.get(k)!r} here"
                           for k in differing[:3])
-        raise ParameterError(f"{path} holds a map with different parameters ({shown}); "
-                             "choose another output path or remove it")
-    return True
+        raise ParameterError(f"{path} holds {what} with different parameters ({shown}); "
+                             "choose another output path for other parameters, or remove it")
 
 
 def write_map(privacy_map: PrivacyMap, path, parameters: dict | None = None) -> Path:

@@ -20,6 +20,7 @@ either whole or absent).  ``key`` is a digest of the task's parameters.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -146,12 +147,8 @@ def _check_manifest(out: Path, parameters: dict) -> None:
     """Refuse a directory that holds another sweep or something else."""
     manifest = out / MANIFEST
     if manifest.exists():
-        existing = json.loads(manifest.read_text())
-        if existing != json.loads(json.dumps(parameters)):
-            differing = sorted(k for k in set(existing) | set(parameters)
-                               if existing.get(k) != parameters.get(k))
-            raise ParameterError(f"{out} holds a sweep with other parameters "
-                                 f"({', '.join(differing)}); choose another directory")
+        store.refuse_other_parameters(out, "a sweep", json.loads(manifest.read_text()),
+                                      parameters)
     elif out.exists() and any(out.iterdir()):
         raise ParameterError(f"{out} exists and is not a sweep directory (no {MANIFEST}); "
                              "refusing to write into it")
@@ -166,7 +163,7 @@ def _write_manifest(out: Path, parameters: dict) -> None:
 def compute_chunk(task: dict, chunks_dir: str) -> int:
     """One task, in a worker: the map of its observer block, with the grid's columns, written
     atomically to its chunk.  Returns its row count."""
-    graph = graph_from_spec(task["graph"])
+    graph = _graph(task["graph"])
     result = privacy_map(graph, observers=task["observers"], targets=_selection(task["targets"]),
                          T=task["T"], sigma=task["sigma"], delta=task["delta"],
                          scheme=task["scheme"], upper=task["upper"], progress=False)
@@ -176,6 +173,12 @@ def compute_chunk(task: dict, chunks_dir: str) -> int:
     store.write_map(table, Path(chunks_dir) / f"{task['key']}.parquet",
                     parameters={k: v for k, v in task.items() if k != "key"})
     return rows
+
+
+@functools.lru_cache(maxsize=4)
+def _graph(spec: str):
+    """The graph of ``spec``, loaded once per worker process for all its tasks."""
+    return graph_from_spec(spec)
 
 
 def _selection(targets):

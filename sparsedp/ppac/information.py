@@ -62,7 +62,7 @@ from sparsedp.linalg.exact_rank import IntegerEchelon
 from sparsedp.linalg.kernels import spmm
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.plain import plain
-from sparsedp.ppac.protocol import PPACLayout, attacker_view, check_consensus_matrix, prepare
+from sparsedp.ppac.protocol import PPACLayout, check_consensus_matrix, simulated_data
 from sparsedp.ppac.structure import (
     basis_pursuit,
     delayed_recovery_by_position,
@@ -550,13 +550,10 @@ def leakage_monte_carlo(layout: PPACLayout, W: Any, attacker: Any, victim: Any, 
     ``1/2 sqrt(2 / (N - 1) + 2 / (N - p - 1))`` (delta method, ignoring their correlation,
     which only makes it conservative).
     """
-    _, j = _attacker_and_victim(layout, attacker, victim)
-    prep = prepare(layout, None, realisations=samples, value_std=value_std,
-                   noise_std=noise_std, seed=seed)
-    view = attacker_view(W, prep, attacker, horizon)
-    F = view.features().T
+    _attacker_and_victim(layout, attacker, victim)
+    F, u = simulated_data(layout, W, attacker, victim, horizon, value_std=value_std,
+                          noise_std=noise_std, runs=samples, seed=seed)
     F = F - F.mean(axis=0)
-    u = prep.values[j]
     u = u - u.mean()
     coef, _, p, _ = np.linalg.lstsq(F, u, rcond=None)
     rss = float(np.sum((u - F @ coef) ** 2))

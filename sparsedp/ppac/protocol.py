@@ -455,3 +455,16 @@ def attacker_view(W: Any, prep: Preparation, attacker: Any, horizon: int) -> Att
     g = layout.graph
     return AttackerView(g.id_of(i), g.ids_of(nbrs), prep.values[i].copy(),
                         prep.fragments[lo:hi].copy(), prep.fragments[into].copy(), messages)
+
+
+def simulated_data(layout: PPACLayout, W: Any, attacker: Any, victim: Any, horizon: int, *,
+                   value_std: Any = 1.0, noise_std: Any = 1.0, runs: int = 20_000,
+                   seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``runs`` independent runs of the protocol with Gaussian values and noises (mean 0):
+    the attacker's data ``D_i(horizon)`` as rows ``(runs, observations)``
+    (:meth:`AttackerView.features`) and the victim's values ``(runs,)``; labels name nodes."""
+    j = layout.graph.index_of(victim, "victim")
+    prep = prepare(layout, None, realisations=runs, value_std=value_std, noise_std=noise_std,
+                   seed=seed)
+    return attacker_view(W, prep, attacker, horizon).features().T, prep.values[j]
+
