@@ -57,6 +57,7 @@ import scipy.sparse as sp
 from sparsedp import validation
 from sparsedp.errors import ParameterError, ResourceLimitError
 from sparsedp.linalg.stochastic import check_gossip_matrix
+from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.progress import progress_bar
 
 EXACT_EIGEN_MAX_N = 10_000
@@ -212,6 +213,7 @@ def _estimate(W, T, symmetric, probes, seed, progress):
     return H, se, project
 
 
+@limit_blas_threads
 def utility_gram(W, T: int, *, method: str = "auto", probes: int = 16, z_score: float = 5.0,
                  seed=0, progress=None) -> UtilityGram:
     """Lemma 10's utility Gram matrix H (T x T) of MF-D-SGD on W (module docstring).
