@@ -2,7 +2,8 @@
 
 ``sparsedp account`` (gossip averaging, :mod:`sparsedp.cli.account`), ``sparsedp randomwalk``
 and ``sparsedp muffliato`` (:mod:`sparsedp.cli.randomwalk`), ``sparsedp ppac``
-(:mod:`sparsedp.cli.ppac`), ``sparsedp mf`` (:mod:`sparsedp.cli.mf`), ``sparsedp map``
+(:mod:`sparsedp.cli.ppac`), ``sparsedp mf`` (:mod:`sparsedp.cli.mf`), ``sparsedp mafalda``
+(:mod:`sparsedp.cli.mafalda`), ``sparsedp map``
 and ``sparsedp sweep`` (privacy maps, :mod:`sparsedp.cli.maps`), ``sparsedp audit``
 (:mod:`sparsedp.cli.audit`).  Each module adds its parser and a ``run`` / ``report`` pair
 (and an ``exit_status(record)`` where a result can be a failure: a failed audit exits with
@@ -32,7 +33,7 @@ import warnings
 
 import sparsedp
 from sparsedp import resources
-from sparsedp.cli import account, audit, maps, mf, ppac, randomwalk
+from sparsedp.cli import account, audit, mafalda, maps, mf, ppac, randomwalk
 from sparsedp.errors import SparseDPError
 from sparsedp.plain import plain
 
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     randomwalk.add_parsers(sub)
     ppac.add_parser(sub)
     mf.add_parser(sub)
+    mafalda.add_parser(sub)
     maps.add_parser(sub)
     audit.add_parser(sub)
     _show_defaults(parser)
