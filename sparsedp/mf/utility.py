@@ -39,7 +39,9 @@ Paths (:func:`utility_gram`):
   with ``P = I - J/n`` and probes projected, ``z <- z - mean(z)``; this removes the largest,
   non-decaying part of the variance.  Each probe gives an unbiased H^(z); ``H`` is their mean
   and ``standard_error`` the entrywise sample standard deviation over ``sqrt(p)``.  The stated
-  error ``error = z_score * standard_error`` (default 5) is a **statistical estimate**
+  error ``error = z_score * standard_error + 8 T u max|H|`` (z_score default 5; the second
+  term, u the unit roundoff, is a floating-point floor for the entries far from the diagonal
+  whose sample spread is below rounding) is a **statistical estimate**
   (central-limit band, not a certificate): ``|H - H^| <= error`` entrywise is what it claims,
   with kind ``estimate``.  H only shapes utility; privacy comes from the exact sensitivity of
   the returned correlation (:mod:`sparsedp.mf.optimise`), never from H.
@@ -273,6 +275,9 @@ def utility_gram(W, T: int, *, method: str = "auto", probes: int = 16, z_score: 
              + (", eigenvalue 1 removed exactly (W doubly stochastic)" if projected else ""),
              f"error = {z_score:g} standard errors entrywise: a statistical band, not a "
              "certificate; H only shapes utility, privacy comes from the exact sensitivity")
+    # rounding floor: entries far from the diagonal can have a standard error below the
+    # floating-point error of the sums themselves (every probe gives the same value)
+    floor = 8.0 * T * np.finfo(np.float64).eps * float(np.abs(H).max())
     return UtilityGram(H=H, kind="estimate", method="hutchinson", T=T, n=n,
-                       symmetric=symmetric, error=z_score * se, standard_error=se,
+                       symmetric=symmetric, error=z_score * se + floor, standard_error=se,
                        probes=int(probes), z_score=float(z_score), notes=notes)
