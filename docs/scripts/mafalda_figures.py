@@ -196,12 +196,48 @@ def plots(res, out_dir):
         plt.close(fig)
 
 
+def markdown(record) -> str:
+    """The tables of docs/mafalda.md from a results record."""
+    st = record["setup"]
+    lines = ["| graph | algorithm | " + " | ".join(
+        f"mu {mu:g} (eps {e:.3g})" for mu, e in zip(st["mus"], st["epsilons"], strict=True))
+        + " |", "| --- | --- |" + " --- |" * len(st["mus"])]
+    for g, r in record["graphs"].items():
+        lines.append(f"| {g} (n = {r['n']}) | non-private | "
+                     f"{r['curves']['non-private']['final_mean']:.4g} (all levels) |"
+                     + " |" * (len(st["mus"]) - 1))
+        for a in ALGS:
+            cells = [f"{r['curves'][f'{a}@{mu}']['final_mean']:.4g} "
+                     f"+- {r['curves'][f'{a}@{mu}']['final_std']:.2g}" for mu in st["mus"]]
+            lines.append(f"| | {a} | " + " | ".join(cells) + " |")
+    lines += ["", "| graph | MAFALDA vs DP-D-SGD | vs AntiPGD | vs D-MF | vs best baseline "
+              "| eps at loss 0.75: DP-D-SGD / D-MF / MAFALDA | eps at DP-D-SGD's mu = 1 loss: "
+              "DP-D-SGD / D-MF / MAFALDA |", "| --- | --- | --- | --- | --- | --- | --- |"]
+
+    def e(x):
+        return x if isinstance(x, str) else f"{x:.3g}"
+
+    for g, c in record["claims"].items():
+        i = c["mean_relative_improvement"]
+        a, b = c["epsilon_at_loss_0.75"], c["epsilon_at_that_loss"]
+        lines.append(f"| {g} | {i['dp-d-sgd']:.1%} | {i['antipgd']:.1%} | {i['d-mf']:.1%} | "
+                     f"{i['best-baseline']:.1%} | {e(a['dp-d-sgd'])} / {e(a['d-mf'])} / "
+                     f"{e(a['mafalda'])} | {e(b['dp-d-sgd'])} / {e(b['d-mf'])} / "
+                     f"{e(b['mafalda'])} |")
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--graphs", default=",".join(GRAPHS))
     ap.add_argument("--out", default="docs/figures")
+    ap.add_argument("--tables", metavar="JSON", help="only print the markdown tables of an "
+                    "existing mafalda_results.json")
     args = ap.parse_args()
+    if args.tables:
+        print(markdown(json.loads(Path(args.tables).read_text())))
+        return
     graphs = args.graphs.split(",")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -51,6 +51,7 @@ The returned sensitivity is **recomputed** by :func:`sparsedp.mf.mf_sensitivity`
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -298,8 +299,7 @@ def optimise_correlation(H, scheme, *, max_iter: int = 5000, tol: float = 1e-9,
              "the optimum of the constrained problem")
     out = evaluate(name, C, H, scheme, iterations=it, stationarity=stationarity,
                    dual_bound=dual, notes=notes)
-    gap = (out.objective - dual) / out.objective
-    return Factorisation(**{**out.__dict__, "gap": gap})
+    return dataclasses.replace(out, gap=(out.objective - dual) / out.objective)
 
 
 # ----------------------------------------------------------------------------- baselines

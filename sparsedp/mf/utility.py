@@ -104,11 +104,9 @@ def gram_from_moments(m: np.ndarray, T: int) -> np.ndarray:
     m = np.asarray(m, dtype=np.float64)
     if m.shape[0] < 2 * T + 1:
         raise ParameterError(f"need the moments m_0..m_{2 * T}, got {m.shape[0]}")
-    P = m[: 2 * T + 1].copy()
-    P[2:] = 0.0
-    P[0], P[1] = m[0], m[1]
-    for k in range(2, 2 * T + 1):
-        P[k] = P[k - 2] + m[k]
+    P = np.empty(2 * T + 1)
+    P[0::2] = np.cumsum(m[0: 2 * T + 1: 2])      # m_0 + m_2 + ... + m_k, k even
+    P[1::2] = np.cumsum(m[1: 2 * T + 1: 2])      # m_1 + m_3 + ... + m_k, k odd
     s = np.arange(T)
     return P[2 * T - s[:, None] - s[None, :]] - P[np.abs(s[:, None] - s[None, :])]
 
