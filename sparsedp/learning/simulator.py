@@ -142,6 +142,20 @@ def simulate(W, data: NodeData, model: Model, T: int, *, participation=(20, 19),
     ParameterError
         T not ``k b``, an infeasible privacy target, private without clipping, a W of the wrong
         size, non-finite data.
+
+    Examples
+    --------
+    DP-D-SGD (independent noise: ``sens^2 = k = 2``) on 4 nodes averaging exactly:
+
+    >>> import numpy as np
+    >>> from sparsedp.learning import (linear_regression, simulate, split_uniform,
+    ...                                synthetic_regression)
+    >>> X, y = synthetic_regression(200, d=3)
+    >>> data = split_uniform(X[:160], y[:160], X[160:], y[160:], 4)
+    >>> r = simulate(np.full((4, 4), 0.25), data, linear_regression(), 6, participation=(2, 3),
+    ...              mu=1.0, progress=False)
+    >>> round(r.sens2, 9), r.batch, r.test_loss.shape
+    (2.0, 13, (1,))
     """
     W = check_gossip_matrix(W, require=("nonnegative", "row_stochastic"))
     n, m, d = data.X.shape

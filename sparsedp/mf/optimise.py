@@ -228,6 +228,16 @@ def optimise_correlation(H, scheme, *, max_iter: int = 5000, tol: float = 1e-9,
     ------
     ParameterError
         H not a finite symmetric T x T matrix, or T not a multiple of the scheme's period.
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp
+    >>> from sparsedp.mf.utility import utility_gram
+    >>> from sparsedp.mf.optimise import optimise_correlation
+    >>> H = utility_gram(sparsedp.gossip_matrix(nx.cycle_graph(6)), 6).H
+    >>> best = optimise_correlation(H, (2, 3), progress=False)
+    >>> round(best.sens2, 6), bool(best.gap < 1e-8)
+    (1.0, True)
     """
     H = _check_H(H)
     T = H.shape[0]

@@ -238,6 +238,17 @@ def utility_gram(W, T: int, *, method: str = "auto", probes: int = 16, z_score: 
     ------
     ParameterError, GossipMatrixError, ResourceLimitError
         Bad method or probes, W not a gossip matrix, an exact request too large.
+
+    Examples
+    --------
+    On a 6-cycle with Metropolis weights (1/3 each), the last diagonal entry is
+    ``tr(W^T W) = ||W||_F^2 = 6 * 3 / 9 = 2``:
+
+    >>> import networkx as nx, sparsedp
+    >>> from sparsedp.mf.utility import utility_gram
+    >>> r = utility_gram(sparsedp.gossip_matrix(nx.cycle_graph(6)), 3)
+    >>> r.kind, r.H.shape, round(float(r.H[2, 2]), 12)
+    ('exact', (3, 3), 2.0)
     """
     if method not in METHODS:
         raise ParameterError(f"method must be one of {METHODS}, got {method!r}")
