@@ -1,7 +1,9 @@
 """``sparsedp mafalda``: the table agrees with the library, bad input is one line (status 2)."""
 
 import json
+from pathlib import Path
 
+import jsonschema
 import networkx as nx
 import numpy as np
 
@@ -17,7 +19,12 @@ def test_json_matches_library_and_saves_C(capsys, tmp_path):
     code = main(["mafalda", "-T", "24", "--participation", "3,8", "--json", "--no-progress",
                  "--save", str(out)])
     assert code == 0
-    rec = json.loads(capsys.readouterr().out)
+    text = capsys.readouterr().out
+    rec = json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+    schema = json.loads((Path(__file__).resolve().parents[1] / "docs" / "schemas"
+                         / "mafalda.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(rec, schema, cls=jsonschema.Draft202012Validator)
     W = gossip_matrix(nx.florentine_families_graph(), scheme="row-normalised-self-loops")
     ref = optimise_correlation(utility_gram(W, 24).H, cyclic(3, 8), progress=False)
     got = rec["correlations"]["mafalda"]
