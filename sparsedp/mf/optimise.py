@@ -251,6 +251,7 @@ def optimise_correlation(H, scheme, *, max_iter: int = 5000, tol: float = 1e-9,
     S, Y = [], []
     bar = progress_bar(progress, total=max_iter, desc="MAFALDA correlation", unit="it")
     it = 0
+    converged = False
     while it < max_iter:
         it += 1
         # two-loop recursion on the subspace
@@ -282,7 +283,7 @@ def optimise_correlation(H, scheme, *, max_iter: int = 5000, tol: float = 1e-9,
                 break
             step *= 0.5
         else:
-            break
+            break                            # no decrease along a descent direction
         gn = _project(Gn, labels, same, counts)
         s_, y_ = Xn - X, gn - g
         if np.sum(s_ * y_) > 1e-16 * np.sqrt(np.sum(s_ * s_) * np.sum(y_ * y_)):
@@ -296,6 +297,7 @@ def optimise_correlation(H, scheme, *, max_iter: int = 5000, tol: float = 1e-9,
         if bar is not None:
             bar.update(1)
         if decrease <= tol * abs(f) and np.sqrt(np.sum(g * g)) <= 1e-6 * g0:
+            converged = True
             break
     if bar is not None:
         bar.close()
@@ -307,6 +309,9 @@ def optimise_correlation(H, scheme, *, max_iter: int = 5000, tol: float = 1e-9,
              "own constraint sets it to 1",
              "dual_bound: Lagrange dual at the multipliers of the returned X, a lower bound on "
              "the optimum of the constrained problem")
+    if not converged:
+        notes += (f"stopping test not met after {it} iterations (line search or max_iter): "
+                  "judge the result by its gap",)
     out = evaluate(name, C, H, scheme, iterations=it, stationarity=stationarity,
                    dual_bound=dual, notes=notes)
     return dataclasses.replace(out, gap=(out.objective - dual) / out.objective)
