@@ -38,8 +38,8 @@ WORKER = r"""
 import json, resource, sys, time
 import numpy as np
 import sparsedp
-from sparsedp import large_graphs as lg
-from sparsedp.gossip import gossip_matrix
+from sparsedp.graphs import large as lg
+from sparsedp import gossip_matrix
 from sparsedp.testing import dense_M, published_style_M
 n, T, method, view = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 seed, rtol = int(sys.argv[5]), float(sys.argv[6])

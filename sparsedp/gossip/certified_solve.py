@@ -40,7 +40,7 @@ from sparsedp.linalg.moments import LagPropagator, LagSequence
 from sparsedp.linalg.operators import GossipSystem, k_from_moments, toeplitz_blocks
 from sparsedp.linalg.solvers import StationaryPreconditioner, block_pcg, cholesky_solve
 from sparsedp.linalg.spectral import stationary_distribution
-from sparsedp.linalg.stochastic import has_property
+from sparsedp.linalg.stochastic import has_property, matrix_facts
 
 OPERATOR_ASSEMBLY_MAX_DIM = 1500  # largest mT assembled densely when no lambda bound (no CG)
 FIRST_MIXING_LEVEL = 1e-6  # n eps^2 at which the truncated propagation first stops
@@ -490,7 +490,7 @@ def _doubly_stochastic_to_rounding(W: sp.csr_matrix) -> bool:
     through every lag instead.  Deviations at this rounding level are of the size of the
     rounding in the products themselves, covered by the engine's working-precision model.
     """
-    d_max = int(np.diff(W.indptr).max())
+    d_max = matrix_facts(W).longest_row
     return has_property(W, "doubly_stochastic", atol=8 * UNIT_ROUNDOFF * (d_max + 1))
 
 

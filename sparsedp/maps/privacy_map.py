@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components, shortest_path
+from scipy.sparse.csgraph import shortest_path
 
 from sparsedp import resources, validation
 from sparsedp.errors import ParameterError
@@ -56,7 +56,8 @@ from sparsedp.gossip.batched_entrywise import entrywise_upper
 from sparsedp.gossip.sensitivity import gossip_sequence
 from sparsedp.graphs.graph import Graph, as_graph
 from sparsedp.graphs.weights import gossip_matrix
-from sparsedp.linalg import kernels
+from sparsedp.linalg.matrix_facts import one_query
+from sparsedp.linalg.stochastic import matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.maps.selection import select_nodes
 from sparsedp.plain import plain
@@ -177,6 +178,7 @@ def _item(value):
 
 
 @limit_blas_threads
+@one_query
 def privacy_map(
     source,
     observers="all",
@@ -271,10 +273,11 @@ def privacy_map(
     resources.require_within(table_bytes + 3 * 8 * b * T * n, budget,
                              f"the map of {obs.size} x {tgt.size} pairs at T = {T}",
                              "select fewer observers or targets")
-    pattern = abs(W) + abs(W).T
-    _, component = connected_components(pattern, directed=False)
+    facts = matrix_facts(W)
+    component = facts.weak_components
+    pattern = W if facts.symmetric else abs(W) + abs(W).T  # hop distances ignore direction
     lam = batched.lambda_min_lower_bound(W)
-    symmetric = kernels.is_symmetric(W)
+    symmetric = facts.symmetric
     every_target = tgt.size == n and bool(np.all(tgt == np.arange(n)))
     pairs = obs.size * tgt.size
     lower = np.empty(pairs)

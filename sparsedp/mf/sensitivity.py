@@ -33,6 +33,7 @@ import numpy as np
 from sparsedp import validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.target_block import TargetBlock, sub_sandwich
+from sparsedp.linalg.matrix_facts import one_query
 from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.linalg.threads import limit_blas_threads
@@ -46,6 +47,7 @@ EXHAUSTIVE_MAX = 30
 
 
 @limit_blas_threads
+@one_query
 def mf_sensitivity(
     W,
     target: int,
