@@ -12,7 +12,7 @@ import pytest
 
 import sparsedp
 from sparsedp.audit.mf import audit_mf
-from sparsedp.audit.simulate_sgd import _run, attackers_view
+from sparsedp.audit.simulate_sgd import attackers_view, gradient_responses, noise_responses
 from sparsedp.errors import ParameterError
 from sparsedp.mf import mf_sensitivity, muffliato_sgd, participation
 
@@ -50,11 +50,9 @@ def _exact_view_sensitivity(W, target, attackers, T, K, trust, scheme):
     import scipy.sparse as sp
 
     W = sp.csr_matrix(W, dtype=float)
-    n = W.shape[0]
     view = attackers_view(W, attackers, trust, target)
-    unit = np.eye(n * T)
-    J = _run(W, T, K, view, lambda t: unit[t * n:(t + 1) * n], target, None, n * T)
-    S = _run(W, T, K, view, None, target, np.eye(T), T)
+    J = noise_responses(W, T, K, view)
+    S = gradient_responses(W, T, K, view, target)
     Q = S.T @ np.linalg.pinv(J @ J.T, rcond=1e-10, hermitian=True) @ S
     best = 0.0
     for steps in participation.resolve(scheme).patterns(T):

@@ -41,7 +41,8 @@ import scipy.sparse as sp
 
 from sparsedp.errors import ParameterError
 
-__all__ = ["TRUST", "Attackers", "attackers_view", "gradient_responses", "simulate"]
+__all__ = ["TRUST", "Attackers", "attackers_view", "gradient_responses", "noise_responses",
+           "simulate"]
 
 TRUST = ("pndp", "pndp-eq12")
 
@@ -131,3 +132,13 @@ def gradient_responses(W: sp.csr_matrix, T: int, K: int, view: Attackers, target
     target has a gradient, 1 at step ``t``; the mean shift of gradients ``c`` is
     ``responses @ c``."""
     return _run(W, T, K, view, None, target, np.eye(T), T)
+
+
+def noise_responses(W: sp.csr_matrix, T: int, K: int, view: Attackers) -> np.ndarray:
+    """``(features, n T)``: column ``t n + u`` holds the records of a run without gradients in
+    which only node ``u`` draws noise, 1 at step ``t``.  The records' covariance is
+    ``sigma^2 J J^T`` exactly (linearity), a check of the sampled estimate without sampling
+    (small ``n T`` only: one column per noise variable)."""
+    n = W.shape[0]
+    unit = np.eye(n * T)
+    return _run(W, T, K, view, lambda t: unit[t * n:(t + 1) * n], 0, None, n * T)
