@@ -167,14 +167,16 @@ def audit_gossip(W, target: int, observers=None, T: int = 10, *,
     bar = progress_bar(progress, total=trials, desc="audit", unit="run")
     try:
         with ThreadPoolExecutor(threads or len(os.sched_getaffinity(0))) as pool:
-            moment = run_batches(pool, train, batch, seeds[0], bar,
-                          lambda rng, size: _second_moment(Ws, T, attacker, sigma, size, rng))
+            moment = run_batches(
+                pool, train, batch, seeds[0], bar,
+                lambda rng, size: _second_moment(Ws, T, attacker, sigma, size, rng))
             estimate = mahalanobis(moment, train, shift, confidence)
             taus = thresholds(estimate, test)
             shift_score = float(estimate.weights @ shift)
-            counts = run_batches(pool, test, batch, seeds[1], bar,
-                          lambda rng, size: _error_counts(Ws, T, attacker, sigma, size, rng,
-                                                          estimate.weights, taus, shift_score))
+            counts = run_batches(
+                pool, test, batch, seeds[1], bar,
+                lambda rng, size: _error_counts(Ws, T, attacker, sigma, size, rng,
+                                                estimate.weights, taus, shift_score))
     finally:
         if bar is not None:
             bar.close()
