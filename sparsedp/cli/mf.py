@@ -71,7 +71,8 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run, report=format_report)
 
 
-def _participation(text: str):
+def participation_scheme(text: str):
+    """``--participation user-level|single|k,b`` as a :class:`sparsedp.mf.Participation`."""
     if text in ("user-level", "single"):
         return participation.resolve(text)
     try:
@@ -104,7 +105,7 @@ def run(args: argparse.Namespace) -> dict:
         attackers = [0] if args.attackers is None else [
             graph.index_of(a, "attacker") for a in args.attackers]
     options = dict(algorithm=algorithm, trust_model=args.trust,
-                   participation_scheme=_participation(args.participation),
+                   participation_scheme=participation_scheme(args.participation),
                    gradients=args.gradients, exact=args.exact, method=args.method,
                    max_memory=args.max_memory)
     header = {"graph": {"source": name, "nodes": graph.n, "edges": graph.num_edges},
