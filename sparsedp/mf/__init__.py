@@ -14,6 +14,7 @@ from sparsedp.mf.algorithms import (
     dp_d_sgd,
     mf_d_sgd,
     muffliato_sgd,
+    zip_dl,
 )
 from sparsedp.mf.participation import Participation, cyclic, single_use, user_level
 from sparsedp.mf.result import MFResult
@@ -34,4 +35,5 @@ __all__ = [
     "muffliato_sgd",
     "single_use",
     "user_level",
+    "zip_dl",
 ]
