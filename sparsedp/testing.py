@@ -350,11 +350,11 @@ def dense_zip_dl_sensitivity(W, target: int, T: int, patterns, *, trust: str = "
         theta = np.diag(np.diag(W)) @ x
         for (i, j), row in messages.items():
             theta[j] += W[j, i] * row
-        for (i, j), row in messages.items():
+        for (_i, j), row in messages.items():
             if trust in ("ldp", "secldp") or j in attackers:
                 rows.append(row)
-    O = np.array(rows)
-    A, B = O[:, :ng], O[:, ng:]
+    observed = np.array(rows)
+    A, B = observed[:, :ng], observed[:, ng:]
     if trust in ("pndp", "secldp"):
         own = np.zeros((T * len(attackers), ng))
         for k, (t, a) in enumerate((t, a) for t in range(T) for a in attackers):
@@ -365,6 +365,6 @@ def dense_zip_dl_sensitivity(W, target: int, T: int, patterns, *, trust: str = "
         A = np.vstack([A, own, np.zeros((len(known), ng))])
         B = np.vstack([B, np.zeros((own.shape[0], nz)), noise_rows])
         A = A @ (np.eye(ng) - np.linalg.pinv(own) @ own)  # Lemma 11
-    out = _dense_sensitivity(A, B, [t * n + target for t in range(T)], patterns)
-    return {**out, "noise_sources": int(np.count_nonzero(np.abs(B).sum(axis=0)) // T),
-            "A": A, "B": B}
+    used = np.abs(B).sum(axis=0) > 0  # the n^2 - 2|E| unused slots: zero columns
+    out = _dense_sensitivity(A, B[:, used], [t * n + target for t in range(T)], patterns)
+    return {**out, "noise_sources": int(used.sum()) // T, "A": A, "B": B}

@@ -121,8 +121,8 @@ def decor_pndp_block(W: sp.csr_matrix, target: int, trust: str, observed: np.nda
     if keep.size == 0:
         return TargetBlock(T=T, closed_form="zero", notes=("every observation is redundant",))
     if keep.size > OPERATOR_ASSEMBLY_MAX_DIM:
-        raise ParameterError(f"DECOR under {trust!r} assembles B B^T densely: {keep.size} rows "
-                             f"exceed {OPERATOR_ASSEMBLY_MAX_DIM}")
+        raise ParameterError(f"DECOR under {trust!r} assembles B B^T densely: {keep.size} "
+                             f"rows, which exceeds {OPERATOR_ASSEMBLY_MAX_DIM}")
     nodes = _outside(n, known)
     embed = sp.csr_matrix((np.ones(nodes.size), (nodes, np.arange(nodes.size))),
                           shape=(n, nodes.size))
