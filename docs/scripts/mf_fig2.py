@@ -30,7 +30,8 @@ The stand-ins only have plausibly similar degree statistics: their numbers are n
 paper's.  Writes ``docs/figures/mf_fig2.png`` and ``.json`` and prints the per-distance
 tables (markdown) and the verdict on the paper's two claims.
 
-    PYTHONPATH=. python docs/scripts/mf_fig2.py [--T 10] [--edge-list FILE ...] [--out DIR]
+    PYTHONPATH=. python docs/scripts/mf_fig2.py [--T 10] [--attacker 0] [--edge-list FILE ...]
+                                                [--out DIR]
 """
 
 from __future__ import annotations
@@ -73,11 +74,10 @@ def standin_graphs() -> dict[str, tuple[nx.Graph, str]]:
     }
 
 
-def run_graph(name: str, G: nx.Graph, spec: str, T: int) -> dict:
+def run_graph(name: str, G: nx.Graph, spec: str, T: int, attacker: int = 0) -> dict:
     start = time.perf_counter()
     G = _largest_component(G)
     W = sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops")
-    attacker = 0
     summary = distance_summary(W, [attacker], T, progress=False)
     muff = muffliato_sgd_rdp(W, attacker, T, sigma=SIGMA, alpha=ALPHA)
     scale = ALPHA / (2 * SIGMA**2)
@@ -101,9 +101,9 @@ def run_graph(name: str, G: nx.Graph, spec: str, T: int) -> dict:
             "ldp_over_ours_max": float(ldp / up.max()),
             "min_ratio_muffliato_over_ours": float(np.min(mu / up)),
             "ratio_of_means": float(mu.mean() / up.mean()),
-            # MFDL plots alpha sens^2 / 2 with sens = Thm 7's sum, which already bounds sens^2
-            "mfdl_plotted": [float((scale * thm7**2).min()), float((scale * thm7**2).mean()),
-                             float((scale * thm7**2).max())],
+            # MFDL plots alpha sens^2 / 2 with sens = sqrt(Thm 7's sum): our Thm 7 bound
+            "mfdl_plotted": [float((scale * thm7).min()), float((scale * thm7).mean()),
+                             float((scale * thm7).max())],
         }
     degrees = np.array([d for _, d in G.degree()])
     return {"name": name, "spec": spec, "nodes": G.number_of_nodes(),
@@ -141,7 +141,7 @@ def table(r: dict) -> str:
              f"{r['ldp']:g}; {r['seconds']:.1f} s)", "",
              "| d | nodes | ours, certified upper (min / mean / max) | Muffliato-SGD estimate "
              "(min / mean / max) | Muffliato at LDP | LDP / ours max | min Muffliato / ours | mean "
-             "Muffliato / mean ours | MFDL's plotted value (min / mean / max) |",
+             "Muffliato / mean ours | Thm 7 sum, MFDL's solid line (min / mean / max) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for d, row in r["by_distance"].items():
         o, m, p = row["ours_upper"], row["muffliato"], row["mfdl_plotted"]
@@ -186,6 +186,8 @@ def main() -> None:
     parser.add_argument("--T", type=int, default=10)
     parser.add_argument("--edge-list", action="append", default=[],
                         help="edge-list file (SNAP style) replacing the stand-ins; repeatable")
+    parser.add_argument("--attacker", type=int, default=0,
+                        help="attacker row (after relabelling the largest component 0..n-1)")
     parser.add_argument("--out", type=pathlib.Path, default=FIGURES)
     args = parser.parse_args()
     start = time.perf_counter()
@@ -193,12 +195,15 @@ def main() -> None:
         graphs = {}
         for path in args.edge_list:
             g = sparsedp.as_graph(path)
-            graphs[pathlib.Path(path).stem] = (nx.from_scipy_sparse_array(g.adjacency), str(path))
+            rows, cols = g.adjacency.nonzero()
+            graphs[pathlib.Path(path).stem] = (nx.Graph(zip(rows.tolist(), cols.tolist())),
+                                               str(path))
         stem = "mf_fig2_edge_lists"
     else:
         graphs = standin_graphs()
         stem = "mf_fig2"
-    results = [run_graph(name, G, spec, args.T) for name, (G, spec) in graphs.items()]
+    results = [run_graph(name, G, spec, args.T, args.attacker)
+               for name, (G, spec) in graphs.items()]
     record = {"alpha": ALPHA, "sigma": SIGMA, "graphs": results, "verdict": verdict(results),
               "seconds": time.perf_counter() - start}
     args.out.mkdir(parents=True, exist_ok=True)
