@@ -159,7 +159,7 @@ def plot(results: list[dict], path: pathlib.Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 4.5))
+    fig, ax = plt.subplots(figsize=(11, 4.5))
     for i, r in enumerate(results):
         color = f"C{i}"
         ds = [int(d) for d in r["by_distance"]]
@@ -174,7 +174,8 @@ def plot(results: list[dict], path: pathlib.Path) -> None:
     ax.set_xlabel("shortest-path distance from the attacker")
     ax.set_ylabel("RDP at alpha = 2 (sigma = 1)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp, dpi=120)
@@ -196,8 +197,8 @@ def main() -> None:
         for path in args.edge_list:
             g = sparsedp.as_graph(path)
             rows, cols = g.adjacency.nonzero()
-            graphs[pathlib.Path(path).stem] = (nx.Graph(zip(rows.tolist(), cols.tolist())),
-                                               str(path))
+            edges = zip(rows.tolist(), cols.tolist(), strict=True)
+            graphs[pathlib.Path(path).stem] = (nx.Graph(edges), str(path))
         stem = "mf_fig2_edge_lists"
     else:
         graphs = standin_graphs()
