@@ -464,3 +464,24 @@ def test_muffliato_messages_joint_value_on_random_graphs(seed):
     composed = sparsedp.muffliato_rdp(W, u, K, sigma=1.0, alpha=2.0, receivers=[v]).rdp[0]
     assert composed == pytest.approx(min(1.0, float(np.sum(a**2 / np.diag(H @ H.T)))),
                                      rel=1e-9)
+
+
+@pytest.mark.parametrize("trust", ["pndp", "pndp-eq12", "secldp"])
+def test_adjacent_coalition_zip_dl_and_decor(trust):
+    """A coalition of two adjacent attackers (Medici, Salviati) against Pazzi: messages between
+    attackers are dropped as functions of the coalition's knowledge (Zip-DL 'pndp', 'secldp')
+    or kept (the reference keeps every one); both agree."""
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph(), scheme="row-normalised-self-loops")
+    attackers, target = [1, 9], 10
+    assert W[1, 9] > 0 and W[9, 10] > 0
+    ref = dense_zip_dl_sensitivity(W, target, T, [np.arange(T)], trust=trust,
+                                   attackers=attackers)
+    res = mf_sensitivity(W, target, attackers, T, algorithm=zip_dl(), trust_model=trust,
+                         gradients="scalar")
+    _check_against(res, ref, f"zip-dl coalition {trust}")
+    if trust != "secldp":
+        ref = dense_decor_sensitivity(W, target, T, [np.arange(T)], secret_scale=0.7,
+                                      attackers=attackers, trust=trust)
+        res = mf_sensitivity(W, target, attackers, T, algorithm=decor(0.7),
+                             trust_model=trust, gradients="scalar")
+        _check_against(res, ref, f"decor coalition {trust}")

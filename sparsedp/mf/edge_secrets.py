@@ -134,7 +134,7 @@ def decor_pndp_block(W: sp.csr_matrix, target: int, trust: str, observed: np.nda
     K_abs = sum(HT[t].T @ (abs(cov) @ HT[t]) for t in range(T))
     K = 0.5 * (K + K.T)
     depth = int(np.diff(system.W.indptr).max())
-    k_terms = 2 * T * (depth + 2) + T * n + depth + 16
+    k_terms = 2 * (T + 1) * (depth + 2) + T * n + depth + 16  # H (T (d + 1)), Sigma, sums
     dK = gamma(k_terms) * float(np.abs(K_abs).sum(axis=1).max())
     G = system.G_matrix(target)[keep]
     G_error = gamma(2 * T * (depth + 2) + 2) * G

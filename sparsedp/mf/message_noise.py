@@ -136,7 +136,7 @@ def zip_dl_block(W: sp.csr_matrix, target: int, trust: str, attackers: np.ndarra
             G[t, :, k] = R[t - k][:, target]
     G = G.reshape(T * m, T)
     depth = int(np.diff(W.indptr).max())
-    k_terms = 2 * T * (depth + 2) + T * n + 16
+    k_terms = 2 * (T + 1) * (depth + 2) + T * n + 16  # R (T (d + 1)), sqrt(d_q), F F^T (n T)
     dK = gamma(k_terms) * float(np.abs(Kmat).sum(axis=1).max())
     G_error = gamma(T * (depth + 2) + 2) * G
     sandwich, lam = _certified_dense_sandwich(Kmat, G, dK, G_error)
