@@ -321,7 +321,7 @@ def dense_decor_sensitivity(W, target: int, T: int, patterns, *, secret_scale: f
 
 
 def dense_zip_dl_sensitivity(W, target: int, T: int, patterns, *, trust: str = "ldp",
-                             attackers=()) -> dict:
+                             attackers=(), own_copy_noise: bool = False) -> dict:
     """Zip-DL with the paper's ``n^2`` virtual nodes (App. A.6), simulated directly: slot
     ``n i + j`` carries the message ``i -> j`` (``W[j, i] != 0``, ``i != j``),
     ``m = x_i + zeta_(n i + j)`` with ``x = theta + g``, and
@@ -330,8 +330,9 @@ def dense_zip_dl_sensitivity(W, target: int, T: int, patterns, *, trust: str = "
     (``"ldp"``, ``"secldp"``) or those received by the attackers (``"pndp"``,
     ``"pndp-eq12"``); under ``"pndp"`` and ``"secldp"`` the rows of the attackers' own
     gradients (A, then Lemma 11) and of the noise of every message they send (B, ``[0 I]``)
-    are added.  Returns what :func:`dense_mf_sensitivity` returns and the number of
-    non-zero noise columns (``2|E|`` on a symmetric pattern)."""
+    are added.  ``own_copy_noise``: the self slot ``n j + j`` gets noise too (known to j).
+    Returns what :func:`dense_mf_sensitivity` returns and the number of non-zero noise
+    columns (``2|E|`` on a symmetric pattern without own-copy noise)."""
     W = np.asarray(W.toarray() if hasattr(W, "toarray") else W, dtype=float)
     n = W.shape[0]
     ng, nz = T * n, T * n * n
@@ -348,6 +349,9 @@ def dense_zip_dl_sensitivity(W, target: int, T: int, patterns, *, trust: str = "
             row[ng + t * n * n + n * i + j] += 1.0
             messages[(i, j)] = row
         theta = np.diag(np.diag(W)) @ x
+        if own_copy_noise:
+            for j in range(n):
+                theta[j, ng + t * n * n + n * j + j] += W[j, j]
         for (i, j), row in messages.items():
             theta[j] += W[j, i] * row
         for (_i, j), row in messages.items():
@@ -360,6 +364,8 @@ def dense_zip_dl_sensitivity(W, target: int, T: int, patterns, *, trust: str = "
         for k, (t, a) in enumerate((t, a) for t in range(T) for a in attackers):
             own[k, t * n + a] = 1.0
         known = [t * n * n + n * i + j for t in range(T) for i, j in edges if i in attackers]
+        if own_copy_noise:
+            known += [t * n * n + n * a + a for t in range(T) for a in attackers]
         noise_rows = np.zeros((len(known), nz))
         noise_rows[np.arange(len(known)), known] = 1.0
         A = np.vstack([A, own, np.zeros((len(known), ng))])

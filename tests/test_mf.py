@@ -354,21 +354,23 @@ def _check_against(res, ref, what, vector=None):
 ZIP_TRUSTS = ["ldp", "pndp", "pndp-eq12", "secldp"]
 
 
-@pytest.mark.parametrize("graph,trust", list(itertools.product(GRAPHS, ZIP_TRUSTS)))
-def test_zip_dl_against_dense_reference(graph, trust):
-    """Zip-DL: the message-noise assembly (2|E| sources) against the paper's n^2 virtual-slot
-    simulation, every scheme, single attackers and coalitions (5 graphs x 4 trust models x 3
-    schemes = 60 instances)."""
+@pytest.mark.parametrize("graph,trust,own", list(itertools.product(GRAPHS, ZIP_TRUSTS,
+                                                                    [False, True])))
+def test_zip_dl_against_dense_reference(graph, trust, own):
+    """Zip-DL: the message-noise assembly (2|E| sources, plus the own copies' with
+    ``own_copy_noise``) against the paper's n^2 virtual-slot simulation, every scheme, single
+    attackers and coalitions (5 graphs x 4 trust models x 2 variants x 3 schemes = 120
+    instances)."""
     W, (target, attackers) = _graph(graph)
     attackers = None if trust == "ldp" else attackers
     for scheme_name, scheme in SCHEMES.items():
         ref = dense_zip_dl_sensitivity(W, target, T, scheme.patterns(T), trust=trust,
-                                       attackers=attackers or ())
-        res = mf_sensitivity(W, target, attackers, T, algorithm=zip_dl(), trust_model=trust,
+                                       attackers=attackers or (), own_copy_noise=own)
+        res = mf_sensitivity(W, target, attackers, T, algorithm=zip_dl(own), trust_model=trust,
                              participation_scheme=scheme, gradients="scalar")
-        vector = mf_sensitivity(W, target, attackers, T, algorithm=zip_dl(),
+        vector = mf_sensitivity(W, target, attackers, T, algorithm=zip_dl(own),
                                 trust_model=trust, participation_scheme=scheme)
-        _check_against(res, ref, f"zip-dl {graph} {trust} {scheme_name}", vector)
+        _check_against(res, ref, f"zip-dl {graph} {trust} own={own} {scheme_name}", vector)
 
 
 def test_zip_dl_noise_sources_are_the_directed_edges():
@@ -392,6 +394,9 @@ def test_zip_dl_ldp_exceeds_local_dp():
     res = mf_sensitivity(W, 0, None, 4, algorithm=zip_dl(), trust_model="ldp",
                          gradients="scalar")
     assert res.exact == pytest.approx(9.828125, rel=1e-9) and res.lower > 4
+    own = mf_sensitivity(W, 0, None, 4, algorithm=zip_dl(own_copy_noise=True),
+                         trust_model="ldp", gradients="scalar")
+    assert 4 < own.lower and own.upper < res.lower  # noise on the own copy helps, not enough
 
 
 DECOR_PNDP = ["pndp", "pndp-eq12"]

@@ -38,6 +38,7 @@ def test_summary_and_text(capsys, tmp_path):
     ["-K", "2"],
     ["--algorithm", "decor"],
     ["--secret-scale", "1.0"],
+    ["--own-copy-noise"],
     ["--algorithm", "decor", "--secret-scale", "-1"],
     ["--algorithm", "zip-dl", "--attacker", "Strozzi", "--target", "Strozzi"],
 ])
@@ -73,5 +74,9 @@ def test_decor_and_zip_dl(capsys):
     assert code == 0
     lib = mf_sensitivity(W, 14, [0], 3, algorithm=zip_dl(), trust_model="secldp")
     assert json.loads(out)["upper"] == pytest.approx(lib.upper, rel=1e-12)
+    code, out, _ = _run(capsys, "--algorithm", "zip-dl", "--own-copy-noise", "-T", "3",
+                        "--json")
+    lib = mf_sensitivity(W, 14, [0], 3, algorithm=zip_dl(True))
+    assert code == 0 and json.loads(out)["upper"] == pytest.approx(lib.upper, rel=1e-12)
     code, out, _ = _run(capsys, "--algorithm", "zip-dl", "-T", "3", "--summary")
     assert code == 0 and "d =   1" in out

@@ -51,6 +51,9 @@ def add_parser(sub) -> None:
                    "(muffliato-sgd)")
     p.add_argument("--secret-scale", type=float, default=None,
                    help="DECOR: standard deviation of the edge secrets, relative to the noise")
+    p.add_argument("--own-copy-noise", action="store_true",
+                   help="Zip-DL: the node's own copy also gets a message noise (App. A.6's "
+                        "self slot)")
     p.add_argument("--trust", default="pndp", choices=TRUST_MODELS,
                    help="ldp; pndp (own noise known, App. A.2); pndp-eq12 (eq. 12); secldp "
                         "(every message public, own noise and, for DECOR, shared secrets known)")
@@ -101,10 +104,14 @@ def run(args: argparse.Namespace) -> dict:
     if (args.secret_scale is None) != (args.algorithm != "decor"):
         raise ParameterError("--algorithm decor needs --secret-scale, and --secret-scale is "
                              "for --algorithm decor only")
+    if args.own_copy_noise and args.algorithm != "zip-dl":
+        raise ParameterError("--own-copy-noise is for --algorithm zip-dl only")
     if args.algorithm == "muffliato-sgd":
         algorithm = algorithms.muffliato_sgd(args.K)
     elif args.algorithm == "decor":
         algorithm = algorithms.decor(args.secret_scale)
+    elif args.algorithm == "zip-dl":
+        algorithm = algorithms.zip_dl(args.own_copy_noise)
     else:
         algorithm = algorithms.resolve(args.algorithm)
     if args.trust == "ldp":

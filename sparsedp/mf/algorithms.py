@@ -63,6 +63,7 @@ class Algorithm:
     correlation: str = "independent"
     noise: tuple | None = None
     secret_scale: float | None = None  # DECOR: standard deviation of the edge secrets
+    own_copy_noise: bool = False  # Zip-DL: the node's own copy also gets a message noise
 
     def noise_matrix(self, T: int) -> np.ndarray:
         """``L = C^+`` for a T-step run (T x T, lower triangular)."""
@@ -84,7 +85,7 @@ class Algorithm:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "K": self.K, "correlation": self.correlation,
-                "secret_scale": self.secret_scale}
+                "secret_scale": self.secret_scale, "own_copy_noise": self.own_copy_noise}
 
 
 def dp_d_sgd() -> Algorithm:
@@ -142,9 +143,16 @@ def decor(secret_scale: float) -> Algorithm:
     return Algorithm(name=f"decor({s:g})", correlation="decor", secret_scale=s)
 
 
-def zip_dl() -> Algorithm:
+def zip_dl(own_copy_noise: bool = False) -> Algorithm:
     """Zip-DL (App. A.6, Biswas et al. 2025): every message carries its own independent noise,
-    one virtual noise source per directed edge (:mod:`sparsedp.mf.message_noise`)."""
+    one virtual noise source per directed edge (:mod:`sparsedp.mf.message_noise`).
+    ``own_copy_noise=True``: a node's own copy (weight ``W[i, i]``) also gets an independent
+    noise, the reading of App. A.6 where the self slot is one of the n^2 virtual nodes."""
+    if not isinstance(own_copy_noise, bool):
+        raise ParameterError(f"own_copy_noise must be True or False, got {own_copy_noise!r}")
+    if own_copy_noise:
+        return Algorithm(name="zip-dl(own-copy-noise)", correlation="message",
+                         own_copy_noise=True)
     return Algorithm(name="zip-dl", correlation="message")
 
 

@@ -10,8 +10,11 @@ and sign absorbed) node i sends to every j with ``W[j, i] > 0``, ``j != i``, the
     m_(i->j, t) = x_(i, t) + zeta_(i->j, t),          zeta i.i.d. N(0, sigma^2),
 
 and j updates ``theta_(j, t+1) = W[j, j] x_(j, t) + sum_(i != j) W[j, i] m_(i->j, t)`` (its own
-copy is not a message and carries no noise).  Hence ``theta_(t+1) = W x_t + P zeta_t`` with
-``P[q, f] = W[q, p]`` for the edge ``f = (p -> q)``, and, with ``R_s = W^s``,
+copy is not a message and carries no noise; ``own_copy_noise=True`` adds an independent
+``zeta_(j->j, t)`` to it, the reading of App. A.6 where the self slot ``n j + j`` is a virtual
+node too: one more unobserved source per node with ``W[j, j] > 0``, known to j itself).
+Hence ``theta_(t+1) = W x_t + P zeta_t`` with ``P[q, f] = W[q, p]`` for the source
+``f = (p -> q)``, and, with ``R_s = W^s``,
 
     m_(e, t) = sum_(k <= t) (R_(t-k) g_k)_i + zeta_(e, t) + sum_(k < t) (R_(t-1-k) P zeta_k)_i
 
@@ -92,7 +95,7 @@ def observed_edges(trust: str, W: sp.csr_matrix, attackers: np.ndarray
 
 
 def zip_dl_block(W: sp.csr_matrix, target: int, trust: str, attackers: np.ndarray,
-                 T: int) -> TargetBlock:
+                 T: int, own_copy_noise: bool = False) -> TargetBlock:
     """The certified sandwich of ``M`` for Zip-DL (module docstring)."""
     n = W.shape[0]
     W = sp.csr_matrix(W, dtype=np.float64)
@@ -116,6 +119,13 @@ def zip_dl_block(W: sp.csr_matrix, target: int, trust: str, attackers: np.ndarra
     unknown = ~known
     weights = np.asarray(W[receivers[unknown], senders[unknown]]).ravel()
     d = np.bincount(receivers[unknown], weights=weights * weights, minlength=n)
+    self_sources = 0
+    if own_copy_noise:  # the own copies' noise: unknown except an attacker's own (pndp, secldp)
+        own = W.diagonal().copy()
+        if trust in ("pndp", "secldp"):
+            own[attackers] = 0.0
+        d += own * own
+        self_sources = int(np.count_nonzero(own))
     F = np.zeros((T, m, T, n))
     for t in range(1, T):
         for k in range(t):
@@ -141,7 +151,7 @@ def zip_dl_block(W: sp.csr_matrix, target: int, trust: str, attackers: np.ndarra
     G_error = gamma(T * (depth + 2) + 2) * G
     sandwich, lam = _certified_dense_sandwich(Kmat, G, dK, G_error)
     info = {"observed_messages": int(m), "noise_sources": int(unknown.sum()),
-            "lambda_min_lower_bound": lam}
+            "own_copy_sources": self_sources, "lambda_min_lower_bound": lam}
     return TargetBlock(T=T, closed_form=None, sandwich=sandwich, upper_certified=lam > 0,
                        method="dense message-noise assembly", solver=info,
                        notes=(f"Zip-DL: {int(unknown.sum())} unknown message-noise sources "

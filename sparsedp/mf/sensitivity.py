@@ -128,7 +128,8 @@ def mf_sensitivity(
         block = decor_pndp_block(W, target, trust_model, obs.observed, obs.attackers, T,
                                  algorithm.secret_scale)
     elif algorithm.correlation == "message":
-        block = zip_dl_block(W, target, trust_model, obs.attackers, T)
+        block = zip_dl_block(W, target, trust_model, obs.attackers, T,
+                             own_copy_noise=algorithm.own_copy_noise)
     elif trust_model in ("ldp", "secldp"):  # node-local noise: SecLDP is local DP
         block = blocks.ldp_block(L, patterns)
     else:
