@@ -38,7 +38,8 @@ from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.mf import algorithms, blocks, participation, trust
-from sparsedp.mf.edge_secrets import decor_block
+from sparsedp.mf.edge_secrets import decor_block, decor_pndp_block
+from sparsedp.mf.message_noise import zip_dl_block
 from sparsedp.mf.result import MFResult
 
 GRADIENTS = ("vector", "scalar")
@@ -73,7 +74,7 @@ def mf_sensitivity(
     attackers : rows of W (a colluding set), or ``None`` for ``trust_model="ldp"``.
     T : gradient steps (Muffliato-SGD(K) runs ``K T`` gossip rounds).
     algorithm : :class:`sparsedp.mf.Algorithm` (``dp_d_sgd()``, ``muffliato_sgd(K)``,
-        ``antipgd()``, ``mf_d_sgd(noise)``, ``decor(s)``) or a name.
+        ``antipgd()``, ``mf_d_sgd(noise)``, ``decor(s)``, ``zip_dl()``) or a name.
     trust_model : ``"ldp"``, ``"pndp"`` (own noise known, App. A.2), ``"pndp-eq12"``
         (own noise not subtracted, eq. 12) or ``"secldp"`` (every message public, own noise
         and shared secrets known): :mod:`sparsedp.mf.trust`.
@@ -123,12 +124,14 @@ def mf_sensitivity(
     do_exact = _resolve_exact(exact, gradients, max(p.size for p in patterns))
     L = algorithm.noise_matrix(T)
     identity_noise = algorithm.independent_noise
-    if algorithm.correlation == "decor":
-        if trust_model not in ("ldp", "secldp"):
-            raise ParameterError("DECOR is accounted with every message public ('ldp', "
-                                 "'secldp'); App. A.5's received-messages-only form is not "
-                                 "implemented")
+    if algorithm.correlation == "decor" and trust_model in ("ldp", "secldp"):
         block = decor_block(W, target, obs.attackers, T, algorithm.secret_scale)
+    elif algorithm.correlation == "decor":
+        block = decor_pndp_block(W, target, trust_model, obs.observed, obs.attackers, T,
+                                 algorithm.secret_scale)
+    elif algorithm.correlation == "message":
+        block = zip_dl_block(W, target, trust_model, obs.attackers, T,
+                             own_copy_noise=algorithm.own_copy_noise)
     elif trust_model in ("ldp", "secldp"):  # node-local noise: SecLDP is local DP
         block = blocks.ldp_block(L, patterns)
     else:
