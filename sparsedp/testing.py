@@ -12,6 +12,7 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.optimize
 
 from sparsedp.linalg.kernels import _local_sign_search_numpy
 
@@ -129,6 +130,39 @@ def random_psd(T: int, seed: int, rank: int | None = None) -> np.ndarray:
     A = rng.standard_normal((T, rank or T))
     M = A @ A.T
     return M / np.linalg.eigvalsh(M)[-1]
+
+
+def sdp_max(M: np.ndarray, starts: int = 3) -> tuple[float, float]:
+    """``max <M, X>`` over PSD X with unit diagonal (the vector maximum, M PSD), bracketed
+    independently of :mod:`sparsedp.linalg.vector_bounds`: a lower bound from L-BFGS on the
+    full-rank factor ``X = N N^T`` (N: the rows of a T x T matrix normalised), best of
+    ``starts`` seeded starts, and an upper bound ``T lambda_max(M - diag l) + sum l`` with
+    ``l_i = (M X)_ii`` its multipliers (valid for any l; plain numpy rounding)."""
+    T = M.shape[0]
+    if T == 1:
+        return float(M[0, 0]), float(M[0, 0])
+
+    def negative(flat):
+        V = flat.reshape(T, T)
+        norms = np.linalg.norm(V, axis=1, keepdims=True)
+        N = V / norms
+        MN = M @ N
+        grad_N = -2.0 * MN
+        grad_V = (grad_N - N * (grad_N * N).sum(axis=1, keepdims=True)) / norms
+        return -float((MN * N).sum()), grad_V.ravel()
+
+    best, best_N = -np.inf, None
+    for seed in range(starts):
+        start = np.random.default_rng(seed).standard_normal((T, T)).ravel()
+        result = scipy.optimize.minimize(negative, start, jac=True, method="L-BFGS-B",
+                                         options={"maxiter": 20000, "ftol": 1e-15,
+                                                  "gtol": 1e-12})
+        if -result.fun > best:
+            V = result.x.reshape(T, T)
+            best, best_N = -result.fun, V / np.linalg.norm(V, axis=1, keepdims=True)
+    multipliers = ((M @ best_N) * best_N).sum(axis=1)
+    upper = T * float(np.linalg.eigvalsh(M - np.diag(multipliers))[-1]) + float(multipliers.sum())
+    return float(best), max(upper, float(best))
 
 
 def brute_force_max(M: np.ndarray) -> float:
@@ -265,6 +299,7 @@ def _dense_sensitivity(A: np.ndarray, B: np.ndarray, columns: list, patterns,
     M = Y.T @ Y
     residual = Au - U @ (U.T @ Au)
     thm7 = exact = 0.0
+    vector = [0.0, 0.0]
     in_range = True
     for p in patterns:
         p = np.asarray(p)
@@ -275,9 +310,12 @@ def _dense_sensitivity(A: np.ndarray, B: np.ndarray, columns: list, patterns,
         Mp = M[np.ix_(p, p)]
         thm7 = max(thm7, float(np.abs(Mp).sum()))
         exact = max(exact, brute_force_max(Mp) if p.size > 1 else float(Mp[0, 0]))
+        vector = [max(v, w) for v, w in zip(vector, sdp_max(Mp), strict=True)]
     if not in_range:
         thm7 = exact = float("inf")
-    return {"M": M, "thm7": thm7, "exact": exact, "range_condition": in_range}
+        vector = [float("inf")] * 2
+    return {"M": M, "thm7": thm7, "exact": exact, "vector": tuple(vector),
+            "range_condition": in_range}
 
 
 def dense_decor_sensitivity(W, target: int, T: int, patterns, *, secret_scale: float,

@@ -17,7 +17,9 @@ range condition).  Bounds (each maximised over the patterns, with its kind):
 * ``gradients="vector"`` (default: d-dimensional gradients clipped in norm): the exact value
   is the SDP ``max tr(M_pi X)`` over Gram matrices with unit diagonal, which the sign vectors
   only bound from below; the certified upper bounds (spectral, diagonal shift — the SDP
-  dual —, Theorem 7, local DP) bound it from above;
+  dual —, Theorem 7, local DP) bound it from above, and the SDP primal-dual pair of
+  :mod:`sparsedp.linalg.vector_bounds` closes the gap (``sdp_primal``, a lower bound for
+  gradients with at least ``ceil(sqrt(2 |pi|)) + 1`` coordinates; ``sdp_dual``, certified);
 * the spectral, diagonal-shift and sign-search bounds of :mod:`sparsedp.linalg.sign_bounds`
   on each pattern's principal sub-block of the certified sandwich.
 
@@ -34,9 +36,10 @@ from sparsedp import validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.target_block import TargetBlock, sub_sandwich
 from sparsedp.linalg.matrix_facts import one_query
-from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
+from sparsedp.linalg.sign_bounds import SETTLED_GAP, Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.linalg.threads import limit_blas_threads
+from sparsedp.linalg.vector_bounds import vector_bounds
 from sparsedp.mf import algorithms, blocks, participation, trust
 from sparsedp.mf.edge_secrets import decor_block, decor_pndp_block
 from sparsedp.mf.message_noise import zip_dl_block
@@ -109,7 +112,7 @@ def mf_sensitivity(
     >>> W = sparsedp.gossip_matrix(nx.cycle_graph(8), scheme="row-normalised-self-loops")
     >>> r = mf_sensitivity(W, 0, [1], 6)
     >>> round(r.lower, 6), round(r.upper, 6)
-    (5.616499, 5.618181)
+    (5.617935, 5.617936)
     """
     algorithm = algorithms.resolve(algorithm)
     scheme = participation.resolve(participation_scheme)
@@ -188,6 +191,8 @@ def _pattern_bounds(block: TargetBlock, pattern: np.ndarray, do_exact: bool, gra
         return _closed("range_condition", float("inf"), "not private: range condition fails")
     sandwich = sub_sandwich(block.sandwich, pattern)
     bounds, _ = evaluate_bounds(sandwich, do_exact)
+    if gradients == "vector" and _unsettled(bounds):
+        bounds += vector_bounds(sandwich)
     estimate = bool(block.solver.get("estimate"))
     out = []
     for b in bounds:
@@ -208,6 +213,14 @@ def _pattern_bounds(block: TargetBlock, pattern: np.ndarray, do_exact: bool, gra
                 b = dataclasses.replace(b, name="exhaustive_signs", kind="lower")
         out.append(b)
     return out
+
+
+def _unsettled(bounds: list[Bound]) -> bool:
+    """Whether the sign bounds leave a relative gap above ``SETTLED_GAP`` (then the SDP
+    bounds of :mod:`sparsedp.linalg.vector_bounds` may narrow it)."""
+    lower = max((b.value for b in bounds if b.kind in ("lower", "exact")), default=0.0)
+    upper = min((b.value for b in bounds if b.kind == "certified upper"), default=np.inf)
+    return upper - lower > SETTLED_GAP * abs(upper)
 
 
 def _combine(per_pattern: list[list[Bound]]) -> list[Bound]:
