@@ -77,6 +77,7 @@ KIND_CODE = {name: code for code, name in enumerate(KINDS)}
 KIND_NAMES = np.array(KINDS, dtype=np.dtypes.StringDType())  # 16 bytes a pair, inline
 EXACT_EPSILONS = 20_000  # distinct upper bounds converted one by one (80 us each)
 EPSILON_GRID_RATIO = 1.001
+EPSILON_SLICE = 1 << 20  # pairs whose epsilons are looked up at once
 
 
 @dataclass(frozen=True)
@@ -327,9 +328,7 @@ def privacy_map(
     epsilon = np.full(pairs, np.nan, dtype=value_type)
     epsilon_note = None
     if sigma is not None and upper != "none":  # from the stored (outward-rounded) uppers
-        epsilon, epsilon_note = _epsilons(upper_col, sigma, delta)
-        if float32:
-            epsilon = _narrow(epsilon, down=False)
+        epsilon, epsilon_note = _epsilons(upper_col, sigma, delta, float32)
     rows_type = np.int32 if n < 2**31 else np.int64
     names = ((graph.ids_of(obs), graph.ids_of(tgt)) if graph is not None
              else (obs.astype(rows_type), tgt.astype(rows_type)))
@@ -386,33 +385,56 @@ def _certify(batch, i, tgt, zero, do_exact, backend, lower, upper, kind) -> None
         kind[k] = KIND_CODE["exact" if is_exact else "certified upper"]
 
 
-def _epsilons(upper: np.ndarray, sigma: float, delta: float) -> tuple[np.ndarray, str | None]:
-    """``gaussian_epsilon`` of each certified upper bound, and a note when it is rounded up.
+def _epsilons(upper: np.ndarray, sigma: float, delta: float, float32: bool = False
+              ) -> tuple[np.ndarray, str | None]:
+    """``gaussian_epsilon`` of each certified upper bound (float32 rounded up when
+    ``float32``), and a note when it is rounded up.
 
     Up to :data:`EXACT_EPSILONS` distinct values: each converted exactly.  Beyond (80 us a
     conversion), each value uses the epsilon of the next point above it on a geometric grid of
     ratio :data:`EPSILON_GRID_RATIO` reaching the largest value (values below its first
     point, ``1e-16`` of the largest, use that point): epsilon increases with the squared
     sensitivity, so this is still an upper bound on the pair's epsilon, at most the change of
-    a 0.1% larger sensitivity above the exact conversion."""
-    values, inverse = np.unique(upper, return_inverse=True)
-    inverse = inverse.ravel()
-    if values.size <= EXACT_EPSILONS:
-        eps = np.array([gaussian_epsilon(float(v), sigma, delta) for v in values])
-        return eps[inverse], None
-    top = float(values[-1])
-    steps = int(math.ceil(math.log(1e16) / math.log(EPSILON_GRID_RATIO)))
-    grid = top * EPSILON_GRID_RATIO ** np.arange(-steps, 1, dtype=np.float64)
-    grid[-1] = top  # the largest value exactly
-    index = np.minimum(np.searchsorted(grid, values, side="left"), grid.size - 1)
-    while np.any(grid[index] < values):  # guard the rounding of the grid
-        index = np.minimum(index + (grid[index] < values), grid.size - 1)
-    used, where = np.unique(index, return_inverse=True)
-    eps_used = np.array([gaussian_epsilon(float(grid[k]), sigma, delta) for k in used])
-    note = (f"epsilon: {values.size} distinct upper bounds, each converted at the next point "
-            f"above it of a geometric grid (ratio {EPSILON_GRID_RATIO}): an upper bound on the "
-            "exact conversion")
-    return eps_used[where.ravel()][inverse], note
+    a 0.1% larger sensitivity above the exact conversion.  Distinct values, grid indices and
+    the output are handled in slices of :data:`EPSILON_SLICE` pairs (no table-sized
+    temporary)."""
+    slices = [slice(k, k + EPSILON_SLICE) for k in range(0, upper.size, EPSILON_SLICE)]
+    distinct = np.empty(0, dtype=upper.dtype)
+    for part in slices:
+        distinct = np.union1d(distinct, upper[part])
+        if distinct.size > EXACT_EPSILONS:
+            break
+    if distinct.size <= EXACT_EPSILONS:
+        points = distinct.astype(np.float64)
+        note = None
+    else:
+        top = float(np.nanmax(upper))
+        steps = int(math.ceil(math.log(1e16) / math.log(EPSILON_GRID_RATIO)))
+        points = top * EPSILON_GRID_RATIO ** np.arange(-steps, 1, dtype=np.float64)
+        points[-1] = top  # the largest value exactly
+        note = (f"epsilon: more than {EXACT_EPSILONS} distinct upper bounds, each converted "
+                f"at the next point above it of a geometric grid (ratio {EPSILON_GRID_RATIO}):"
+                " an upper bound on the exact conversion")
+    used = np.zeros(points.size, dtype=bool)
+    for part in slices:
+        used[_point_above(points, upper[part])] = True
+    eps = np.full(points.size, np.nan)
+    eps[used] = [gaussian_epsilon(float(p), sigma, delta) for p in points[used]]
+    if float32:
+        eps = _narrow(eps, down=False)
+    out = np.empty(upper.size, dtype=eps.dtype)
+    for part in slices:
+        out[part] = eps[_point_above(points, upper[part])]
+    return out, note
+
+
+def _point_above(points: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Index of the first of the sorted ``points`` at or above each value (the last point for
+    values above them all)."""
+    index = np.minimum(np.searchsorted(points, values, side="left"), points.size - 1)
+    while np.any(points[index] < values):  # guard the rounding of the comparison
+        index = np.minimum(index + (points[index] < values), points.size - 1)
+    return index
 
 
 def _source(source, scheme: str) -> tuple[Graph | None, sp.csr_matrix]:
