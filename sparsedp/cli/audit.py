@@ -197,7 +197,8 @@ def _random_walk(args, graph, W) -> dict:
     source, receiver = _single_observer(graph, args)
     result = audit_random_walk(W, source, receiver, args.rounds, args.sigma,
                                alpha=args.alpha, delta=args.delta, trials=args.trials,
-                               seed=args.seed, confidence=args.confidence)
+                               seed=args.seed, confidence=args.confidence,
+                               progress=args.progress)
     record = result.to_dict()
     record.update(source=graph.id_of(source), receiver=graph.id_of(receiver))
     return record
