@@ -33,7 +33,7 @@ from sparsedp.gossip.closed_forms import (
 )
 from sparsedp.graphs import Graph, as_graph, gossip_matrix, read_edge_list, synthetic_social_graph
 from sparsedp.linalg.spectral import SpectralInfo, spectral_info
-from sparsedp.linalg.stochastic import check_gossip_matrix, gossip_properties
+from sparsedp.linalg.stochastic import check_gossip_matrix, gossip_properties, lock_gossip_matrix
 from sparsedp.maps import PrivacyMap, privacy_map
 from sparsedp.mf import MFResult, mf_sensitivity
 from sparsedp.ppac import laplacian_consensus_matrix, ppac_layout
@@ -87,6 +87,7 @@ __all__ = [
     "gossip_matrix",
     "gossip_properties",
     "laplacian_consensus_matrix",
+    "lock_gossip_matrix",
     "log_green_columns",
     "log_pseudo_determinant",
     "mf_sensitivity",

@@ -12,6 +12,7 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.optimize
 
 from sparsedp.linalg.kernels import _local_sign_search_numpy
 
@@ -131,6 +132,39 @@ def random_psd(T: int, seed: int, rank: int | None = None) -> np.ndarray:
     return M / np.linalg.eigvalsh(M)[-1]
 
 
+def sdp_max(M: np.ndarray, starts: int = 3) -> tuple[float, float]:
+    """``max <M, X>`` over PSD X with unit diagonal (the vector maximum, M PSD), bracketed
+    independently of :mod:`sparsedp.linalg.vector_bounds`: a lower bound from L-BFGS on the
+    full-rank factor ``X = N N^T`` (N: the rows of a T x T matrix normalised), best of
+    ``starts`` seeded starts, and an upper bound ``T lambda_max(M - diag l) + sum l`` with
+    ``l_i = (M X)_ii`` its multipliers (valid for any l; plain numpy rounding)."""
+    T = M.shape[0]
+    if T == 1:
+        return float(M[0, 0]), float(M[0, 0])
+
+    def negative(flat):
+        V = flat.reshape(T, T)
+        norms = np.linalg.norm(V, axis=1, keepdims=True)
+        N = V / norms
+        MN = M @ N
+        grad_N = -2.0 * MN
+        grad_V = (grad_N - N * (grad_N * N).sum(axis=1, keepdims=True)) / norms
+        return -float((MN * N).sum()), grad_V.ravel()
+
+    best, best_N = -np.inf, None
+    for seed in range(starts):
+        start = np.random.default_rng(seed).standard_normal((T, T)).ravel()
+        result = scipy.optimize.minimize(negative, start, jac=True, method="L-BFGS-B",
+                                         options={"maxiter": 20000, "ftol": 1e-15,
+                                                  "gtol": 1e-12})
+        if -result.fun > best:
+            V = result.x.reshape(T, T)
+            best, best_N = -result.fun, V / np.linalg.norm(V, axis=1, keepdims=True)
+    multipliers = ((M @ best_N) * best_N).sum(axis=1)
+    upper = T * float(np.linalg.eigvalsh(M - np.diag(multipliers))[-1]) + float(multipliers.sum())
+    return float(best), max(upper, float(best))
+
+
 def brute_force_max(M: np.ndarray) -> float:
     """``max_c c^T M c`` over every sign vector (T <= 16)."""
     T = M.shape[0]
@@ -182,6 +216,17 @@ def dense_reference(W, target: int, observers, T: int, **view) -> DenseReference
 # -- matrix-factorisation accounting (Bellet et al.): explicit A, B, C -------------------------
 
 
+def _dense_observed_nodes(W: np.ndarray, trust: str, attackers: list) -> list:
+    """Rows of the messages the attackers see: ``"pndp"`` their closed neighbourhood,
+    ``"pndp-eq12"`` what they receive (neighbours, themselves when ``W[a, a] != 0``)."""
+    adjacent = (W + W.T) != 0
+    if trust == "pndp":
+        return sorted({int(v) for a in attackers for v in np.flatnonzero(adjacent[a])}
+                      | set(attackers))
+    return sorted({int(v) for a in attackers for v in np.flatnonzero(adjacent[a]) if v != a}
+                  | {a for a in attackers if W[a, a] != 0})
+
+
 def dense_mf_matrices(W, T: int, *, K: int = 1, noise=None, trust: str = "ldp",
                       attackers=()) -> dict:
     """Explicit attacker knowledge ``O = A G + B Z`` of Bellet et al. App. A (time-major
@@ -210,13 +255,7 @@ def dense_mf_matrices(W, T: int, *, K: int = 1, noise=None, trust: str = "ldp",
     if trust == "ldp":
         return {"A": F, "B": F @ Lbig, "C": C, "observed": list(range(n))}
     attackers = sorted(int(a) for a in attackers)
-    adjacent = (W + W.T) != 0
-    if trust == "pndp":
-        observed = sorted({v for a in attackers for v in np.flatnonzero(adjacent[a])}
-                          | set(attackers))
-    else:
-        observed = sorted({int(v) for a in attackers for v in np.flatnonzero(adjacent[a])
-                           if v != a} | {a for a in attackers if W[a, a] != 0})
+    observed = _dense_observed_nodes(W, trust, attackers)
     P = np.zeros((R * len(observed), R * n))
     for r in range(R):
         for k, v in enumerate(observed):
@@ -241,9 +280,18 @@ def dense_mf_sensitivity(W, target: int, T: int, patterns, *, K: int = 1, noise=
     brute-force sign maximum, and the range condition (``A_u[:, pi]`` in range(B) to 1e-8;
     infinite values when it fails)."""
     mats = dense_mf_matrices(W, T, K=K, noise=noise, trust=trust, attackers=attackers)
-    A, B = mats["A"], mats["B"]
     n = np.asarray(W.toarray() if hasattr(W, "toarray") else W).shape[0]
-    Au = A[:, [t * n + target for t in range(T)]]
+    out = _dense_sensitivity(mats["A"], mats["B"], [t * n + target for t in range(T)],
+                             patterns, tol)
+    return {**out, "observed": mats["observed"]}
+
+
+def _dense_sensitivity(A: np.ndarray, B: np.ndarray, columns: list, patterns,
+                       tol: float = 1e-9) -> dict:
+    """``M = A_u^T (B B^T)^+ A_u`` (``A_u`` the given columns of A; SVD of B, singular values
+    below ``tol`` relative dropped) and, over the patterns, Theorem 7's sum, the brute-force
+    sign maximum and the range condition (infinite values when it fails)."""
+    Au = A[:, columns]
     U, s, _ = np.linalg.svd(B, full_matrices=False)
     r = int((s > tol * s[0]).sum()) if s.size else 0
     U, s = U[:, :r], s[:r]
@@ -251,6 +299,7 @@ def dense_mf_sensitivity(W, target: int, T: int, patterns, *, K: int = 1, noise=
     M = Y.T @ Y
     residual = Au - U @ (U.T @ Au)
     thm7 = exact = 0.0
+    vector = [0.0, 0.0]
     in_range = True
     for p in patterns:
         p = np.asarray(p)
@@ -261,18 +310,22 @@ def dense_mf_sensitivity(W, target: int, T: int, patterns, *, K: int = 1, noise=
         Mp = M[np.ix_(p, p)]
         thm7 = max(thm7, float(np.abs(Mp).sum()))
         exact = max(exact, brute_force_max(Mp) if p.size > 1 else float(Mp[0, 0]))
+        vector = [max(v, w) for v, w in zip(vector, sdp_max(Mp), strict=True)]
     if not in_range:
         thm7 = exact = float("inf")
-    return {"M": M, "thm7": thm7, "exact": exact, "range_condition": in_range,
-            "observed": mats["observed"]}
+        vector = [float("inf")] * 2
+    return {"M": M, "thm7": thm7, "exact": exact, "vector": tuple(vector),
+            "range_condition": in_range}
 
 
 def dense_decor_sensitivity(W, target: int, T: int, patterns, *, secret_scale: float,
-                            attackers=()) -> dict:
-    """DECOR with every message public (LDP when ``attackers`` is empty, else SecLDP), as in
-    App. A.5: ``A = W_T``, ``B = W_T [I_nT, I_T kron s Inc]`` (orientation i < j, +1 at i),
-    then the attackers' own gradients (A rows, Lemma 11), own noise and the secrets of their
-    edges (B rows ``[0 I]``, not column deletion); ``M = A_u^T (B B^T)^+ A_u`` by SVD and,
+                            attackers=(), trust: str | None = None) -> dict:
+    """DECOR as in App. A.5: ``A = W_T``, ``B = W_T [I_nT, I_T kron s Inc]`` (orientation
+    i < j, +1 at i); ``trust`` (default ``"ldp"`` without attackers, else ``"secldp"``):
+    ``"ldp"``/``"secldp"`` every message row, ``"pndp"`` the rows of the attackers' closed
+    neighbourhood, ``"pndp-eq12"`` their received rows.  Under ``"secldp"`` and ``"pndp"`` the
+    attackers' own gradients (A rows, Lemma 11), own noise and the secrets of their edges
+    (B rows ``[0 I]``, not column deletion) are added; ``M = A_u^T (B B^T)^+ A_u`` by SVD and,
     over the patterns, Theorem 7's sum and the sign maximum."""
     W = np.asarray(W.toarray() if hasattr(W, "toarray") else W, dtype=float)
     n = W.shape[0]
@@ -283,9 +336,13 @@ def dense_decor_sensitivity(W, target: int, T: int, patterns, *, secret_scale: f
     for e, (i, j) in enumerate(edges):
         inc[i, e], inc[j, e] = secret_scale, -secret_scale
     noise = np.hstack([np.eye(n * T), np.kron(np.eye(T), inc)])
-    A, B = F, F @ noise
     attackers = sorted(int(a) for a in attackers)
-    if attackers:
+    trust = trust or ("secldp" if attackers else "ldp")
+    if trust in ("pndp", "pndp-eq12"):
+        observed = _dense_observed_nodes(W, trust, attackers)
+        F = F[[t * n + v for t in range(T) for v in observed]]
+    A, B = F, F @ noise
+    if trust in ("secldp", "pndp"):
         q = noise.shape[1]
         known = [t * n + a for t in range(T) for a in attackers]
         known += [n * T + t * len(edges) + e for t in range(T)
@@ -298,11 +355,60 @@ def dense_decor_sensitivity(W, target: int, T: int, patterns, *, secret_scale: f
         A = np.vstack([A, own, np.zeros((len(known), n * T))])
         B = np.vstack([B, np.zeros((own.shape[0], q)), rows_z])
         A = A @ (np.eye(n * T) - np.linalg.pinv(own) @ own)
-    Au = A[:, [t * n + target for t in range(T)]]
-    U, s, _ = np.linalg.svd(B, full_matrices=False)
-    U, s = U[:, s > 1e-9 * s[0]], s[s > 1e-9 * s[0]]
-    Y = (U.T @ Au) / s[:, None]
-    M = Y.T @ Y
-    thm7 = max(float(np.abs(M[np.ix_(p, p)]).sum()) for p in map(np.asarray, patterns))
-    exact = max(brute_force_max(M[np.ix_(p, p)]) for p in map(np.asarray, patterns))
-    return {"M": M, "thm7": thm7, "exact": exact}
+    return _dense_sensitivity(A, B, [t * n + target for t in range(T)], patterns)
+
+
+def dense_zip_dl_sensitivity(W, target: int, T: int, patterns, *, trust: str = "ldp",
+                             attackers=(), own_copy_noise: bool = False) -> dict:
+    """Zip-DL with the paper's ``n^2`` virtual nodes (App. A.6), simulated directly: slot
+    ``n i + j`` carries the message ``i -> j`` (``W[j, i] != 0``, ``i != j``),
+    ``m = x_i + zeta_(n i + j)`` with ``x = theta + g``, and
+    ``theta_j <- W[j, j] x_j + sum_i W[j, i] m_(i -> j)``; each quantity is tracked as its
+    coefficient rows over the variables ``(g: T n, zeta: T n^2)``.  Observed: every message
+    (``"ldp"``, ``"secldp"``) or those received by the attackers (``"pndp"``,
+    ``"pndp-eq12"``); under ``"pndp"`` and ``"secldp"`` the rows of the attackers' own
+    gradients (A, then Lemma 11) and of the noise of every message they send (B, ``[0 I]``)
+    are added.  ``own_copy_noise``: the self slot ``n j + j`` gets noise too (known to j).
+    Returns what :func:`dense_mf_sensitivity` returns and the number of non-zero noise
+    columns (``2|E|`` on a symmetric pattern without own-copy noise)."""
+    W = np.asarray(W.toarray() if hasattr(W, "toarray") else W, dtype=float)
+    n = W.shape[0]
+    ng, nz = T * n, T * n * n
+    attackers = sorted(int(a) for a in attackers)
+    edges = [(i, j) for j in range(n) for i in range(n) if i != j and W[j, i] != 0]
+    theta = np.zeros((n, ng + nz))
+    rows = []
+    for t in range(T):
+        x = theta.copy()
+        x[np.arange(n), t * n + np.arange(n)] += 1.0
+        messages = {}
+        for i, j in edges:
+            row = x[i].copy()
+            row[ng + t * n * n + n * i + j] += 1.0
+            messages[(i, j)] = row
+        theta = np.diag(np.diag(W)) @ x
+        if own_copy_noise:
+            for j in range(n):
+                theta[j, ng + t * n * n + n * j + j] += W[j, j]
+        for (i, j), row in messages.items():
+            theta[j] += W[j, i] * row
+        for (_i, j), row in messages.items():
+            if trust in ("ldp", "secldp") or j in attackers:
+                rows.append(row)
+    observed = np.array(rows)
+    A, B = observed[:, :ng], observed[:, ng:]
+    if trust in ("pndp", "secldp"):
+        own = np.zeros((T * len(attackers), ng))
+        for k, (t, a) in enumerate((t, a) for t in range(T) for a in attackers):
+            own[k, t * n + a] = 1.0
+        known = [t * n * n + n * i + j for t in range(T) for i, j in edges if i in attackers]
+        if own_copy_noise:
+            known += [t * n * n + n * a + a for t in range(T) for a in attackers]
+        noise_rows = np.zeros((len(known), nz))
+        noise_rows[np.arange(len(known)), known] = 1.0
+        A = np.vstack([A, own, np.zeros((len(known), ng))])
+        B = np.vstack([B, np.zeros((own.shape[0], nz)), noise_rows])
+        A = A @ (np.eye(ng) - np.linalg.pinv(own) @ own)  # Lemma 11
+    used = np.abs(B).sum(axis=0) > 0  # the n^2 - 2|E| unused slots: zero columns
+    out = _dense_sensitivity(A, B[:, used], [t * n + target for t in range(T)], patterns)
+    return {**out, "noise_sources": int(used.sum()) // T, "A": A, "B": B}

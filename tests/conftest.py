@@ -1,8 +1,18 @@
 import networkx as nx
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from sparsedp.graphs.weights import gossip_matrix
+
+
+@pytest.fixture(scope="session", autouse=True)
+def single_threaded_blas():
+    """The dense references (:mod:`sparsedp.testing`) run with one BLAS thread, as the engine
+    does (:mod:`sparsedp.linalg.threads`): on the 2-core machine under load, multi-threaded
+    OpenBLAS made one Zip-DL reference test take 94 s instead of about 1 s."""
+    with threadpool_limits(1, user_api="blas"):
+        yield
 
 
 def connected_instance(kind: str, n: int, seed: int):

@@ -74,6 +74,11 @@ PPAC_LEAF_GRAPH = "0 1\n0 2\n1 2\n0 3\n"  # victim 3 hangs on the attacker 0 alo
     ("audit", ("audit", "--rounds", "4", "--trials", "2000")),
     ("audit", ("audit", "--view", "local-dp", "--noise-removed", "--rounds", "2",
                "--trials", "2000")),  # infinite
+    ("audit", ("audit", "--family", "dp-d-sgd", "--rounds", "3", "--trials", "2000")),
+    ("audit", ("audit", "--family", "muffliato-sgd", "--rounds", "3", "--trials", "2000",
+               "--participation", "2,2", "--observer", "Medici", "--observer", "Strozzi")),
+    ("audit", ("audit", "--family", "randomwalk", "--rounds", "5", "--trials", "2000")),
+    ("audit", ("audit", "--family", "ppac", "--rounds", "0", "--trials", "2000")),
     ("mf", ("mf", "-T", "6")),
     ("mf", ("mf", "-T", "5", "--gradients", "scalar", "--participation", "2,2",
             "--trust", "pndp-eq12", "--attacker", "Medici", "--attacker", "Strozzi")),

@@ -19,8 +19,13 @@ from sparsedp.mf import (
     muffliato_sgd,
     single_use,
     user_level,
+    zip_dl,
 )
-from sparsedp.testing import dense_decor_sensitivity, dense_mf_sensitivity
+from sparsedp.testing import (
+    dense_decor_sensitivity,
+    dense_mf_sensitivity,
+    dense_zip_dl_sensitivity,
+)
 from tests.conftest import connected_instance
 
 T = 4
@@ -93,8 +98,7 @@ def test_against_dense_reference(graph, alg, trust):
         vector = mf_sensitivity(W, target, attackers, T, algorithm=algorithm,
                                 trust_model=trust, participation_scheme=scheme)
         assert vector.exact is None or scheme_name == "single" or vector.lower == vector.upper
-        assert vector.lower <= ref["exact"] * (1 + 1e-9) + 1e-13 <= vector.upper * (1 + 2e-9) \
-            + 2e-13, what
+        _check_vector(vector, ref, what)
         assert vector.to_dict()["gradients"] == "vector"
 
 
@@ -188,6 +192,50 @@ def test_bad_input_is_one_line():
         muffliato_sgd(0)
 
 
+@pytest.mark.parametrize("algorithm", [dp_d_sgd(), decor(1.0), zip_dl(), antipgd()])
+def test_bad_input_is_one_line_for_every_algorithm(algorithm):
+    """Issue 14's list: attacker = target (also inside a coalition), empty attacker set,
+    participation longer than T, a non-stochastic or negative W, attackers under 'ldp'; each
+    a one-line SparseDPError.  (A C that does not factor A cannot be passed: the API builds
+    A, B, C from the constructors, A = B C by construction wherever C exists; a singular
+    noise correlation, the only case without C, is refused under PNDP and infinite under LDP
+    exactly where the range condition fails.)"""
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph())
+    bad = W.toarray()
+    bad[0, 0] += 0.5
+    negative = W.toarray()
+    j = int(np.flatnonzero(negative[1])[-1])
+    negative[1, j] += negative[1, 1] + 0.1
+    negative[1, 1] = -0.1  # rows still sum to 1, one entry negative
+    cases = [
+        dict(W=W, target=0, attackers=[0]),
+        dict(W=W, target=0, attackers=[1, 0]),
+        dict(W=W, target=0, attackers=[]),
+        dict(W=W, target=0, attackers=[1], participation_scheme=cyclic(3, 3)),
+        dict(W=W, target=0, attackers=[1], participation_scheme=(2, 5)),
+        dict(W=W, target=0, attackers=[1], trust_model="ldp"),
+        dict(W=W, target=0, attackers=None, trust_model="pndp"),
+        dict(W=bad, target=0, attackers=[1]),
+        dict(W=W, target=15, attackers=[1]),
+        dict(W=negative, target=0, attackers=[2]),
+    ]
+    for kwargs in cases:
+        with pytest.raises(sparsedp.SparseDPError) as info:
+            mf_sensitivity(T=5, algorithm=algorithm, **kwargs)
+        assert "\n" not in str(info.value), str(info.value)
+
+
+def test_too_large_dense_assemblies_are_refused_in_one_line():
+    """Zip-DL and DECOR under PNDP assemble B B^T densely: beyond the limit, a one-line
+    ParameterError, never a silent approximation."""
+    W = sparsedp.gossip_matrix(KARATE)
+    hub = int(np.argmax(W.getnnz(axis=1)))  # 17 neighbours: 17 x 500 kept rows
+    for algorithm, trust, attackers in ((zip_dl(), "ldp", None), (decor(1.0), "pndp", [hub])):
+        with pytest.raises(ParameterError) as info:
+            mf_sensitivity(W, 0, attackers, 500, algorithm=algorithm, trust_model=trust)
+        assert "\n" not in str(info.value) and "exceeds" in str(info.value)
+
+
 def test_muffliato_rdp_composition_is_below_the_joint_value():
     """Muffliato-SGD(K) with one gradient step is Muffliato averaging: the attacker v (W[v, v]
     = 0, max-degree weights) receives ``e_w^T W^t (x + eta)`` from its neighbours w for
@@ -235,8 +283,6 @@ def test_decor_against_dense_reference(graph, trust):
 def test_secldp_without_secrets_is_local_dp():
     W = sparsedp.gossip_matrix(nx.florentine_families_graph())
     assert mf_sensitivity(W, 0, [8], 5, trust_model="secldp").upper == 5.0
-    with pytest.raises(ParameterError):
-        mf_sensitivity(W, 0, [8], 5, algorithm=decor(1.0), trust_model="pndp")
 
 
 def test_muffliato_beyond_the_exact_row_limit_reports_estimates(monkeypatch):
@@ -288,3 +334,166 @@ def test_matrix_free_operators_match_the_dense_matrices(alg):
     assert np.allclose(system.A_target(target), Au, atol=1e-13)
     Y = np.random.default_rng(0).standard_normal((rows, 3))
     assert np.allclose(system.B.T @ Y, B.T @ Y, atol=1e-12)
+
+
+def _check_against(res, ref, what, vector=None):
+    """lower <= reference <= upper, Theorem 7 to 1e-8 and the exact value to 1e-7."""
+    assert ref["range_condition"] and res.range_condition, what
+    assert res.lower <= ref["exact"] * (1 + 1e-9) + 1e-13, (what, res.lower, ref["exact"])
+    assert res.upper >= ref["exact"] * (1 - 1e-9) - 1e-13, (what, res.upper, ref["exact"])
+    assert res.thm7 is not None and _close(res.thm7, ref["thm7"], 1e-8), (
+        what, res.thm7, ref["thm7"])
+    assert res.exact is not None and _close(res.exact, ref["exact"], 1e-7), (
+        what, res.exact, ref["exact"])
+    if vector is not None:
+        _check_vector(vector, ref, what)
+
+
+def _check_vector(vector, ref, what):
+    """Vector gradients: the reported interval meets the reference SDP bracket
+    (:func:`sparsedp.testing.sdp_max`), which lies above the scalar (sign) maximum."""
+    sdp_low, sdp_high = ref["vector"]
+    assert sdp_low >= ref["exact"] * (1 - 1e-9) - 1e-13, what  # SDP >= sign maximum
+    assert vector.lower <= sdp_high * (1 + 1e-9) + 1e-13, (what, vector.lower, sdp_high)
+    assert vector.upper * (1 + 2e-9) + 2e-13 >= sdp_low, (what, vector.upper, sdp_low)
+
+
+ZIP_TRUSTS = ["ldp", "pndp", "pndp-eq12", "secldp"]
+
+
+@pytest.mark.parametrize("graph,trust,own", list(itertools.product(GRAPHS, ZIP_TRUSTS,
+                                                                    [False, True])))
+def test_zip_dl_against_dense_reference(graph, trust, own):
+    """Zip-DL: the message-noise assembly (2|E| sources, plus the own copies' with
+    ``own_copy_noise``) against the paper's n^2 virtual-slot simulation, every scheme, single
+    attackers and coalitions (5 graphs x 4 trust models x 2 variants x 3 schemes = 120
+    instances)."""
+    W, (target, attackers) = _graph(graph)
+    attackers = None if trust == "ldp" else attackers
+    for scheme_name, scheme in SCHEMES.items():
+        ref = dense_zip_dl_sensitivity(W, target, T, scheme.patterns(T), trust=trust,
+                                       attackers=attackers or (), own_copy_noise=own)
+        res = mf_sensitivity(W, target, attackers, T, algorithm=zip_dl(own), trust_model=trust,
+                             participation_scheme=scheme, gradients="scalar")
+        vector = mf_sensitivity(W, target, attackers, T, algorithm=zip_dl(own),
+                                trust_model=trust, participation_scheme=scheme)
+        _check_against(res, ref, f"zip-dl {graph} {trust} own={own} {scheme_name}", vector)
+
+
+def test_zip_dl_noise_sources_are_the_directed_edges():
+    """One virtual noise source per directed edge (2|E|), not n^2; Theorem 5's factorisation
+    A = B C exists (C = B^+ A: every column of A in range(B))."""
+    G = nx.florentine_families_graph()
+    W = sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops")
+    res = mf_sensitivity(W, 0, None, 3, algorithm=zip_dl(), trust_model="ldp")
+    assert res.solver["noise_sources"] == 2 * G.number_of_edges() == 40
+    ref = dense_zip_dl_sensitivity(W, 0, 3, [np.arange(3)])
+    assert ref["noise_sources"] == 40
+    A, B = ref["A"], ref["B"]
+    assert np.allclose(B @ (np.linalg.pinv(B) @ A), A, atol=1e-9)
+
+
+def test_zip_dl_ldp_exceeds_local_dp():
+    """A node's own copy carries no noise, so under LDP the accumulated gradient is released
+    each step with fresh noise only: a leaf (Acciaiuoli, W[u, u] = 1/2) reveals
+    x_t = sum_(k <= t) 2^(k - t) g_k + noise, sens^2 = 1 + 1.5^2 + 1.75^2 + 1.875^2 > T."""
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph(), scheme="row-normalised-self-loops")
+    res = mf_sensitivity(W, 0, None, 4, algorithm=zip_dl(), trust_model="ldp",
+                         gradients="scalar")
+    assert res.exact == pytest.approx(9.828125, rel=1e-9) and res.lower > 4
+    own = mf_sensitivity(W, 0, None, 4, algorithm=zip_dl(own_copy_noise=True),
+                         trust_model="ldp", gradients="scalar")
+    assert 4 < own.lower and own.upper < res.lower  # noise on the own copy helps, not enough
+
+
+DECOR_PNDP = ["pndp", "pndp-eq12"]
+
+
+@pytest.mark.parametrize("graph,trust", list(itertools.product(GRAPHS, DECOR_PNDP)))
+def test_decor_pndp_against_dense_reference(graph, trust):
+    """DECOR with the attackers' messages only (App. A.5's form): against the explicit
+    [I, s Inc] construction with the known-noise and known-secret rows (5 graphs x 2 trust
+    models x 3 schemes, single attackers and coalitions)."""
+    W, (target, attackers) = _graph(graph)
+    for scheme_name, scheme in SCHEMES.items():
+        ref = dense_decor_sensitivity(W, target, T, scheme.patterns(T), secret_scale=1.5,
+                                      attackers=attackers, trust=trust)
+        res = mf_sensitivity(W, target, attackers, T, algorithm=decor(1.5), trust_model=trust,
+                             participation_scheme=scheme, gradients="scalar")
+        vector = mf_sensitivity(W, target, attackers, T, algorithm=decor(1.5),
+                                trust_model=trust, participation_scheme=scheme)
+        _check_against(res, ref, f"decor {graph} {trust} {scheme_name}", vector)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_decor_without_secrets_is_dp_d_sgd(seed):
+    """Cross-check on 10 random graphs: DECOR(0) under PNDP (dense assembly) equals DP-D-SGD
+    under PNDP (the gossip engine) and the gossip neighbourhood view; DECOR(0) under LDP is
+    local DP; Zip-DL's PNDP value lies below its LDP value (fewer observations)."""
+    G = connected_instance("er", 16, 200 + seed)
+    W = sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops")
+    rng = np.random.default_rng(seed)
+    target, attacker = (int(x) for x in rng.choice(16, 2, replace=False))
+    Tn = 5
+    for trust in ("pndp", "pndp-eq12"):
+        d0 = mf_sensitivity(W, target, [attacker], Tn, algorithm=decor(0.0),
+                            trust_model=trust, gradients="scalar")
+        sgd = mf_sensitivity(W, target, [attacker], Tn, trust_model=trust,
+                             gradients="scalar")
+        assert _close(d0.exact, sgd.exact, 1e-8) and _close(d0.thm7, sgd.thm7, 1e-8)
+    gossip = sparsedp.squared_sensitivity(W, target, [attacker], Tn, view="neighbourhood",
+                                          noise_removed=True)
+    assert _close(d0.upper, gossip.upper, 1e-7) or d0.lower <= gossip.upper
+    assert mf_sensitivity(W, target, None, Tn, algorithm=decor(0.0),
+                          trust_model="ldp").upper == pytest.approx(Tn, rel=1e-12)
+    local = sparsedp.squared_sensitivity(W, target, None, Tn, view="local-dp")
+    assert mf_sensitivity(W, target, None, Tn, trust_model="ldp").upper == local.upper == Tn
+    zl = mf_sensitivity(W, target, None, Tn, algorithm=zip_dl(), trust_model="ldp",
+                        gradients="scalar")
+    zp = mf_sensitivity(W, target, [attacker], Tn, algorithm=zip_dl(), gradients="scalar")
+    assert zp.lower <= zl.upper * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_muffliato_messages_joint_value_on_random_graphs(seed):
+    """Cross-check on 10 random graphs (docs/mf.md, relation to muffliato_rdp):
+    Muffliato-SGD(K) with one step under 'pndp-eq12' (W[v, v] = 0) is the joint Gaussian
+    mechanism of exactly the messages muffliato_rdp composes (a direct pseudo-inverse of
+    those rows), and muffliato_rdp is their one-by-one composition."""
+    G = connected_instance("er", 18, 400 + seed)
+    W = sparsedp.gossip_matrix(G, scheme="max-degree")
+    Wd = W.toarray()
+    v = int(np.argmax([d for _, d in sorted(G.degree())]))
+    assert Wd[v, v] == 0
+    u = next(int(x) for x in range(18) if x != v)
+    K = 3
+    mf = mf_sensitivity(W, u, [v], 1, algorithm=muffliato_sgd(K), trust_model="pndp-eq12",
+                        gradients="scalar")
+    H = np.array([np.linalg.matrix_power(Wd, t)[w] for t in range(K) for w in sorted(G[v])])
+    a = H[:, u]
+    joint = float(a @ np.linalg.pinv(H @ H.T) @ a)
+    assert mf.lower <= joint * (1 + 1e-9) + 1e-12 <= mf.upper * (1 + 2e-9) + 2e-12
+    composed = sparsedp.muffliato_rdp(W, u, K, sigma=1.0, alpha=2.0, receivers=[v]).rdp[0]
+    assert composed == pytest.approx(min(1.0, float(np.sum(a**2 / np.diag(H @ H.T)))),
+                                     rel=1e-9)
+
+
+@pytest.mark.parametrize("trust", ["pndp", "pndp-eq12", "secldp"])
+def test_adjacent_coalition_zip_dl_and_decor(trust):
+    """A coalition of two adjacent attackers (Medici, Salviati) against Pazzi: messages between
+    attackers are dropped as functions of the coalition's knowledge (Zip-DL 'pndp', 'secldp')
+    or kept (the reference keeps every one); both agree."""
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph(), scheme="row-normalised-self-loops")
+    attackers, target = [1, 9], 10
+    assert W[1, 9] > 0 and W[9, 10] > 0
+    ref = dense_zip_dl_sensitivity(W, target, T, [np.arange(T)], trust=trust,
+                                   attackers=attackers)
+    res = mf_sensitivity(W, target, attackers, T, algorithm=zip_dl(), trust_model=trust,
+                         gradients="scalar")
+    _check_against(res, ref, f"zip-dl coalition {trust}")
+    if trust != "secldp":
+        ref = dense_decor_sensitivity(W, target, T, [np.arange(T)], secret_scale=0.7,
+                                      attackers=attackers, trust=trust)
+        res = mf_sensitivity(W, target, attackers, T, algorithm=decor(0.7),
+                             trust_model=trust, gradients="scalar")
+        _check_against(res, ref, f"decor coalition {trust}")

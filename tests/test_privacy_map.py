@@ -335,3 +335,13 @@ def test_float32_table_rounds_outward():
     assert np.all(narrow.columns["epsilon"].astype(np.float64) >= wide.columns["epsilon"])
     np.testing.assert_allclose(narrow.columns["upper"], wide.columns["upper"], rtol=1e-6)
     json.dumps(narrow.to_dict(), allow_nan=False)
+
+
+def test_a_float32_table_of_rows_takes_40_bytes_a_pair():
+    """The 10^8-pair table of a 10^4-node graph must fit in 8 GB: int32 rows and distance,
+    float32 bounds, the kind as an inline 16-byte string."""
+    W = sparsedp.gossip_matrix(_random_graph(5))
+    m = sparsedp.privacy_map(W, "all", "all", 5, 1.0, 1e-5, upper="entrywise", float32=True)
+    assert sum(v.nbytes for v in m.columns.values()) == 40 * len(m)
+    assert {r["kind"] for r in m.rows()} <= {"exact", "certified upper"}
+    assert m.columns["distance"].dtype == np.int32 and m.columns["observer"].dtype == np.int32

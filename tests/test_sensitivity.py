@@ -286,3 +286,32 @@ def test_estimate_cost_of_a_closed_form_is_zero():
     W = gossip_matrix(nx.karate_club_graph())
     plan = sparsedp.estimate_cost(W, 5, [5], 10, noise_removed=True)
     assert plan["method"] == "closed form" and plan["memory_bytes"] == 0 and plan["fits"]
+
+
+def test_large_T_stops_first_where_the_truncation_is_expected_to_suffice(monkeypatch):
+    """When one dense sandwich outweighs the sparse products (T = 500, n = 10^4), the first
+    stop is already deep enough: one sandwich, not a wasted first one; the certified
+    interval still contains the one computed from the old first stop."""
+    import importlib
+
+    from sparsedp.graphs import large
+
+    certified_solve = importlib.import_module("sparsedp.gossip.certified_solve")
+    graph = large.largest_component(large.erdos_renyi_large(10_000, 20, seed=1))
+    W = sparsedp.gossip_matrix(graph)
+    calls = []
+    original = certified_solve._lag_sandwich
+
+    def counting(*args):
+        calls.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(certified_solve, "_lag_sandwich", counting)
+    deep = sparsedp.squared_sensitivity(W, 5000, [0], 500, exact=False)
+    assert len(calls) == 1 and deep.relative_gap <= 1e-8
+    monkeypatch.setattr(certified_solve, "_first_level",
+                        lambda system, rtol: certified_solve.FIRST_MIXING_LEVEL)
+    calls.clear()
+    shallow = sparsedp.squared_sensitivity(W, 5000, [0], 500, exact=False)
+    assert len(calls) >= 2  # the old first stop was too coarse
+    assert max(deep.lower, shallow.lower) <= min(deep.upper, shallow.upper)

@@ -38,7 +38,7 @@ def _assert_same(a: dict, b: dict):
         if a[name].dtype.kind == "f":
             np.testing.assert_array_equal(a[name], b[name])
         else:
-            assert a[name].astype(str).tolist() == b[name].astype(str).tolist(), name
+            assert [str(v) for v in a[name].tolist()] == [str(v) for v in b[name].tolist()], name
 
 
 def test_a_sweep_is_privacy_map_at_every_grid_point_and_resumes(tmp_path):

@@ -32,6 +32,16 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from sparsedp import resources
+from sparsedp.audit.batches import (
+    DEFAULT_BATCH,
+    MAX_FEATURES,
+    bound_holds,
+    check_parameters,
+    error_counts,
+    model_matches,
+    run_batches,
+    second_moment,
+)
 from sparsedp.audit.simulate import Threat, data_response, simulate, threat
 from sparsedp.audit.statistics import lower_bounds, mahalanobis, thresholds
 from sparsedp.errors import ParameterError
@@ -42,9 +52,6 @@ from sparsedp.privacy.gaussian import gaussian_epsilon
 from sparsedp.progress import progress_bar
 
 __all__ = ["AuditResult", "audit_gossip"]
-
-DEFAULT_BATCH = 8192
-MAX_FEATURES = 4000  # the attacker's covariance is features x features, eigendecomposed
 
 
 @dataclass(frozen=True)
@@ -139,7 +146,7 @@ def audit_gossip(W, target: int, observers=None, T: int = 10, *,
     ``threads``: batches run concurrently (default: the CPUs available); the result does not
     depend on it.
     """
-    _check(T, sigma, delta, trials, confidence, batch)
+    check_parameters(T, sigma, delta, trials, confidence, batch)
     Ws, _ = gossip_sequence(W, T)
     if engine is None:
         engine = squared_sensitivity(W, target, observers, T, view=view,
@@ -160,14 +167,16 @@ def audit_gossip(W, target: int, observers=None, T: int = 10, *,
     bar = progress_bar(progress, total=trials, desc="audit", unit="run")
     try:
         with ThreadPoolExecutor(threads or len(os.sched_getaffinity(0))) as pool:
-            moment = _sum(pool, train, batch, seeds[0], bar,
-                          lambda rng, size: _second_moment(Ws, T, attacker, sigma, size, rng))
+            moment = run_batches(
+                pool, train, batch, seeds[0], bar,
+                lambda rng, size: _second_moment(Ws, T, attacker, sigma, size, rng))
             estimate = mahalanobis(moment, train, shift, confidence)
             taus = thresholds(estimate, test)
             shift_score = float(estimate.weights @ shift)
-            counts = _sum(pool, test, batch, seeds[1], bar,
-                          lambda rng, size: _error_counts(Ws, T, attacker, sigma, size, rng,
-                                                          estimate.weights, taus, shift_score))
+            counts = run_batches(
+                pool, test, batch, seeds[1], bar,
+                lambda rng, size: _error_counts(Ws, T, attacker, sigma, size, rng,
+                                                estimate.weights, taus, shift_score))
     finally:
         if bar is not None:
             bar.close()
@@ -175,53 +184,16 @@ def audit_gossip(W, target: int, observers=None, T: int = 10, *,
     return _verdict(engine, attacker, T, sigma, delta, trials, seed, confidence, estimate, bounds)
 
 
-def _check(T, sigma, delta, trials, confidence, batch) -> None:
-    if not isinstance(T, (int, np.integer)) or T < 1:
-        raise ParameterError(f"T must be a positive integer, got {T!r}")
-    if not sigma > 0:
-        raise ParameterError(f"sigma must be positive, got {sigma!r}")
-    if not 0 < delta < 1:
-        raise ParameterError(f"delta must be in (0, 1), got {delta!r}")
-    if not isinstance(trials, (int, np.integer)) or trials < 4:
-        raise ParameterError(f"trials must be an integer >= 4, got {trials!r}")
-    if not 0 < confidence < 1:
-        raise ParameterError(f"confidence must be in (0, 1), got {confidence!r}")
-    if batch < 1:
-        raise ParameterError(f"batch must be positive, got {batch!r}")
-
-
-def _sum(pool, runs: int, batch: int, seed: np.random.SeedSequence, bar, work):
-    """``sum`` of ``work(rng, size)`` over batches of ``runs`` runs, each batch with its own
-    spawned seed, run on ``pool``."""
-    sizes = [min(batch, runs - start) for start in range(0, runs, batch)]
-    children = seed.spawn(len(sizes))
-
-    def one(index: int):
-        out = work(np.random.Generator(np.random.SFC64(children[index])), sizes[index])
-        if bar is not None:
-            bar.update(sizes[index])
-        return out
-
-    total = None
-    for part in pool.map(one, range(len(sizes))):
-        total = part if total is None else total + part
-    return total
-
-
 def _second_moment(Ws, T: int, attacker: Threat, sigma: float, size: int, rng) -> np.ndarray:
     """``sum y y^T`` over ``size`` noise-only runs."""
-    records = simulate(Ws, T, attacker, sigma, size, rng)
-    return records @ records.T
+    return second_moment(simulate(Ws, T, attacker, sigma, size, rng))
 
 
 def _error_counts(Ws, T: int, attacker: Threat, sigma: float, size: int, rng,
                   weights: np.ndarray, taus: np.ndarray, shift_score: float) -> np.ndarray:
-    """False positives and false negatives at each threshold over ``size`` fresh runs:
-    ``[#(w^T y > tau), #(w^T (y + m) <= tau)]`` with ``y`` noise only."""
-    scores = weights @ simulate(Ws, T, attacker, sigma, size, rng)
-    positives = (scores[None, :] > taus[:, None]).sum(axis=1)
-    negatives = (scores[None, :] + shift_score <= taus[:, None]).sum(axis=1)
-    return np.stack([positives, negatives])
+    """False positives and false negatives at each threshold over ``size`` fresh runs."""
+    return error_counts(simulate(Ws, T, attacker, sigma, size, rng), weights, taus,
+                        shift_score)
 
 
 def _verdict(engine: SensitivityResult, attacker: Threat, T, sigma, delta, trials, seed,
@@ -230,7 +202,6 @@ def _verdict(engine: SensitivityResult, attacker: Threat, T, sigma, delta, trial
     low, high = scale * estimate.low, scale * estimate.high
     epsilon_upper = gaussian_epsilon(engine.upper, sigma, delta)
     mu_upper = math.sqrt(engine.upper) / sigma
-    slack = 1e-9  # rounding of the two sides, far below the statistical widths
     return AuditResult(
         view=attacker.view, noise_removed=attacker.noise_removed, target=engine.target,
         observers=engine.observers, T=T, sigma=float(sigma), delta=float(delta),
@@ -240,8 +211,6 @@ def _verdict(engine: SensitivityResult, attacker: Threat, T, sigma, delta, trial
         sensitivity_estimate=scale * estimate.value, sensitivity_low=low,
         sensitivity_high=high, features=T * attacker.features,
         epsilon_lower=bounds.epsilon, mu_lower=bounds.mu,
-        model_matches=bool(low <= engine.upper * (1 + slack)
-                           and high >= engine.lower * (1 - slack)),
-        bound_holds=bool(bounds.epsilon <= epsilon_upper * (1 + slack) + slack
-                         and bounds.mu <= mu_upper * (1 + slack) + slack),
+        model_matches=model_matches(low, high, engine.lower, engine.upper),
+        bound_holds=bound_holds(bounds.epsilon, bounds.mu, epsilon_upper, mu_upper),
     )

@@ -34,6 +34,7 @@ import scipy.sparse as sp
 from sparsedp.audit.statistics import lower_bounds
 from sparsedp.errors import ParameterError
 from sparsedp.plain import plain
+from sparsedp.progress import progress_bar
 from sparsedp.randomwalk.accounting import random_walk_rdp
 from sparsedp.randomwalk.pairwise import PairwiseLoss
 
@@ -90,11 +91,13 @@ class RandomWalkAuditResult:
 def audit_random_walk(W, source: int, receiver: int, T: int, sigma: float, *,
                       alpha: float = 2.0, delta: float = 1e-5, trials: int = 200_000,
                       seed: int = 0, confidence: float = 0.99,
-                      engine: PairwiseLoss | None = None) -> RandomWalkAuditResult:
+                      engine: PairwiseLoss | None = None, progress=None
+                      ) -> RandomWalkAuditResult:
     """Audit one contribution of ``source`` towards ``receiver`` (module docstring); nodes
     are rows of ``W``.  Half the runs fix the test's thresholds, half measure its errors.
     ``engine``: the loss to audit (default: ``random_walk_rdp`` with ``contributions=1`` and
-    ``receivers=[receiver]``)."""
+    ``receivers=[receiver]``); ``progress``: a bar over the walk's T steps, every run at
+    once (:mod:`sparsedp.progress`)."""
     if not 0 < confidence < 1:
         raise ParameterError(f"confidence must be in (0, 1), got {confidence!r}")
     if not isinstance(trials, (int, np.integer)) or trials < 4:
@@ -105,7 +108,12 @@ def audit_random_walk(W, source: int, receiver: int, T: int, sigma: float, *,
     W = sp.csr_matrix(W, dtype=np.float64)
     rng = np.random.Generator(np.random.SFC64(seed))
     train, test = trials // 2, trials - trials // 2
-    arrival, value = _walk(W, source, receiver, T, sigma, train + test, rng)
+    bar = progress_bar(progress, total=T, desc="audit", unit="step")
+    try:
+        arrival, value = _walk(W, source, receiver, T, sigma, train + test, rng, bar)
+    finally:
+        if bar is not None:
+            bar.close()
     rdp, rdp_low, rdp_high = _renyi(arrival, sigma, alpha, confidence)
     shifted = value + 1.0  # the same runs with the contribution: the protocol is linear
     score0, score1 = _log_ratio(arrival, value, sigma), _log_ratio(arrival, shifted, sigma)
@@ -124,9 +132,10 @@ def audit_random_walk(W, source: int, receiver: int, T: int, sigma: float, *,
 
 
 def _walk(W: sp.csr_matrix, source: int, receiver: int, T: int, sigma: float, runs: int,
-          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+          rng: np.random.Generator, bar=None) -> tuple[np.ndarray, np.ndarray]:
     """First arrival time at ``receiver`` (0: never within T steps) and the token's value
-    then, without the contribution, for ``runs`` independent walks from ``source``."""
+    then, without the contribution, for ``runs`` independent walks from ``source``
+    (``bar`` advanced once a step)."""
     cumulative = np.cumsum(W.data)
     row_start = np.concatenate([[0.0], cumulative])[W.indptr[:-1]]
     position = np.full(runs, source, dtype=np.int64)
@@ -144,6 +153,8 @@ def _walk(W: sp.csr_matrix, source: int, receiver: int, T: int, sigma: float, ru
         arrival[first] = step
         seen[first] = value[first]
         value += sigma * rng.standard_normal(runs)  # the new holder's noise
+        if bar is not None:
+            bar.update(1)
     return arrival, seen
 
 

@@ -41,7 +41,7 @@ import numpy as np
 from scipy import special
 
 __all__ = ["Mahalanobis", "PrivacyLowerBounds", "chi2_quantile", "clopper_pearson_upper",
-           "lower_bounds", "mahalanobis", "thresholds"]
+           "lower_bounds", "mahalanobis", "shift_gram", "thresholds"]
 
 RANK_RTOL = 1e-9  # eigenvalues of Sigma_hat below this fraction of the largest are zero
 NULL_SPACE_RTOL = 1e-6  # a shift this far outside the noise's range is "infinite" distance
@@ -70,25 +70,47 @@ class Mahalanobis:
     score_sd: float  # sqrt(w^T Sigma_hat w): the score's estimated noise level
 
 
+def _noise_range(second_moment: np.ndarray, samples: int) -> tuple[np.ndarray, np.ndarray]:
+    """The nonzero eigenvalues of ``Sigma_hat = second_moment / samples`` (those above
+    ``RANK_RTOL`` times the largest) and their eigenvectors; ``samples`` must exceed the
+    rank."""
+    eigenvalues, vectors = np.linalg.eigh(second_moment / samples)
+    keep = eigenvalues > RANK_RTOL * max(float(eigenvalues[-1]), 0.0)
+    rank = int(keep.sum())
+    if samples <= rank:
+        raise ValueError(f"{samples} training runs cannot estimate a rank-{rank} covariance")
+    return eigenvalues[keep], vectors[:, keep]
+
+
+def shift_gram(second_moment: np.ndarray, samples: int, shifts: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """For the columns ``S`` of ``shifts``: ``Q = S_in^T Sigma_hat^+ S_in`` (their parts in
+    the range of the noise) and ``O = S_out^T S_out`` (the Gram matrix of the parts outside
+    it, zero when every shift is masked by noise).  ``c^T Q c`` is the plug-in
+    ``d_hat^2`` of the combined shift ``S c``; ``c^T O c > 0`` makes it infinite."""
+    eigenvalues, vectors = _noise_range(second_moment, samples)
+    coordinates = vectors.T @ shifts
+    outside = shifts - vectors @ coordinates
+    masked = (np.linalg.norm(outside, axis=0)
+              <= NULL_SPACE_RTOL * np.maximum(np.linalg.norm(shifts, axis=0), 1e-300))
+    outside[:, masked] = 0.0
+    return coordinates.T @ (coordinates / eigenvalues[:, None]), outside.T @ outside
+
+
 def mahalanobis(second_moment: np.ndarray, samples: int, shift: np.ndarray,
                 confidence: float) -> Mahalanobis:
     """:class:`Mahalanobis` from ``second_moment = sum y y^T`` of ``samples`` runs (module
     docstring).  The rank is read off the eigenvalues of ``Sigma_hat``; ``samples`` must
     exceed it."""
-    sigma_hat = second_moment / samples
-    eigenvalues, vectors = np.linalg.eigh(sigma_hat)
-    keep = eigenvalues > RANK_RTOL * max(float(eigenvalues[-1]), 0.0)
-    rank = int(keep.sum())
-    if samples <= rank:
-        raise ValueError(f"{samples} training runs cannot estimate a rank-{rank} covariance")
-    coordinates = vectors[:, keep].T @ shift
-    inside = vectors[:, keep] @ coordinates
-    outside = shift - inside
+    eigenvalues, vectors = _noise_range(second_moment, samples)
+    rank = eigenvalues.size
+    coordinates = vectors.T @ shift
+    outside = shift - vectors @ coordinates
     if np.linalg.norm(outside) > NULL_SPACE_RTOL * max(np.linalg.norm(shift), 1e-300):
         weights = outside / float(outside @ outside)  # score exactly 0 without the shift, 1 with
         return Mahalanobis(np.inf, np.inf, np.inf, rank, samples, confidence, True, weights, 0.0)
-    value = float(np.sum(coordinates**2 / eigenvalues[keep]))
-    weights = vectors[:, keep] @ (coordinates / eigenvalues[keep])
+    value = float(np.sum(coordinates**2 / eigenvalues))
+    weights = vectors @ (coordinates / eigenvalues)
     dof = samples - rank + 1
     alpha = 1.0 - confidence
     low = value * chi2_quantile(alpha / 2, dof) / samples

@@ -14,7 +14,7 @@ import time
 import networkx as nx
 import numpy as np
 
-from sparsedp.cli.mf import _participation
+from sparsedp.cli.mf import participation_scheme
 from sparsedp.cli.options import add_progress_option
 from sparsedp.errors import ParameterError
 from sparsedp.graphs.graph import as_graph
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> dict:
     if args.save is not None and not args.save.endswith(".npy"):
         raise ParameterError(f"--save: expected a .npy file name, got {args.save!r}")
     W = gossip_matrix(graph, scheme=args.scheme)
-    scheme = _participation(args.participation)
+    scheme = participation_scheme(args.participation)
     H = utility_gram(W, args.rounds, method=args.h_method, probes=args.probes,
                      progress=args.progress)
     best = optimise_correlation(H.H, scheme, progress=args.progress)

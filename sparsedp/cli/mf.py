@@ -25,7 +25,7 @@ from sparsedp.mf.summary import distance_summary
 from sparsedp.mf.trust import TRUST_MODELS
 from sparsedp.privacy.gaussian import gaussian_epsilon, rdp_epsilon
 
-ALGORITHMS = ("dp-d-sgd", "muffliato-sgd", "antipgd")
+ALGORITHMS = ("dp-d-sgd", "muffliato-sgd", "antipgd", "decor", "zip-dl")
 
 
 def add_parser(sub) -> None:
@@ -33,8 +33,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "mf", help="matrix-factorisation accounting (Bellet et al.) of DP decentralized SGD",
         description="Certified bounds on Theorem 7's squared sensitivity sens^2 of one target "
-        "against an attacker set, for DP-D-SGD, Muffliato-SGD(K) or AntiPGD under LDP or PNDP "
-        "(docs/mf.md), and the resulting mu-GDP, RDP and epsilon.",
+        "against an attacker set, for DP-D-SGD, Muffliato-SGD(K), AntiPGD, DECOR or Zip-DL under "
+        "LDP, PNDP or SecLDP (docs/mf.md), and the resulting mu-GDP, RDP and epsilon.",
     )
     p.add_argument("--graph", help="edge-list file (SNAP style); default: the Florentine "
                    "families graph")
@@ -45,11 +45,18 @@ def add_parser(sub) -> None:
                    help="attacker node id; repeat for a colluding set (default: first node; "
                         "none with --trust ldp)")
     p.add_argument("--algorithm", default="dp-d-sgd", choices=ALGORITHMS,
-                   help="DP-D-SGD, Muffliato-SGD(K) (with -K) or AntiPGD")
+                   help="DP-D-SGD, Muffliato-SGD(K) (with -K), AntiPGD, DECOR (with "
+                   "--secret-scale) or Zip-DL (noise per message)")
     p.add_argument("-K", type=int, default=1, help="gossip rounds per gradient step "
                    "(muffliato-sgd)")
+    p.add_argument("--secret-scale", type=float, default=None,
+                   help="DECOR: standard deviation of the edge secrets, relative to the noise")
+    p.add_argument("--own-copy-noise", action="store_true",
+                   help="Zip-DL: the node's own copy also gets a message noise (App. A.6's "
+                        "self slot)")
     p.add_argument("--trust", default="pndp", choices=TRUST_MODELS,
-                   help="ldp; pndp (own noise known, App. A.2); pndp-eq12 (eq. 12)")
+                   help="ldp; pndp (own noise known, App. A.2); pndp-eq12 (eq. 12); secldp "
+                        "(every message public, own noise and, for DECOR, shared secrets known)")
     p.add_argument("--participation", default="user-level",
                    help="user-level, single, or k,b for (k, b)-cyclic participation")
     p.add_argument("--gradients", default="vector", choices=GRADIENTS,
@@ -71,7 +78,8 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run, report=format_report)
 
 
-def _participation(text: str):
+def participation_scheme(text: str):
+    """``--participation user-level|single|k,b`` as a :class:`sparsedp.mf.Participation`."""
     if text in ("user-level", "single"):
         return participation.resolve(text)
     try:
@@ -92,10 +100,21 @@ def run(args: argparse.Namespace) -> dict:
     else:
         graph, name = as_graph(args.graph), str(args.graph)
     W = gossip_matrix(graph, scheme=args.scheme)
-    algorithm = (algorithms.muffliato_sgd(args.K) if args.algorithm == "muffliato-sgd"
-                 else algorithms.resolve(args.algorithm))
     if args.K != 1 and args.algorithm != "muffliato-sgd":
         raise ParameterError("-K is for --algorithm muffliato-sgd")
+    if (args.secret_scale is None) != (args.algorithm != "decor"):
+        raise ParameterError("--algorithm decor needs --secret-scale, and --secret-scale is "
+                             "for --algorithm decor only")
+    if args.own_copy_noise and args.algorithm != "zip-dl":
+        raise ParameterError("--own-copy-noise is for --algorithm zip-dl only")
+    if args.algorithm == "muffliato-sgd":
+        algorithm = algorithms.muffliato_sgd(args.K)
+    elif args.algorithm == "decor":
+        algorithm = algorithms.decor(args.secret_scale)
+    elif args.algorithm == "zip-dl":
+        algorithm = algorithms.zip_dl(args.own_copy_noise)
+    else:
+        algorithm = algorithms.resolve(args.algorithm)
     if args.trust == "ldp":
         if args.attackers:
             raise ParameterError("--trust ldp makes every message public; drop --attacker")
@@ -104,7 +123,7 @@ def run(args: argparse.Namespace) -> dict:
         attackers = [0] if args.attackers is None else [
             graph.index_of(a, "attacker") for a in args.attackers]
     options = dict(algorithm=algorithm, trust_model=args.trust,
-                   participation_scheme=_participation(args.participation),
+                   participation_scheme=participation_scheme(args.participation),
                    gradients=args.gradients, exact=args.exact, method=args.method,
                    max_memory=args.max_memory)
     header = {"graph": {"source": name, "nodes": graph.n, "edges": graph.num_edges},

@@ -115,19 +115,25 @@ def add_parser(sub) -> None:
 
 
 def _setup(args):
-    if args.graph is None:
+    graph = None if args.graph is None else as_graph(args.graph)
+    return ppac_instance(graph, str(args.graph), args.designated_seed, args.scale)
+
+
+def ppac_instance(graph: Graph | None, name: str, designated_seed: int, scale):
+    """``(graph, layout, W, info)`` of a command: the paper's example with its designated
+    neighbours when ``graph`` is None, else ``graph`` with designated neighbours drawn
+    uniformly (``designated_seed``); ``W = I - L / scale`` (``scale`` None: ``d_max``)."""
+    if graph is None:
         graph, designated = example_graph()
         name = "paper's 6-node example (assumed edges: " + \
             ", ".join(f"{a}-{b}" for a, b in EXAMPLE_EDGES) + ")"
     else:
-        graph = as_graph(args.graph)
-        designated = random_designated(graph, seed=args.designated_seed)
-        name = str(args.graph)
+        designated = random_designated(graph, seed=designated_seed)
     layout = ppac_layout(graph, designated)
-    W = laplacian_consensus_matrix(graph, scale=args.scale)
+    W = laplacian_consensus_matrix(graph, scale=scale)
     info = {"source": name, "nodes": graph.n, "edges": graph.num_edges,
             "designated": layout.designated if graph.n <= 100 else None,
-            "scale": args.scale if args.scale is not None else int(graph.degrees.max())}
+            "scale": scale if scale is not None else int(graph.degrees.max())}
     return graph, layout, W, info
 
 

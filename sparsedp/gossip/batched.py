@@ -69,6 +69,7 @@ import scipy.sparse as sp
 from sparsedp.linalg import certified, gram, kernels
 from sparsedp.linalg.certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
 from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
+from sparsedp.linalg.stochastic import matrix_facts
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ def observer_batch(
     observers = np.asarray(observers, dtype=np.int64)
     n, b = W.shape[0], observers.size
     if symmetric is None:
-        symmetric = kernels.is_symmetric(W)
+        symmetric = matrix_facts(W).symmetric
     WT = W if symmetric else W.T.tocsr()
     size = b * T * n
     lags = (np.empty(size) if out is None or out.size < size else out.ravel()[:size]

@@ -40,12 +40,15 @@ from sparsedp.linalg.moments import LagPropagator, LagSequence
 from sparsedp.linalg.operators import GossipSystem, k_from_moments, toeplitz_blocks
 from sparsedp.linalg.solvers import StationaryPreconditioner, block_pcg, cholesky_solve
 from sparsedp.linalg.spectral import stationary_distribution
-from sparsedp.linalg.stochastic import has_property
+from sparsedp.linalg.stochastic import has_property, matrix_facts
 
 OPERATOR_ASSEMBLY_MAX_DIM = 1500  # largest mT assembled densely when no lambda bound (no CG)
 FIRST_MIXING_LEVEL = 1e-6  # n eps^2 at which the truncated propagation first stops
 SMALL_PROPAGATION_WORK = 2e7  # nnz(W) (m + 1) T up to which every lag is computed (no truncation)
 LAST_MIXING_LEVEL = 1e-40  # below this, propagate through every lag instead
+DEEP_START_PRODUCTS = 10  # sparse products worth one dense sandwich (_first_level)
+DENSE_SPEEDUP = 10.0  # dense operations per second over sparse ones (gathers)
+TYPICAL_WIDENING = 1e-4  # widening / lower bound at FIRST_MIXING_LEVEL (_first_level)
 
 
 def analytic_lambda_min_lower_bound(system: GossipSystem) -> float | None:
@@ -201,7 +204,7 @@ def _structured_sandwich(
         target_column=not small,
     )
     truncate = not small and _doubly_stochastic_to_rounding(system.W)
-    level = FIRST_MIXING_LEVEL if truncate else None
+    level = _first_level(system, truncation_rtol) if truncate else None
     try:
         while True:
             lags = _shifted(propagator.advance(level).result(), p, T)
@@ -219,6 +222,26 @@ def _structured_sandwich(
                 level = None
     finally:
         propagator.close()
+
+
+def _first_level(system: GossipSystem, truncation_rtol: float) -> float:
+    """The mixing level at which the propagation first stops.
+
+    ``FIRST_MIXING_LEVEL`` when the sparse products dominate.  When one dense sandwich costs
+    more than about ``DEEP_START_PRODUCTS`` sparse products (``6 T^3`` against
+    ``2 nnz(W) (m + 1)`` operations each, the dense ones counted ``DENSE_SPEEDUP`` times
+    cheaper), a first sandwich at that level is almost always wasted (its widening was
+    about ``TYPICAL_WIDENING`` of the lower bound there on ER graphs, T = 2000: 4.5e-5 to
+    6.3e-5), so the first stop is the level predicted for ``truncation_rtol`` from that
+    ratio (the widening is proportional to the level).  Only a starting point: the widening
+    is certified and checked at every stop, and the propagation resumes when it is too wide.
+    """
+    T, m = system.T, system.m
+    dense = 6.0 * T**3 / DENSE_SPEEDUP
+    products = DEEP_START_PRODUCTS * 2.0 * system.W.nnz * (m + 1)
+    if dense <= products:
+        return FIRST_MIXING_LEVEL
+    return FIRST_MIXING_LEVEL * min(1.0, 0.5 * truncation_rtol / TYPICAL_WIDENING)
 
 
 def _shifted(lags: LagSequence, offset: int, T: int) -> LagSequence:
@@ -490,7 +513,7 @@ def _doubly_stochastic_to_rounding(W: sp.csr_matrix) -> bool:
     through every lag instead.  Deviations at this rounding level are of the size of the
     rounding in the products themselves, covered by the engine's working-precision model.
     """
-    d_max = int(np.diff(W.indptr).max())
+    d_max = matrix_facts(W).longest_row
     return has_property(W, "doubly_stochastic", atol=8 * UNIT_ROUNDOFF * (d_max + 1))
 
 

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from sparsedp import resources
 from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.linalg.sign_bounds import Bound
-from sparsedp.linalg.stochastic import check_gossip_matrix, input_rounding
+from sparsedp.linalg.stochastic import check_gossip_matrix, input_dtype, input_rounding
 
 EXHAUSTIVE_AUTO_MAX_T = 24  # 2^23 classes: 0.03 s per search (integer Gray code, numba)
 EXHAUSTIVE_MAX_T = 30  # 2^29 classes: a few seconds per search
@@ -41,9 +41,9 @@ def gossip_sequence(W, T: int) -> tuple[list[sp.csr_matrix], list[str]]:
         name = "W" if len(sequence) == 1 else f"W_{t}"
         if input_rounding(w) > 0:
             notes.append(
-                f"{name} is stored in {np.dtype(w.dtype).name}: its rows were checked to sum to "
-                "1 within that type's rounding, and the bounds are for its values as given, "
-                "converted exactly to float64"
+                f"{name} was given in {np.dtype(input_dtype(w)).name}: its rows were checked to "
+                "sum to 1 within that type's rounding, and the bounds are for its values as "
+                "given, converted exactly to float64"
             )
         try:  # canonical CSR (as_square_sparse), non-negative, row-stochastic
             w = sequence[t] = check_gossip_matrix(w, require=("nonnegative", "row_stochastic"))

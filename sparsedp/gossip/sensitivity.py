@@ -53,9 +53,11 @@ from sparsedp.gossip.inputs import (  # the EXHAUSTIVE_* limits are re-exported
     gossip_sequence,
 )
 from sparsedp.gossip.views import VIEW_NOTES, ObservationModel, resolve_view
-from sparsedp.linalg import gram, kernels
+from sparsedp.linalg import gram
+from sparsedp.linalg.matrix_facts import one_query
 from sparsedp.linalg.operators import GossipSystem
 from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
+from sparsedp.linalg.stochastic import matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.plain import plain
 from sparsedp.privacy.interop import gaussian_dp_event
@@ -147,6 +149,7 @@ class SensitivityResult:
 
 
 @limit_blas_threads
+@one_query
 def squared_sensitivity(
     W,
     target: int,
@@ -415,7 +418,7 @@ def _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
         return _Plan(target, budget, closed_form=_unbounded(target, model, T))
     if model.observes_everything:
         return _Plan(target, budget, closed_form=_local_dp(target, model, T))
-    if not _reaches_observers(pattern, target, model.observers):
+    if not _reaches_observers(Ws, pattern, target, model.observers):
         return _Plan(target, budget, closed_form=_different_components(target, model, T))
 
     notes = [VIEW_NOTES[view]] if view in VIEW_NOTES else []
@@ -429,7 +432,7 @@ def _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
     system = GossipSystem(
         Ws, model.observers, T, power_offset=model.power_offset, known_noise=model.known_noise
     )
-    symmetric = not system.time_varying and kernels.is_symmetric(system.W)  # W canonical
+    symmetric = not system.time_varying and matrix_facts(system.W).symmetric
     if method == "structured" and not symmetric:
         raise ParameterError(
             "method='structured' needs one exactly symmetric W (K_T from the moments "
@@ -514,11 +517,14 @@ def _closed_form(target, model: ObservationModel, T: int, value: float, bound: B
     )
 
 
-def _reaches_observers(pattern: sp.csr_matrix, target: int, observed_rows) -> bool:
+def _reaches_observers(Ws, pattern: sp.csr_matrix, target: int, observed_rows) -> bool:
     """Whether the target's connected component of the gossip graph (the pattern of W, or of
     the union of the W_t) holds an observed row; otherwise no message of the target ever
-    reaches the attacker."""
-    _, component = connected_components(pattern, directed=True, connection="weak")
+    reaches the attacker.  One W: its remembered components (:func:`matrix_facts`)."""
+    if len(Ws) == 1:
+        component = matrix_facts(Ws[0]).weak_components
+    else:
+        _, component = connected_components(pattern, directed=True, connection="weak")
     return bool(np.any(component[np.asarray(observed_rows)] == component[target]))
 
 

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from sparsedp.errors import GraphError, ParameterError
 from sparsedp.graphs.graph import as_graph, require_connected
+from sparsedp.linalg.stochastic import lock_gossip_matrix
 
 __all__ = ["SCHEMES", "gossip_matrix"]
 
@@ -79,7 +80,9 @@ def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0,
     Returns
     -------
     scipy.sparse.csr_matrix
-        The ``n x n`` gossip matrix W, rows in the graph's node order.
+        The ``n x n`` gossip matrix W, rows in the graph's node order, locked
+        (:func:`sparsedp.lock_gossip_matrix`: read-only, checked once; ``W.copy()`` gives a
+        writeable one).
 
     Raises
     ------
@@ -136,8 +139,13 @@ def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0,
     if g.n < 2:
         raise GraphError("graph has a single node; gossip needs at least 2 nodes")
     require_connected(g)
-    if weight is not None:
-        return _weighted_row_normalised(graph, weight, laziness)
+    W = (_weighted_row_normalised(graph, weight, laziness) if weight is not None
+         else _degree_weights(g, scheme, laziness))
+    return lock_gossip_matrix(W, copy=False)  # checked once, read-only: queries reuse the checks
+
+
+def _degree_weights(g, scheme: str, laziness: float) -> sp.csr_matrix:
+    """The schemes whose weights are functions of the degrees (all but weighted rows)."""
     A = g.adjacency
     d = g.degrees.astype(np.float64)
     rows = np.repeat(np.arange(g.n), np.diff(A.indptr))

@@ -498,3 +498,37 @@ def gram_abs_sums(Y, block):
                         total += 2.0 * abs(acc)
             abs_sum[lo + q] = total
     return abs_sum, diag
+
+
+@numba.njit(cache=True)
+def mixing_sweeps(M, V, MV, sweeps, rtol):
+    """Block-coordinate ascent of ``<M, V V^T>`` over unit rows of V (the mixing method):
+    row by row, ``v_i <- g_i / ||g_i||`` with ``g_i = (M V)_i - M_ii v_i`` (kept when
+    ``g_i = 0``), ``MV`` updated by the rank-one change.  Stops after ``sweeps`` sweeps or
+    when a sweep raises the objective by at most ``rtol`` of it; returns the sweeps done."""
+    T, r = V.shape
+    g = np.empty(r)
+    previous = -np.inf
+    for sweep in range(sweeps):
+        for i in range(T):
+            norm = 0.0
+            for q in range(r):
+                g[q] = MV[i, q] - M[i, i] * V[i, q]
+                norm += g[q] * g[q]
+            if norm == 0.0:
+                continue
+            norm = np.sqrt(norm)
+            for q in range(r):
+                delta = g[q] / norm - V[i, q]
+                if delta != 0.0:
+                    V[i, q] += delta
+                    for k in range(T):
+                        MV[k, q] += M[k, i] * delta
+        value = 0.0
+        for i in range(T):
+            for q in range(r):
+                value += MV[i, q] * V[i, q]
+        if value - previous <= rtol * abs(value):
+            return sweep + 1
+        previous = value
+    return sweeps

@@ -47,6 +47,7 @@ import scipy.linalg.lapack
 import scipy.sparse as sp
 
 from sparsedp.linalg import kernels
+from sparsedp.linalg.stochastic import matrix_facts
 
 UNIT_ROUNDOFF = np.finfo(np.float64).eps / 2
 
@@ -79,9 +80,8 @@ def gossip_lambda_min_lower_bound(W: sp.spmatrix) -> float:
     (1/4 for a doubly stochastic non-negative W).  The norms are inflated by a relative
     ``gamma_n`` to cover rounding in the row and column sums.
     """
-    W = W if isinstance(W, sp.csr_matrix) else sp.csr_matrix(W)
     n = W.shape[0]
-    row_sums, column_sums = kernels.csr_line_sums(W, absolute=True)
+    row_sums, column_sums = matrix_facts(W).absolute_line_sums
     inflate = 1.0 + gamma(n + 1)
     norm_1 = float(column_sums.max()) * inflate
     norm_inf = float(row_sums.max()) * inflate

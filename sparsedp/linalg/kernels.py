@@ -298,6 +298,43 @@ def local_sign_search(
     return float(values[best]), finals[best]
 
 
+def _mixing_sweeps_numpy(M, V, MV, sweeps: int, rtol: float) -> int:
+    """The numba kernel's twin: the same updates in the same order."""
+    T = V.shape[0]
+    previous = -np.inf
+    for sweep in range(sweeps):
+        for i in range(T):
+            g = MV[i] - M[i, i] * V[i]
+            norm = float(np.sqrt(np.dot(g, g)))
+            if norm == 0.0:
+                continue
+            delta = g / norm - V[i]
+            V[i] += delta
+            MV += np.outer(M[:, i], delta)
+        value = float((MV * V).sum())
+        if value - previous <= rtol * abs(value):
+            return sweep + 1
+        previous = value
+    return sweeps
+
+
+def mixing_sweeps(M: np.ndarray, V: np.ndarray, sweeps: int, rtol: float = 1e-13,
+                  backend: str = "auto") -> tuple[np.ndarray, np.ndarray, int]:
+    """The mixing method for ``max <M, V V^T>`` over V with unit rows (Wang, Chang and
+    Kolter 2017; Burer-Monteiro rank ``r = V.shape[1]``): row by row
+    ``v_i <- g_i / ||g_i||``, ``g_i = sum_(j != i) M_ij v_j``, which never lowers the
+    objective.  Returns the final V, ``M V`` and the number of sweeps (at most ``sweeps``;
+    fewer once a sweep gains at most ``rtol`` relative)."""
+    M = _as_square(M)
+    V = np.array(V, dtype=np.float64, order="C")
+    MV = np.ascontiguousarray(M @ V)
+    if _resolve(backend) == "numpy":
+        done = _mixing_sweeps_numpy(M, V, MV, int(sweeps), float(rtol))
+    else:
+        done = _numba_module().mixing_sweeps(M, V, MV, int(sweeps), float(rtol))
+    return V, MV, int(done)
+
+
 def top_eigenpair(
     M: np.ndarray,
     tol: float = 1e-12,

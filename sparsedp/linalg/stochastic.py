@@ -9,15 +9,20 @@ gossip matrices from graphs are in :mod:`sparsedp.graphs.weights`.
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components, shortest_path
 
 from sparsedp.errors import GossipMatrixError, GraphGivenForMatrixError, ParameterError
 from sparsedp.linalg import kernels
+from sparsedp.linalg.matrix_facts import (
+    MatrixFacts,
+    is_locked,
+    register,
+    registered_facts,
+    remember_for_query,
+)
 
 __all__ = [
     "PROPERTIES",
@@ -25,7 +30,10 @@ __all__ = [
     "check_gossip_matrix",
     "gossip_properties",
     "has_property",
+    "input_dtype",
     "input_rounding",
+    "lock_gossip_matrix",
+    "matrix_facts",
     "symmetry_defect",
 ]
 
@@ -66,11 +74,18 @@ def _refuse_graph(W: Any) -> None:
 def input_rounding(W: Any) -> float:
     """The unit roundoff of W's own floating-point type when it is coarser than float64
     (``2^-24`` for float32), else 0: the rows of a stochastic matrix stored in that type sum
-    to 1 only up to its rounding.  Integer and float64 input: 0."""
-    dtype = getattr(W, "dtype", None)
+    to 1 only up to its rounding.  Integer and float64 input: 0; a locked matrix
+    (:func:`lock_gossip_matrix`) keeps the rounding of the type it was given in."""
+    dtype = input_dtype(W)
     if dtype is None or not np.issubdtype(dtype, np.floating):
         return 0.0
     return max(float(np.finfo(dtype).eps) / 2.0 - float(np.finfo(np.float64).eps) / 2.0, 0.0)
+
+
+def input_dtype(W: Any) -> np.dtype | None:
+    """The type W was given in: its own, or for a locked matrix the type it was locked from."""
+    facts = registered_facts(W)
+    return facts.input_dtype if facts is not None else getattr(W, "dtype", None)
 
 
 def as_square_sparse(W: Any) -> sp.csr_matrix:
@@ -112,44 +127,107 @@ def symmetry_defect(W: Any) -> tuple[float, tuple[int, int]]:
     return kernels.symmetry_defect(as_square_sparse(W))
 
 
+def matrix_facts(W: Any) -> MatrixFacts:
+    """The facts of W: remembered ones for a locked W (:func:`lock_gossip_matrix`) or for a W
+    already seen in the current query, else fresh ones of its canonical form
+    (:func:`as_square_sparse`)."""
+    facts = registered_facts(W)
+    if facts is None:
+        facts = MatrixFacts(as_square_sparse(W))
+        facts.input_dtype = getattr(W, "dtype", facts.input_dtype)
+        remember_for_query(W, facts)
+    return facts
+
+
+def lock_gossip_matrix(W: Any, *, copy: bool = True) -> sp.csr_matrix:
+    """W checked once as a gossip matrix and returned read-only, so that every later query
+    on it skips the checks.
+
+    The result is a plain ``scipy.sparse.csr_matrix`` (canonical, float64) whose arrays are
+    read-only; the engine remembers what its checks found (row and column sums, symmetry,
+    connected components, ...) and reuses that for as long as the matrix lives, instead of
+    a full pass over W per check and per query.  Changing the matrix is refused by numpy
+    (``ValueError: assignment destination is read-only``); a matrix whose arrays were made
+    writeable again or replaced is simply checked afresh.
+    :func:`sparsedp.gossip_matrix` returns locked matrices.
+
+    Parameters
+    ----------
+    W : array_like or scipy.sparse matrix
+        The gossip matrix: non-negative and row-stochastic (:func:`check_gossip_matrix`).
+    copy : bool, default True
+        Lock a copy of W's arrays.  ``copy=False`` locks W's own arrays in place (no extra
+        memory; W must be canonical CSR float64 and nothing else may hold writeable views of
+        its arrays).
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        The locked matrix.
+
+    Raises
+    ------
+    GossipMatrixError
+        W is not a non-negative, row-stochastic, finite square matrix.
+
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np, sparsedp
+    >>> W = sparsedp.lock_gossip_matrix(nx.to_numpy_array(nx.cycle_graph(4)) / 2)
+    >>> W.data.flags.writeable
+    False
+    >>> r = sparsedp.squared_sensitivity(W, target=0, observers=[2], T=5)  # checks W once
+    >>> r = sparsedp.squared_sensitivity(W, target=1, observers=[3], T=5)  # reuses them
+    """
+    if is_locked(W):
+        return W
+    diagnosis = _Diagnosis(W, 1e-10)
+    for prop in ("nonnegative", "row_stochastic"):
+        reason = diagnosis.failure(prop)
+        if reason is not None:
+            raise GossipMatrixError(reason)
+    M = diagnosis.W
+    if copy and any(np.shares_memory(a, b) for a in (M.data, M.indices, M.indptr)
+                    for b in _arrays_of(W)):
+        M = M.copy()
+    diagnosis.facts.W = M
+    return register(M, diagnosis.facts)
+
+
+def _arrays_of(W: Any) -> tuple[np.ndarray, ...]:
+    if sp.issparse(W):
+        return tuple(a for a in (getattr(W, "data", None), getattr(W, "indices", None),
+                                 getattr(W, "indptr", None)) if isinstance(a, np.ndarray))
+    return (W,) if isinstance(W, np.ndarray) else ()
+
+
 # --------------------------------------------------------------------------------------------
 # Validation
 # --------------------------------------------------------------------------------------------
 
 class _Diagnosis:
-    """Lazily computed facts about a gossip matrix; ``failure(p)`` explains why ``p`` fails."""
+    """Facts about a gossip matrix (:class:`MatrixFacts`: remembered for a locked W, fresh
+    otherwise) and the verdicts at one tolerance; ``failure(p)`` explains why ``p`` fails."""
 
     def __init__(self, W: Any, atol: float) -> None:
         """``atol`` is widened to ``(d_max + 1) u`` for W stored in a coarser type with unit
         roundoff ``u`` (:func:`input_rounding`; ``d_max`` the longest row): the rounding of its
         ``d_max + 1`` entries moves a row sum by at most that much."""
-        rounding = input_rounding(W)
-        self.W = as_square_sparse(W)
-        longest_row = int(np.diff(self.W.indptr).max())
-        self.atol = max(atol, 2.0 * (longest_row + 1) * rounding)
+        self.facts = matrix_facts(W)
+        self.W = self.facts.W
+        self.atol = max(atol, 2.0 * (self.facts.longest_row + 1) * input_rounding(W))
 
-    @cached_property
+    @property
     def line_sums(self) -> tuple[np.ndarray, np.ndarray]:
-        return kernels.csr_line_sums(self.W)
+        return self.facts.line_sums
 
-    @cached_property
+    @property
     def n_strong_components(self) -> int:
-        return connected_components(self.W, directed=True, connection="strong")[0]
+        return self.facts.n_strong_components
 
-    @cached_property
+    @property
     def period(self) -> int | None:
-        """Period of the chain (``None`` when W is reducible).
-
-        1 if some ``W_ii > 0``.  Otherwise, with ``level`` the BFS distance from node 0 along
-        the arcs ``u -> v`` (``W_uv != 0``), the period is ``gcd_{u -> v} (level_u + 1 - level_v)``.
-        """
-        if self.n_strong_components != 1:
-            return None
-        if np.any(self.W.diagonal() > 0):
-            return 1
-        level = shortest_path(self.W, directed=True, unweighted=True, indices=0).astype(np.int64)
-        rows = np.repeat(np.arange(self.W.shape[0]), np.diff(self.W.indptr))
-        return int(np.gcd.reduce(np.abs(level[rows] + 1 - level[self.W.indices])))
+        return self.facts.period
 
     def _sums(self, axis: int, label: str, prop: str) -> str | None:
         sums = self.line_sums[1 - axis]  # (rows, columns)
@@ -166,7 +244,7 @@ class _Diagnosis:
         return None
 
     def _symmetric(self) -> str | None:
-        defect, (i, j) = symmetry_defect(self.W)
+        defect, (i, j) = self.facts.symmetry_defect
         if defect > self.atol:
             return f"W is not symmetric: |W - W^T| max {_fmt(defect)} at ({i}, {j})"
         return None
@@ -202,7 +280,10 @@ class _Diagnosis:
         """``None`` if W has property ``prop`` (one of :data:`PROPERTIES`), else the reason."""
         if prop in ("square", "finite"):  # enforced by as_square_sparse
             return None
-        return getattr(self, "_" + prop)()
+        key = (prop, self.atol)
+        if key not in self.facts.verdicts:
+            self.facts.verdicts[key] = getattr(self, "_" + prop)()
+        return self.facts.verdicts[key]
 
 
 def _check_property_names(props: tuple[str, ...]) -> None:

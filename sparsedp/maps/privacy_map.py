@@ -10,10 +10,11 @@ serve every target.
 Columns of the table (one row per pair, observers major, targets in the given order):
 
 ``observer``, ``target``
-    node names: rows of W (``0..n-1``) for matrix input, the graph's labels for graph input
-    (README, "Node labels and rows").
+    node names: rows of W (``0..n-1``, int32 below 2^31 nodes) for matrix input, the graph's
+    labels for graph input (README, "Node labels and rows").
 ``distance``
-    shortest-path hop distance in the (undirected) pattern of W; ``-1`` when unreachable.
+    shortest-path hop distance in the (undirected) pattern of W (int32); ``-1`` when
+    unreachable.
 ``lower``
     a certified lower bound on ``Delta^2``: the c = 1 value less its certified rounding
     (:func:`sparsedp.gossip.batched.ones_interval`), and with ``upper="certified"`` the best
@@ -27,7 +28,8 @@ Columns of the table (one row per pair, observers major, targets in the given or
     ``"exact"``: the exhaustive search ran, or a closed form (distance > T - 1 or another
     component: ``G_T = 0``, ``Delta^2 = 0``), so ``[lower, upper]`` brackets the exact value
     to rounding; ``"certified upper"``: ``lower <= Delta^2 <= upper``; ``"lower"``: only the
-    lower bound was computed.
+    lower bound was computed.  A numpy ``StringDType`` array (16 bytes a pair, inline;
+    ``.tolist()`` gives str, ``astype(str)`` needs a width such as ``"U15"``).
 ``epsilon``
     ``gaussian_epsilon(upper, sigma, delta)`` when sigma and delta are given and ``upper`` is
     certified (NaN otherwise): an upper bound on the pair's epsilon.
@@ -47,7 +49,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components, shortest_path
+from scipy.sparse.csgraph import shortest_path
 
 from sparsedp import resources, validation
 from sparsedp.errors import ParameterError
@@ -56,7 +58,8 @@ from sparsedp.gossip.batched_entrywise import entrywise_upper
 from sparsedp.gossip.sensitivity import gossip_sequence
 from sparsedp.graphs.graph import Graph, as_graph
 from sparsedp.graphs.weights import gossip_matrix
-from sparsedp.linalg import kernels
+from sparsedp.linalg.matrix_facts import one_query
+from sparsedp.linalg.stochastic import matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.maps.selection import select_nodes
 from sparsedp.plain import plain
@@ -70,8 +73,11 @@ SPARSE_BACKEND = "numpy"  # scipy's CSR x block: 0.12 ms a column at n = 10^4, b
 # 2-core machine, against 0.25 ms for the parallel numba kernel (0.09 ms on one thread)
 COLUMNS = ("observer", "target", "distance", "lower", "upper", "kind", "epsilon")
 KINDS = ("exact", "certified upper", "lower")
+KIND_CODE = {name: code for code, name in enumerate(KINDS)}
+KIND_NAMES = np.array(KINDS, dtype=np.dtypes.StringDType())  # 16 bytes a pair, inline
 EXACT_EPSILONS = 20_000  # distinct upper bounds converted one by one (80 us each)
 EPSILON_GRID_RATIO = 1.001
+EPSILON_SLICE = 1 << 20  # pairs whose epsilons are looked up at once
 
 
 @dataclass(frozen=True)
@@ -177,6 +183,7 @@ def _item(value):
 
 
 @limit_blas_threads
+@one_query
 def privacy_map(
     source,
     observers="all",
@@ -267,20 +274,22 @@ def privacy_map(
     tgt = select_nodes(targets, graph, n, "targets")
     b = _batch_size(batch_size, n, T, tgt.size, obs.size)
     budget = resources.memory_budget(max_memory)
-    table_bytes = obs.size * tgt.size * 128  # six 8-byte columns, kind as text
+    table_bytes = obs.size * tgt.size * _bytes_per_pair(float32)
     resources.require_within(table_bytes + 3 * 8 * b * T * n, budget,
                              f"the map of {obs.size} x {tgt.size} pairs at T = {T}",
                              "select fewer observers or targets")
-    pattern = abs(W) + abs(W).T
-    _, component = connected_components(pattern, directed=False)
+    facts = matrix_facts(W)
+    component = facts.weak_components
+    pattern = W if facts.symmetric else abs(W) + abs(W).T  # hop distances ignore direction
     lam = batched.lambda_min_lower_bound(W)
-    symmetric = kernels.is_symmetric(W)
+    symmetric = facts.symmetric
     every_target = tgt.size == n and bool(np.all(tgt == np.arange(n)))
     pairs = obs.size * tgt.size
-    lower = np.empty(pairs)
-    upper_col = np.full(pairs, np.nan)
-    kind = np.empty(pairs, dtype=object)
-    distance = np.empty(pairs, dtype=np.int64)
+    value_type = np.float32 if float32 else np.float64
+    lower = np.empty(pairs, dtype=value_type)
+    upper_col = np.full(pairs, np.nan, dtype=value_type)
+    kind = np.empty(pairs, dtype=np.int8)  # codes into KINDS
+    distance = np.empty(pairs, dtype=np.int32)
     buffer = np.empty(b * T * n)  # the lags of one batch, reused
     bar = progress_bar(progress, total=obs.size, desc="observers", unit="observer")
     products = 0
@@ -294,40 +303,43 @@ def privacy_map(
             for i in range(chunk.size):
                 rows = slice((start + i) * tgt.size, (start + i + 1) * tgt.size)
                 d = dist[i]
-                distance[rows] = np.where(np.isfinite(d), d, -1).astype(np.int64)
-                lower[rows] = low[i]
+                distance[rows] = np.where(np.isfinite(d), d, -1)
                 zero = (component[tgt] != component[chunk[i]]) | (d > T - 1)
+                low_i = low[i].copy()  # this observer's rows in float64, narrowed when stored
+                up_i = np.full(tgt.size, np.nan)
+                kind_i = np.full(tgt.size, KIND_CODE["lower"], dtype=np.int8)
                 if upper == "certified":
-                    _certify(batch, i, tgt, zero, do_exact, backend, lower[rows],
-                             upper_col[rows], kind[rows])
+                    _certify(batch, i, tgt, zero, do_exact, backend, low_i, up_i, kind_i)
                 elif upper == "entrywise":
-                    upper_col[rows] = entrywise_upper(batch, i, None if every_target else tgt,
-                                                     backend)
-                    kind[rows] = "certified upper"
-                else:
-                    kind[rows] = "lower"
-                lower[rows][zero] = 0.0  # G_T = 0 exactly: Delta^2 = 0
-                kind[rows][zero] = "exact"
+                    up_i = entrywise_upper(batch, i, None if every_target else tgt, backend)
+                    kind_i[:] = KIND_CODE["certified upper"]
+                low_i[zero] = 0.0  # G_T = 0 exactly: Delta^2 = 0
+                kind_i[zero] = KIND_CODE["exact"]
                 if upper != "none":
-                    upper_col[rows][zero] = 0.0
+                    up_i[zero] = 0.0
+                lower[rows] = _narrow(low_i, down=True) if float32 else low_i
+                upper_col[rows] = _narrow(up_i, down=False) if float32 else up_i
+                kind[rows] = kind_i
             if bar is not None:
                 bar.update(chunk.size)
     finally:
         if bar is not None:
             bar.close()
-    epsilon = np.full(pairs, np.nan)
+    epsilon = np.full(pairs, np.nan, dtype=value_type)
     epsilon_note = None
-    if sigma is not None and upper != "none":
-        epsilon, epsilon_note = _epsilons(upper_col, sigma, delta)
-    names = (graph.ids_of(obs), graph.ids_of(tgt)) if graph is not None else (obs, tgt)
+    if sigma is not None and upper != "none":  # from the stored (outward-rounded) uppers
+        epsilon, epsilon_note = _epsilons(upper_col, sigma, delta, float32)
+    rows_type = np.int32 if n < 2**31 else np.int64
+    names = ((graph.ids_of(obs), graph.ids_of(tgt)) if graph is not None
+             else (obs.astype(rows_type), tgt.astype(rows_type)))
     columns = {
         "observer": np.repeat(names[0], tgt.size),
         "target": np.tile(names[1], obs.size),
         "distance": distance,
-        "lower": _narrow(lower, down=True) if float32 else lower,
-        "upper": _narrow(upper_col, down=False) if float32 else upper_col,
-        "kind": kind.astype(str),
-        "epsilon": _narrow(epsilon, down=False) if float32 else epsilon,
+        "lower": lower,
+        "upper": upper_col,
+        "kind": KIND_NAMES[kind],
+        "epsilon": epsilon,
     }
     parameters = {"T": T, "sigma": sigma, "delta": delta, "view": "secure-summation",
                   "upper": upper, "exact": exact, "nodes": n,
@@ -342,6 +354,13 @@ def privacy_map(
     return PrivacyMap(columns=columns, parameters=parameters, notes=notes, info=info)
 
 
+def _bytes_per_pair(float32: bool) -> int:
+    """The table's bytes per pair while it is built: observer, target, distance (4 bytes
+    each for rows), lower, upper, epsilon (4 or 8), the kind's code (1) and string (16), and
+    the epsilon conversion's sort and inverse (16)."""
+    return 12 + 3 * (4 if float32 else 8) + 17 + 16
+
+
 def _narrow(values: np.ndarray, down: bool) -> np.ndarray:
     """float64 bounds as float32 rounded outward: every float32 lower bound is <= its float64
     value, every upper bound >= (NaN and infinities kept)."""
@@ -354,7 +373,7 @@ def _narrow(values: np.ndarray, down: bool) -> np.ndarray:
 
 def _certify(batch, i, tgt, zero, do_exact, backend, lower, upper, kind) -> None:
     """Per-pair certified bounds for observer ``i`` of the batch (the pairs with ``G_T = 0``
-    skipped), written into the row views ``lower``, ``upper``, ``kind``."""
+    skipped), written into its rows ``lower``, ``upper``, ``kind`` (codes into KINDS)."""
     todo = np.flatnonzero(~zero)
     if not todo.size:
         return
@@ -363,36 +382,59 @@ def _certify(batch, i, tgt, zero, do_exact, backend, lower, upper, kind) -> None
         low, up, is_exact, _ = batched.pair_bounds(sandwich, do_exact, backend)
         lower[k] = max(lower[k], low)
         upper[k] = up
-        kind[k] = "exact" if is_exact else "certified upper"
+        kind[k] = KIND_CODE["exact" if is_exact else "certified upper"]
 
 
-def _epsilons(upper: np.ndarray, sigma: float, delta: float) -> tuple[np.ndarray, str | None]:
-    """``gaussian_epsilon`` of each certified upper bound, and a note when it is rounded up.
+def _epsilons(upper: np.ndarray, sigma: float, delta: float, float32: bool = False
+              ) -> tuple[np.ndarray, str | None]:
+    """``gaussian_epsilon`` of each certified upper bound (float32 rounded up when
+    ``float32``), and a note when it is rounded up.
 
     Up to :data:`EXACT_EPSILONS` distinct values: each converted exactly.  Beyond (80 us a
     conversion), each value uses the epsilon of the next point above it on a geometric grid of
     ratio :data:`EPSILON_GRID_RATIO` reaching the largest value (values below its first
     point, ``1e-16`` of the largest, use that point): epsilon increases with the squared
     sensitivity, so this is still an upper bound on the pair's epsilon, at most the change of
-    a 0.1% larger sensitivity above the exact conversion."""
-    values, inverse = np.unique(upper, return_inverse=True)
-    inverse = inverse.ravel()
-    if values.size <= EXACT_EPSILONS:
-        eps = np.array([gaussian_epsilon(float(v), sigma, delta) for v in values])
-        return eps[inverse], None
-    top = float(values[-1])
-    steps = int(math.ceil(math.log(1e16) / math.log(EPSILON_GRID_RATIO)))
-    grid = top * EPSILON_GRID_RATIO ** np.arange(-steps, 1, dtype=np.float64)
-    grid[-1] = top  # the largest value exactly
-    index = np.minimum(np.searchsorted(grid, values, side="left"), grid.size - 1)
-    while np.any(grid[index] < values):  # guard the rounding of the grid
-        index = np.minimum(index + (grid[index] < values), grid.size - 1)
-    used, where = np.unique(index, return_inverse=True)
-    eps_used = np.array([gaussian_epsilon(float(grid[k]), sigma, delta) for k in used])
-    note = (f"epsilon: {values.size} distinct upper bounds, each converted at the next point "
-            f"above it of a geometric grid (ratio {EPSILON_GRID_RATIO}): an upper bound on the "
-            "exact conversion")
-    return eps_used[where.ravel()][inverse], note
+    a 0.1% larger sensitivity above the exact conversion.  Distinct values, grid indices and
+    the output are handled in slices of :data:`EPSILON_SLICE` pairs (no table-sized
+    temporary)."""
+    slices = [slice(k, k + EPSILON_SLICE) for k in range(0, upper.size, EPSILON_SLICE)]
+    distinct = np.empty(0, dtype=upper.dtype)
+    for part in slices:
+        distinct = np.union1d(distinct, upper[part])
+        if distinct.size > EXACT_EPSILONS:
+            break
+    if distinct.size <= EXACT_EPSILONS:
+        points = distinct.astype(np.float64)
+        note = None
+    else:
+        top = float(np.nanmax(upper))
+        steps = int(math.ceil(math.log(1e16) / math.log(EPSILON_GRID_RATIO)))
+        points = top * EPSILON_GRID_RATIO ** np.arange(-steps, 1, dtype=np.float64)
+        points[-1] = top  # the largest value exactly
+        note = (f"epsilon: more than {EXACT_EPSILONS} distinct upper bounds, each converted "
+                f"at the next point above it of a geometric grid (ratio {EPSILON_GRID_RATIO}):"
+                " an upper bound on the exact conversion")
+    used = np.zeros(points.size, dtype=bool)
+    for part in slices:
+        used[_point_above(points, upper[part])] = True
+    eps = np.full(points.size, np.nan)
+    eps[used] = [gaussian_epsilon(float(p), sigma, delta) for p in points[used]]
+    if float32:
+        eps = _narrow(eps, down=False)
+    out = np.empty(upper.size, dtype=eps.dtype)
+    for part in slices:
+        out[part] = eps[_point_above(points, upper[part])]
+    return out, note
+
+
+def _point_above(points: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Index of the first of the sorted ``points`` at or above each value (the last point for
+    values above them all)."""
+    index = np.minimum(np.searchsorted(points, values, side="left"), points.size - 1)
+    while np.any(points[index] < values):  # guard the rounding of the comparison
+        index = np.minimum(index + (points[index] < values), points.size - 1)
+    return index
 
 
 def _source(source, scheme: str) -> tuple[Graph | None, sp.csr_matrix]:

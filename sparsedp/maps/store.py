@@ -6,9 +6,10 @@ never sees half a table.  A path that already holds a map with other parameters,
 that is not a sparsedp map, is refused (:func:`check_store`): a store is never overwritten
 with a different map.  The same parameters give the same table, so such a store is replaced.
 
-Columns: ``observer`` and ``target`` (int64 rows of W, or the graph's labels: int64 or
-string), ``distance`` (int64, -1 unreachable), ``lower``, ``upper``, ``epsilon`` (float64;
-``upper`` and ``epsilon`` null where not computed), ``kind`` (string).
+Columns: ``observer`` and ``target`` (rows of W, or the graph's labels: integers or
+strings), ``distance`` (int32, -1 unreachable), ``lower``, ``upper``, ``epsilon`` (float64, or
+float32 for a map built with ``float32=True``; ``upper`` and ``epsilon`` null where not
+computed), ``kind`` (string).
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ def read_map(path) -> PrivacyMap:
         if name in ("lower", "upper", "epsilon"):
             columns[name] = np.asarray(values, dtype=np.float64)
         elif name == "kind":
-            columns[name] = np.asarray(values, dtype=str)
+            columns[name] = np.asarray(values, dtype=np.dtypes.StringDType())
         else:
             columns[name] = values
     return PrivacyMap(columns=columns, parameters=parameters)

@@ -1,6 +1,6 @@
 """Matrix-factorisation accounting (Bellet et al., "Unified Privacy Guarantees for
 Decentralized Learning via Matrix Factorization"): linear DL algorithms as ``O = A G + B Z``
-under the LDP and PNDP trust models and the paper's participation schemes, with certified
+under the LDP, PNDP and SecLDP trust models and the paper's participation schemes, with certified
 bounds on Theorem 7's sensitivity.  docs/mf.md gives the matrix forms and conventions.
 
 Imports ``gossip`` (the certified engine for DP-D-SGD under PNDP: an exception listed in the
@@ -14,6 +14,7 @@ from sparsedp.mf.algorithms import (
     dp_d_sgd,
     mf_d_sgd,
     muffliato_sgd,
+    zip_dl,
 )
 from sparsedp.mf.participation import Participation, cyclic, single_use, user_level
 from sparsedp.mf.result import MFResult
@@ -34,4 +35,5 @@ __all__ = [
     "muffliato_sgd",
     "single_use",
     "user_level",
+    "zip_dl",
 ]

@@ -33,10 +33,11 @@ Constructors (the matrix forms of App. A):
                       ``+v_e`` and node j adds ``-v_e`` (the orientation does not change any
                       value: only the Laplacian ``Inc Inc^T`` enters).  Step t injects
                       ``g_t + z_t + s Inc v_t`` inside D-SGD's message recursion (App. A.5's
-                      ``W~_T`` is not defined; this is ``W_T``).  Accounted under ``"ldp"`` and
-                      ``"secldp"`` (:mod:`sparsedp.mf.edge_secrets`).
-
-Zip-DL is not implemented here.
+                      ``W~_T`` is not defined; this is ``W_T``).  Accounted under every trust
+                      model (:mod:`sparsedp.mf.edge_secrets`).
+``zip_dl()``          K = 1, message-wise noise (App. A.6; Biswas et al. 2025): one independent
+                      Gaussian per message, one virtual noise source per directed edge
+                      (:mod:`sparsedp.mf.message_noise`, where the model is written down).
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ from sparsedp.errors import ParameterError
 class Algorithm:
     """A linear DL algorithm: K gossip rounds per gradient step and the local noise correlation.
 
-    ``correlation``: ``"independent"`` (L = I), ``"anti"`` (AntiPGD's D) or ``"custom"``
-    (``noise``, a T x T lower-triangular matrix, fixed T).
+    ``correlation``: ``"independent"`` (L = I), ``"anti"`` (AntiPGD's D), ``"custom"``
+    (``noise``, a T x T lower-triangular matrix, fixed T), ``"decor"`` (L = I plus edge
+    secrets) or ``"message"`` (Zip-DL: noise per message, not per node).
     """
 
     name: str
@@ -61,10 +63,11 @@ class Algorithm:
     correlation: str = "independent"
     noise: tuple | None = None
     secret_scale: float | None = None  # DECOR: standard deviation of the edge secrets
+    own_copy_noise: bool = False  # Zip-DL: the node's own copy also gets a message noise
 
     def noise_matrix(self, T: int) -> np.ndarray:
         """``L = C^+`` for a T-step run (T x T, lower triangular)."""
-        if self.correlation in ("independent", "decor"):
+        if self.correlation in ("independent", "decor", "message"):
             return np.eye(T)
         if self.correlation == "anti":
             return np.eye(T) - np.eye(T, k=-1)
@@ -82,7 +85,7 @@ class Algorithm:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "K": self.K, "correlation": self.correlation,
-                "secret_scale": self.secret_scale}
+                "secret_scale": self.secret_scale, "own_copy_noise": self.own_copy_noise}
 
 
 def dp_d_sgd() -> Algorithm:
@@ -140,10 +143,26 @@ def decor(secret_scale: float) -> Algorithm:
     return Algorithm(name=f"decor({s:g})", correlation="decor", secret_scale=s)
 
 
+def zip_dl(own_copy_noise: bool = False) -> Algorithm:
+    """Zip-DL (App. A.6, Biswas et al. 2025): every message carries its own independent noise,
+    one virtual noise source per directed edge (:mod:`sparsedp.mf.message_noise`).
+    ``own_copy_noise=True``: a node's own copy (weight ``W[i, i]``) also gets an independent
+    noise, the reading of App. A.6 where the self slot is one of the n^2 virtual nodes."""
+    if not isinstance(own_copy_noise, bool):
+        raise ParameterError(f"own_copy_noise must be True or False, got {own_copy_noise!r}")
+    if own_copy_noise:
+        return Algorithm(name="zip-dl(own-copy-noise)", correlation="message",
+                         own_copy_noise=True)
+    return Algorithm(name="zip-dl", correlation="message")
+
+
 def resolve(algorithm) -> Algorithm:
-    """An :class:`Algorithm`, or a name ``"dp-d-sgd"``, ``"antipgd"``, ``"muffliato-sgd(K)"``."""
+    """An :class:`Algorithm`, or a name ``"dp-d-sgd"``, ``"antipgd"``, ``"zip-dl"``,
+    ``"muffliato-sgd(K)"``."""
     if isinstance(algorithm, Algorithm):
         return algorithm
+    if algorithm == "zip-dl":
+        return zip_dl()
     if algorithm == "dp-d-sgd":
         return dp_d_sgd()
     if algorithm == "antipgd":
@@ -155,4 +174,4 @@ def resolve(algorithm) -> Algorithm:
         except ValueError:
             pass
     raise ParameterError(f"unknown algorithm {algorithm!r}: use 'dp-d-sgd', 'antipgd', "
-                         "'muffliato-sgd(K)' or a constructor of sparsedp.mf")
+                         "'zip-dl', 'muffliato-sgd(K)' or a constructor of sparsedp.mf")

@@ -17,7 +17,9 @@ range condition).  Bounds (each maximised over the patterns, with its kind):
 * ``gradients="vector"`` (default: d-dimensional gradients clipped in norm): the exact value
   is the SDP ``max tr(M_pi X)`` over Gram matrices with unit diagonal, which the sign vectors
   only bound from below; the certified upper bounds (spectral, diagonal shift — the SDP
-  dual —, Theorem 7, local DP) bound it from above;
+  dual —, Theorem 7, local DP) bound it from above, and the SDP primal-dual pair of
+  :mod:`sparsedp.linalg.vector_bounds` closes the gap (``sdp_primal``, a lower bound for
+  gradients with at least ``ceil(sqrt(2 |pi|)) + 1`` coordinates; ``sdp_dual``, certified);
 * the spectral, diagonal-shift and sign-search bounds of :mod:`sparsedp.linalg.sign_bounds`
   on each pattern's principal sub-block of the certified sandwich.
 
@@ -33,11 +35,14 @@ import numpy as np
 from sparsedp import validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.target_block import TargetBlock, sub_sandwich
-from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
+from sparsedp.linalg.matrix_facts import one_query
+from sparsedp.linalg.sign_bounds import SETTLED_GAP, Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.linalg.threads import limit_blas_threads
+from sparsedp.linalg.vector_bounds import vector_bounds
 from sparsedp.mf import algorithms, blocks, participation, trust
-from sparsedp.mf.edge_secrets import decor_block
+from sparsedp.mf.edge_secrets import decor_block, decor_pndp_block
+from sparsedp.mf.message_noise import zip_dl_block
 from sparsedp.mf.result import MFResult
 
 GRADIENTS = ("vector", "scalar")
@@ -46,6 +51,7 @@ EXHAUSTIVE_MAX = 30
 
 
 @limit_blas_threads
+@one_query
 def mf_sensitivity(
     W,
     target: int,
@@ -71,7 +77,7 @@ def mf_sensitivity(
     attackers : rows of W (a colluding set), or ``None`` for ``trust_model="ldp"``.
     T : gradient steps (Muffliato-SGD(K) runs ``K T`` gossip rounds).
     algorithm : :class:`sparsedp.mf.Algorithm` (``dp_d_sgd()``, ``muffliato_sgd(K)``,
-        ``antipgd()``, ``mf_d_sgd(noise)``, ``decor(s)``) or a name.
+        ``antipgd()``, ``mf_d_sgd(noise)``, ``decor(s)``, ``zip_dl()``) or a name.
     trust_model : ``"ldp"``, ``"pndp"`` (own noise known, App. A.2), ``"pndp-eq12"``
         (own noise not subtracted, eq. 12) or ``"secldp"`` (every message public, own noise
         and shared secrets known): :mod:`sparsedp.mf.trust`.
@@ -106,7 +112,7 @@ def mf_sensitivity(
     >>> W = sparsedp.gossip_matrix(nx.cycle_graph(8), scheme="row-normalised-self-loops")
     >>> r = mf_sensitivity(W, 0, [1], 6)
     >>> round(r.lower, 6), round(r.upper, 6)
-    (5.616499, 5.618181)
+    (5.617935, 5.617936)
     """
     algorithm = algorithms.resolve(algorithm)
     scheme = participation.resolve(participation_scheme)
@@ -121,12 +127,14 @@ def mf_sensitivity(
     do_exact = _resolve_exact(exact, gradients, max(p.size for p in patterns))
     L = algorithm.noise_matrix(T)
     identity_noise = algorithm.independent_noise
-    if algorithm.correlation == "decor":
-        if trust_model not in ("ldp", "secldp"):
-            raise ParameterError("DECOR is accounted with every message public ('ldp', "
-                                 "'secldp'); App. A.5's received-messages-only form is not "
-                                 "implemented")
+    if algorithm.correlation == "decor" and trust_model in ("ldp", "secldp"):
         block = decor_block(W, target, obs.attackers, T, algorithm.secret_scale)
+    elif algorithm.correlation == "decor":
+        block = decor_pndp_block(W, target, trust_model, obs.observed, obs.attackers, T,
+                                 algorithm.secret_scale)
+    elif algorithm.correlation == "message":
+        block = zip_dl_block(W, target, trust_model, obs.attackers, T,
+                             own_copy_noise=algorithm.own_copy_noise)
     elif trust_model in ("ldp", "secldp"):  # node-local noise: SecLDP is local DP
         block = blocks.ldp_block(L, patterns)
     else:
@@ -183,6 +191,8 @@ def _pattern_bounds(block: TargetBlock, pattern: np.ndarray, do_exact: bool, gra
         return _closed("range_condition", float("inf"), "not private: range condition fails")
     sandwich = sub_sandwich(block.sandwich, pattern)
     bounds, _ = evaluate_bounds(sandwich, do_exact)
+    if gradients == "vector" and _unsettled(bounds):
+        bounds += vector_bounds(sandwich)
     estimate = bool(block.solver.get("estimate"))
     out = []
     for b in bounds:
@@ -203,6 +213,14 @@ def _pattern_bounds(block: TargetBlock, pattern: np.ndarray, do_exact: bool, gra
                 b = dataclasses.replace(b, name="exhaustive_signs", kind="lower")
         out.append(b)
     return out
+
+
+def _unsettled(bounds: list[Bound]) -> bool:
+    """Whether the sign bounds leave a relative gap above ``SETTLED_GAP`` (then the SDP
+    bounds of :mod:`sparsedp.linalg.vector_bounds` may narrow it)."""
+    lower = max((b.value for b in bounds if b.kind in ("lower", "exact")), default=0.0)
+    upper = min((b.value for b in bounds if b.kind == "certified upper"), default=np.inf)
+    return upper - lower > SETTLED_GAP * abs(upper)
 
 
 def _combine(per_pattern: list[list[Bound]]) -> list[Bound]:

@@ -19,6 +19,10 @@
     secrets they share (every edge incident to an attacker).  With node-local noise this is
     local DP for every other node; it differs for DECOR (:mod:`sparsedp.mf.edge_secrets`).
 
+DECOR under ``"pndp"`` also knows the secrets of the attackers' edges (App. A.5).  Zip-DL
+observes messages on directed edges, not node rows: :mod:`sparsedp.mf.message_noise` maps
+each trust model to observed messages and known message noise.
+
 When every attacker has ``W[a, a] > 0`` the two PNDP models give the same value for
 algorithms with independent noise (the own message with the own gradient known reveals the
 own noise); they differ when the own message is not observed.

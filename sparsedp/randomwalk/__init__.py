@@ -17,14 +17,17 @@ from sparsedp.randomwalk.accounting import (
 )
 from sparsedp.randomwalk.log_green import log_green_columns, log_pseudo_determinant
 from sparsedp.randomwalk.muffliato import muffliato_rdp
+from sparsedp.randomwalk.muffliato_sgd import MuffliatoSGDBound, muffliato_sgd_rdp
 from sparsedp.randomwalk.pairwise import PairwiseLoss
 
 __all__ = [
     "METHODS",
+    "MuffliatoSGDBound",
     "PairwiseLoss",
     "log_green_columns",
     "log_pseudo_determinant",
     "muffliato_rdp",
+    "muffliato_sgd_rdp",
     "random_walk_mean_rdp",
     "random_walk_rdp",
 ]

@@ -1,0 +1,90 @@
+"""What every Gaussian-mechanism audit shares: simulated runs in seeded batches on threads, the
+attacker's second moment and error counts over a batch, and the two verdict checks.
+
+A batch of ``size`` runs gets its own seed spawned from the audit's ``seed``
+(``numpy.random.SeedSequence.spawn``), so a result depends on ``seed``, ``trials`` and
+``batch`` only, not on the thread count.  The checks (the engine's model and bounds against
+the attacker's measurements) allow ``SLACK`` relative rounding, far below any statistical
+width:
+
+* *model match*: the attacker's interval ``[low, high]`` on the squared sensitivity overlaps
+  the engine's ``[lower, upper]``;
+* *bound holds*: the empirical lower bounds on epsilon and mu do not exceed the certified
+  ``epsilon_upper`` and ``mu_upper``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sparsedp.errors import ParameterError
+
+__all__ = ["DEFAULT_BATCH", "MAX_FEATURES", "SLACK", "bound_holds", "check_parameters",
+           "error_counts", "model_matches", "run_batches", "second_moment"]
+
+DEFAULT_BATCH = 8192
+MAX_FEATURES = 4000  # the attacker's covariance is features x features, eigendecomposed
+SLACK = 1e-9  # rounding of the two sides, far below the statistical widths
+
+
+def check_parameters(T, sigma, delta, trials, confidence, batch) -> None:
+    """One-line errors for the parameters every audit takes."""
+    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
+        raise ParameterError(f"T must be a positive integer, got {T!r}")
+    if not sigma > 0:
+        raise ParameterError(f"sigma must be positive, got {sigma!r}")
+    if not 0 < delta < 1:
+        raise ParameterError(f"delta must be in (0, 1), got {delta!r}")
+    if not isinstance(trials, (int, np.integer)) or trials < 4:
+        raise ParameterError(f"trials must be an integer >= 4, got {trials!r}")
+    if not 0 < confidence < 1:
+        raise ParameterError(f"confidence must be in (0, 1), got {confidence!r}")
+    if batch < 1:
+        raise ParameterError(f"batch must be positive, got {batch!r}")
+
+
+def run_batches(pool, runs: int, batch: int, seed: np.random.SeedSequence, bar, work):
+    """``sum`` of ``work(rng, size)`` over batches of ``runs`` runs, each batch with its own
+    spawned seed, run on ``pool``."""
+    sizes = [min(batch, runs - start) for start in range(0, runs, batch)]
+    children = seed.spawn(len(sizes))
+
+    def one(index: int):
+        out = work(np.random.Generator(np.random.SFC64(children[index])), sizes[index])
+        if bar is not None:
+            bar.update(sizes[index])
+        return out
+
+    total = None
+    for part in pool.map(one, range(len(sizes))):
+        total = part if total is None else total + part
+    return total
+
+
+def second_moment(records: np.ndarray) -> np.ndarray:
+    """``sum y y^T`` over the runs (the columns of ``records``)."""
+    return records @ records.T
+
+
+def error_counts(records: np.ndarray, weights: np.ndarray, taus: np.ndarray,
+                 shift_score: float) -> np.ndarray:
+    """False positives and false negatives at each threshold over the noise-only runs
+    ``records`` (one per column): ``[#(w^T y > tau), #(w^T (y + m) <= tau)]``, with
+    ``shift_score = w^T m``."""
+    scores = weights @ records
+    positives = (scores[None, :] > taus[:, None]).sum(axis=1)
+    negatives = (scores[None, :] + shift_score <= taus[:, None]).sum(axis=1)
+    return np.stack([positives, negatives])
+
+
+def model_matches(low: float, high: float, engine_lower: float, engine_upper: float) -> bool:
+    """The attacker's ``[low, high]`` overlaps the engine's ``[engine_lower, engine_upper]``
+    (two infinite intervals overlap)."""
+    return bool(low <= engine_upper * (1 + SLACK) and high >= engine_lower * (1 - SLACK))
+
+
+def bound_holds(epsilon_lower: float, mu_lower: float, epsilon_upper: float,
+                mu_upper: float) -> bool:
+    """No empirical lower bound above its certified upper bound."""
+    return bool(epsilon_lower <= epsilon_upper * (1 + SLACK) + SLACK
+                and mu_lower <= mu_upper * (1 + SLACK) + SLACK)

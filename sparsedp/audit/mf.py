@@ -1,0 +1,236 @@
+"""Audit of the matrix-factorisation accounting of DP-D-SGD and Muffliato-SGD(K) under PNDP:
+simulate the algorithm, attack it, compare with :func:`sparsedp.mf.mf_sensitivity`.
+
+:func:`audit_mf` checks one instance ``(W, target, attackers, T, algorithm, trust,
+participation)`` from the other side, with scalar gradients (``gradients="scalar"``: the
+engine's exhaustive sign search is then the exact ``sens^2``):
+
+1. the engine reports ``[lower, upper]`` on ``sens^2 = max_pi max_c c^T M_pi c`` for unit
+   noise;
+2. the algorithm is run literally (:mod:`sparsedp.audit.simulate_sgd`): once without noise
+   per gradient step with only the target's gradient, 1 at that step (the columns ``S`` of
+   the attacker's mean shifts), and ``trials`` times with noise only;
+3. **the attacker picks its attack from simulations only**: from ``trials / 4`` runs it
+   estimates ``Q = sigma^2 S^T Sigma_hat^+ S`` and takes the pattern ``pi`` and signs ``c``
+   maximising ``c^T Q_pi c`` (exhaustive over signs; a shift outside the noise's range wins
+   outright: it is infinite);
+4. from ``trials / 4`` fresh runs, ``sigma^2 m^T Sigma_hat^+ m`` for ``m = S_pi c`` with its
+   exact interval (:func:`sparsedp.audit.statistics.mahalanobis`: the choice of ``c`` used
+   other runs, so the interval is exact for that ``c``); it must overlap the engine's
+   interval (**model mismatch** otherwise).  ``c^T M c <= sens^2`` for every ``c``, so an
+   engine value below the truth is always caught, one above it when the attacker's choice is
+   the maximiser (it is, up to the estimation error, in every instance measured);
+5. the likelihood-ratio test on the remaining ``trials / 2`` runs per hypothesis gives lower
+   bounds on epsilon and mu that must not exceed the engine's certified ones (**bound
+   violated**).
+
+The engine's ``sens^2`` is for ``C = I`` (the noise ``N(0, sigma^2)`` per node and step) and
+unit-bounded gradients: the mechanism is ``sigma / sqrt(sens^2)``-GDP, epsilon is
+``gaussian_epsilon(upper, sigma, delta)``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsedp import resources, validation
+from sparsedp.audit.batches import (
+    DEFAULT_BATCH,
+    MAX_FEATURES,
+    bound_holds,
+    check_parameters,
+    error_counts,
+    model_matches,
+    run_batches,
+    second_moment,
+)
+from sparsedp.audit.simulate_sgd import attackers_view, gradient_responses, simulate
+from sparsedp.audit.statistics import lower_bounds, mahalanobis, shift_gram, thresholds
+from sparsedp.errors import ParameterError
+from sparsedp.linalg.kernels import max_sign_quadratic
+from sparsedp.linalg.stochastic import check_gossip_matrix
+from sparsedp.mf import algorithms, participation
+from sparsedp.mf.result import MFResult
+from sparsedp.mf.sensitivity import EXHAUSTIVE_AUTO_MAX, mf_sensitivity
+from sparsedp.plain import plain
+from sparsedp.privacy.gaussian import gaussian_epsilon
+from sparsedp.progress import progress_bar
+
+__all__ = ["MFAuditResult", "audit_mf"]
+
+
+@dataclass(frozen=True)
+class MFAuditResult:
+    """One audited instance: the engine's ``sens^2`` interval, the attacker's estimate at its
+    own choice of pattern and signs with the interval at ``confidence``, the empirical lower
+    bounds on epsilon and mu against the certified ones, and the verdict."""
+
+    algorithm: str
+    K: int
+    trust: str
+    participation: str
+    target: int
+    attackers: tuple[int, ...]
+    T: int
+    sigma: float
+    delta: float
+    trials: int
+    seed: int
+    confidence: float
+    engine_lower: float
+    engine_upper: float
+    epsilon_upper: float
+    mu_upper: float
+    steps: tuple[int, ...]
+    signs: tuple[int, ...]
+    sensitivity_estimate: float
+    sensitivity_low: float
+    sensitivity_high: float
+    features: int
+    epsilon_lower: float
+    mu_lower: float
+    model_matches: bool
+    bound_holds: bool
+
+    @property
+    def passed(self) -> bool:
+        return self.model_matches and self.bound_holds
+
+    @property
+    def instance(self) -> str:
+        return (f"algorithm={self.algorithm} trust={self.trust} "
+                f"participation={self.participation} target={self.target} "
+                f"attackers={','.join(map(str, self.attackers))} T={self.T} "
+                f"sigma={self.sigma:g}")
+
+    @property
+    def verdict(self) -> str:
+        """``"pass"``, or what failed, naming the instance."""
+        if self.passed:
+            return "pass"
+        what = []
+        if not self.model_matches:
+            what.append(
+                f"model mismatch: the attacker measures sens^2 in [{self.sensitivity_low:.6g}, "
+                f"{self.sensitivity_high:.6g}], the engine reports [{self.engine_lower:.6g}, "
+                f"{self.engine_upper:.6g}]")
+        if not self.bound_holds:
+            what.append(
+                f"bound violated: empirical epsilon >= {self.epsilon_lower:.6g} (mu >= "
+                f"{self.mu_lower:.6g}) above the certified {self.epsilon_upper:.6g} "
+                f"(mu {self.mu_upper:.6g})")
+        return f"{self.instance}: " + "; ".join(what)
+
+    def record(self) -> dict:
+        """Every field and the derived ``passed`` and ``verdict`` (infinite floats kept)."""
+        return {**asdict(self), "passed": self.passed, "verdict": self.verdict}
+
+    def to_dict(self) -> dict:
+        """Plain data, strict JSON (:func:`sparsedp.plain.plain`)."""
+        return plain(self.record())
+
+
+def audit_mf(W, target: int, attackers, T: int = 10, *, algorithm="dp-d-sgd",
+             trust_model: str = "pndp", participation_scheme="user-level",
+             sigma: float = 1.0, delta: float = 1e-5, trials: int = 100_000, seed: int = 0,
+             confidence: float = 0.99, engine: MFResult | None = None,
+             batch: int = DEFAULT_BATCH, threads: int | None = None,
+             progress=None) -> MFAuditResult:
+    """Audit :func:`~sparsedp.mf.mf_sensitivity` for one instance (module docstring).
+
+    ``algorithm``: ``"dp-d-sgd"``, ``muffliato_sgd(K)`` or ``"muffliato-sgd(K)"`` (the
+    algorithms with independent noise; others are refused).  ``engine``: the result to audit
+    (default: ``mf_sensitivity`` with the same arguments and scalar gradients); passing one
+    computed for another model shows what a mismatch looks like.  ``threads``: batches run
+    concurrently; the result does not depend on it.
+    """
+    check_parameters(T, sigma, delta, trials, confidence, batch)
+    algo = algorithms.resolve(algorithm)
+    if not algo.independent_noise or algo.correlation == "decor":
+        raise ParameterError(f"the SGD audit simulates DP-D-SGD and Muffliato-SGD(K) "
+                             f"(independent noise), not {algo.name}")
+    scheme = participation.resolve(participation_scheme)
+    patterns = scheme.patterns(T)
+    W = sp.csr_matrix(check_gossip_matrix(W, require=("nonnegative", "row_stochastic")),
+                      dtype=np.float64)
+    target = validation.node_index(target, W.shape[0], "target")
+    view = attackers_view(W, attackers, trust_model, target)
+    if trials < 8:
+        raise ParameterError(f"trials must be an integer >= 8, got {trials!r}")
+    features = view.features(T, algo.K)
+    if features > MAX_FEATURES:
+        raise ParameterError(f"the attackers record {features} numbers per run (more than "
+                             f"{MAX_FEATURES}): audit a smaller T or fewer attackers")
+    if max(p.size for p in patterns) > EXHAUSTIVE_AUTO_MAX:
+        raise ParameterError(f"the attacker's sign search is exhaustive: patterns of at most "
+                             f"{EXHAUSTIVE_AUTO_MAX} steps, got {max(p.size for p in patterns)}")
+    n = W.shape[0]
+    resources.require_within(8.0 * batch * (3 * n + features) * (threads or 2)
+                             + 16.0 * features**2, resources.memory_budget(),
+                             "the audit's simulation batches", "use a smaller batch")
+    if engine is None:
+        engine = mf_sensitivity(W, target, list(view.attackers), T, algorithm=algo,
+                                trust_model=trust_model, participation_scheme=scheme,
+                                gradients="scalar", exact="auto")
+    responses = gradient_responses(W, T, algo.K, view, target)
+
+    def moment(rng, size):
+        return second_moment(simulate(W, T, algo.K, view, sigma, size, rng))
+
+    choose, train = trials // 4, trials // 4
+    test = trials - choose - train
+    seeds = np.random.SeedSequence(seed).spawn(3)
+    bar = progress_bar(progress, total=trials, desc="audit", unit="run")
+    try:
+        with ThreadPoolExecutor(threads or len(os.sched_getaffinity(0))) as pool:
+            gram = shift_gram(run_batches(pool, choose, batch, seeds[0], bar, moment), choose,
+                              responses)
+            steps, signs = _choose_attack(gram, patterns)
+            shift = responses[:, steps] @ signs
+            estimate = mahalanobis(run_batches(pool, train, batch, seeds[1], bar, moment),
+                                   train, shift, confidence)
+            taus = thresholds(estimate, test)
+            shift_score = float(estimate.weights @ shift)
+            counts = run_batches(
+                pool, test, batch, seeds[2], bar,
+                lambda rng, size: error_counts(simulate(W, T, algo.K, view, sigma, size, rng),
+                                               estimate.weights, taus, shift_score))
+    finally:
+        if bar is not None:
+            bar.close()
+    bounds = lower_bounds(counts[0], counts[1], test, delta, confidence)
+    scale = sigma**2  # sens^2 = sigma^2 d^2: the engine's M is for unit noise
+    low, high = scale * estimate.low, scale * estimate.high
+    epsilon_upper = gaussian_epsilon(engine.upper, sigma, delta)
+    mu_upper = math.sqrt(engine.upper) / sigma
+    return MFAuditResult(
+        algorithm=algo.name, K=algo.K, trust=trust_model, participation=scheme.name,
+        target=int(target), attackers=tuple(int(a) for a in view.attackers), T=int(T),
+        sigma=float(sigma), delta=float(delta), trials=int(trials), seed=int(seed),
+        confidence=float(confidence), engine_lower=float(engine.lower),
+        engine_upper=float(engine.upper), epsilon_upper=epsilon_upper, mu_upper=mu_upper,
+        steps=tuple(int(s) for s in steps), signs=tuple(int(c) for c in signs),
+        sensitivity_estimate=scale * estimate.value, sensitivity_low=low,
+        sensitivity_high=high, features=features, epsilon_lower=bounds.epsilon,
+        mu_lower=bounds.mu, model_matches=model_matches(low, high, engine.lower, engine.upper),
+        bound_holds=bound_holds(bounds.epsilon, bounds.mu, epsilon_upper, mu_upper))
+
+
+def _choose_attack(gram: tuple[np.ndarray, np.ndarray], patterns: list[np.ndarray]
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The pattern and signs the attacker attacks: the maximiser of ``c^T O_pi c`` when some
+    shift leaves the noise's range (an infinite distance), else of ``c^T Q_pi c``."""
+    inside, outside = gram
+    matrix = outside if np.any(outside) else inside
+    best = None
+    for steps in patterns:
+        value, signs = max_sign_quadratic(matrix[np.ix_(steps, steps)])
+        if best is None or value > best[0]:
+            best = (value, steps, signs)
+    return best[1], best[2]

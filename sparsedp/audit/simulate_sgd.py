@@ -1,0 +1,144 @@
+"""DP-D-SGD and Muffliato-SGD(K) run literally, node by node, recording what a PNDP attacker
+set receives.
+
+Written from the pseudo-code of Bellet et al. (Algorithm 1, lines 4-8; App. A.2 for
+DP-D-SGD, ``C = I``; App. A.4 for Muffliato-SGD, K gossip rounds per gradient step), not
+from :mod:`sparsedp.mf`'s matrices.  Every node ``u`` starts at ``x_u = 0`` and, for each
+gradient step ``t = 0..T-1``:
+
+1. local update (line 5, step size ``eta = 1``: gradients and noise scale alike, the
+   sensitivity does not depend on it): ``x_u <- x_u - (g_t^u + z_t^u)``,
+   ``z_t^u ~ N(0, sigma^2)`` drawn by ``u``;
+2. K gossip rounds (lines 6-8; K = 1 is DP-D-SGD): ``u`` sends ``x_u`` to every neighbour,
+   receives ``x_v`` from every neighbour ``v`` and averages, ``x_u <- sum_v W[u, v] x_v``.
+
+The gradients are the inputs: neighbouring inputs differ in the target's gradients
+``g_t^target`` at the steps of a participation pattern (scalar gradients ``c_t`` in
+{-1, +1}; every other node's gradients are the same in both and do not move the attacker's
+records, so they are 0 here).  Neighbours are the graph's edges, read from W's nonzero
+pattern in either direction (Definition 2: ``W[u, v] > 0`` only for neighbours).
+
+What the attacker set records (:data:`TRUST`):
+
+``pndp`` (App. A.2)  every message an attacker receives from a neighbour (``x_v`` of each
+    ``v != a`` adjacent to an attacker ``a``, each gossip round), and the noise
+    ``z_t^a`` each attacker draws.  Its own gradients are its own (the same under both
+    inputs) and its own messages are computed from these records, so they add nothing.
+``pndp-eq12`` (eq. 12, ``B_a = P_a W_T``)  the received messages only: the neighbours'
+    and, when ``W[a, a] > 0``, its own message as one of the terms it averages; the
+    attacker does not use its own noise.
+
+The protocol is linear: a run with gradients is a noise-only run plus a run with the
+gradients only, computed by the same code (:func:`simulate`, :func:`gradient_responses`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsedp.errors import ParameterError
+
+__all__ = ["TRUST", "Attackers", "attackers_view", "gradient_responses", "noise_responses",
+           "simulate"]
+
+TRUST = ("pndp", "pndp-eq12")
+
+
+@dataclass(frozen=True)
+class Attackers:
+    """The attacker set, the nodes whose messages it receives (``senders``) and whether it
+    records its own noise."""
+
+    trust: str
+    attackers: np.ndarray
+    senders: np.ndarray
+    own_noise: bool
+
+    def features(self, T: int, K: int) -> int:
+        """Recorded numbers per run: each round the senders' messages, each step the noise
+        of every attacker (``pndp``)."""
+        return T * (K * self.senders.size + (self.attackers.size if self.own_noise else 0))
+
+
+def attackers_view(W: sp.csr_matrix, attackers, trust: str, target: int) -> Attackers:
+    """The :class:`Attackers` of ``trust`` (module docstring)."""
+    if trust not in TRUST:
+        raise ParameterError(f"unknown trust model {trust!r}; the SGD audit simulates: "
+                             f"{', '.join(TRUST)}")
+    n = W.shape[0]
+    chosen = np.unique(np.atleast_1d(np.asarray(attackers, dtype=np.int64)))
+    if chosen.size == 0:
+        raise ParameterError("the attacker set is empty")
+    if chosen.min() < 0 or chosen.max() >= n:
+        raise ParameterError(f"attackers must be rows of W (0..{n - 1}), got {chosen.tolist()}")
+    if target in set(chosen.tolist()):
+        raise ParameterError(f"the target {target} is one of the attackers")
+    edges = (abs(W) + abs(W).T).tocsr()
+    senders = []
+    for a in chosen.tolist():
+        neighbours = edges[a].indices
+        senders.append(neighbours[neighbours != a])
+        if trust == "pndp-eq12" and W[a, a] != 0:
+            senders.append(np.array([a]))
+    received = np.unique(np.concatenate(senders)).astype(np.int64)
+    return Attackers(trust, chosen, received, trust == "pndp")
+
+
+def _run(W: sp.csr_matrix, T: int, K: int, view: Attackers, draw, target: int,
+         gradients: np.ndarray | None, runs: int) -> np.ndarray:
+    """Records ``(features, runs)`` of ``runs`` runs: per step, the K rounds' received
+    messages, then the attackers' noise.  ``draw(t)``: the step's noise ``(n, runs)`` (None:
+    no noise); ``gradients``: ``(T, runs)``, the target's gradient per step and run (None:
+    none)."""
+    n = W.shape[0]
+    per_step = view.features(1, K)
+    out = np.zeros((T * per_step, runs))
+    x = np.zeros((n, runs))
+    for t in range(T):
+        update = np.zeros((n, runs))
+        if gradients is not None:
+            update[target] = gradients[t]
+        if draw is not None:
+            noise = draw(t)
+            update += noise
+            if view.own_noise:
+                start = t * per_step + K * view.senders.size
+                out[start:start + view.attackers.size] = noise[view.attackers]
+        x = x - update  # line 5: x_u <- x_u - eta (g_t^u + z_t^u), eta = 1
+        for k in range(K):
+            row = t * per_step + k * view.senders.size
+            out[row:row + view.senders.size] = x[view.senders]  # lines 6-7: sent, received
+            x = W @ x  # line 8: x_u <- sum_v W[u, v] x_v
+    return out
+
+
+def simulate(W: sp.csr_matrix, T: int, K: int, view: Attackers, sigma: float, runs: int,
+             rng: np.random.Generator) -> np.ndarray:
+    """Records ``(features, runs)`` of ``runs`` independent runs with noise only (noise drawn
+    in single precision, the protocol run in double)."""
+    n = W.shape[0]
+    sigma32 = np.float32(sigma)
+    return _run(W, T, K, view,
+                lambda t: sigma32 * rng.standard_normal((n, runs), dtype=np.float32),
+                0, None, runs)
+
+
+def gradient_responses(W: sp.csr_matrix, T: int, K: int, view: Attackers, target: int
+                       ) -> np.ndarray:
+    """``(features, T)``: column ``t`` holds the records of a noiseless run in which only the
+    target has a gradient, 1 at step ``t``; the mean shift of gradients ``c`` is
+    ``responses @ c``."""
+    return _run(W, T, K, view, None, target, np.eye(T), T)
+
+
+def noise_responses(W: sp.csr_matrix, T: int, K: int, view: Attackers) -> np.ndarray:
+    """``(features, n T)``: column ``t n + u`` holds the records of a run without gradients in
+    which only node ``u`` draws noise, 1 at step ``t``.  The records' covariance is
+    ``sigma^2 J J^T`` exactly (linearity), a check of the sampled estimate without sampling
+    (small ``n T`` only: one column per noise variable)."""
+    n = W.shape[0]
+    unit = np.eye(n * T)
+    return _run(W, T, K, view, lambda t: unit[t * n:(t + 1) * n], 0, None, n * T)

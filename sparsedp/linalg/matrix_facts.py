@@ -1,0 +1,182 @@
+"""Facts about one gossip matrix, each computed at most once, remembered within a query and,
+for a read-only ("locked") matrix, for as long as the matrix lives.
+
+A privacy map or a sweep asks millions of questions of the same W.  Each check of W (row and
+column sums, sign, symmetry, connected components, the period) is a full pass over its
+stored entries, as expensive as a sparse product; :class:`MatrixFacts` computes each of them
+lazily and keeps it.  A plain scipy matrix gets fresh facts for each query (it may have been
+changed in place since): within one query (:func:`one_query`) they are shared by every step
+that checks W.  A *locked* matrix — canonical CSR float64 whose three arrays are read-only,
+locked by :func:`register` — carries its facts for as long as it lives: its values cannot
+change in place without first making an array writeable again or replacing it, and
+:func:`locked_facts` checks both (O(1)) before reusing anything.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components, shortest_path
+
+from sparsedp.linalg import kernels
+
+__all__ = ["MatrixFacts", "is_locked", "locked_facts", "one_query", "register",
+           "registered_facts", "remember_for_query"]
+
+
+class MatrixFacts:
+    """Lazily computed, atol-free facts about one canonical CSR float64 matrix ``W``.
+
+    Thresholded properties (row sums within ``atol`` of 1, ...) are decided from these by
+    :func:`sparsedp.linalg.stochastic.check_gossip_matrix`, which memoises its verdicts in
+    :attr:`verdicts` keyed by ``(property, atol)``.
+    """
+
+    def __init__(self, W: sp.csr_matrix) -> None:
+        self.W = W
+        self.verdicts: dict[tuple[str, float], str | None] = {}
+        self.input_dtype = W.dtype  # the type W was given in (float32: coarser rounding)
+        self.locked: tuple | None = None  # (W's arrays, its shape) when W was locked
+
+    @cached_property
+    def longest_row(self) -> int:
+        """``d_max``: the largest number of stored entries in a row."""
+        return int(np.diff(self.W.indptr).max())
+
+    @cached_property
+    def line_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """Row and column sums (:func:`sparsedp.linalg.kernels.csr_line_sums`)."""
+        return kernels.csr_line_sums(self.W)
+
+    @cached_property
+    def absolute_line_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """Row and column sums of ``|W|`` (the same arrays as :attr:`line_sums` when W has
+        no negative entry)."""
+        if (self.W.data >= 0).all():
+            return self.line_sums
+        return kernels.csr_line_sums(self.W, absolute=True)
+
+    @cached_property
+    def symmetric(self) -> bool:
+        """``W == W^T`` entry for entry (:func:`sparsedp.linalg.kernels.is_symmetric`)."""
+        return kernels.is_symmetric(self.W)
+
+    @cached_property
+    def symmetry_defect(self) -> tuple[float, tuple[int, int]]:
+        """``max |W - W^T|`` and the first entry attaining it
+        (:func:`sparsedp.linalg.kernels.symmetry_defect`)."""
+        return (0.0, (0, 0)) if self.symmetric else kernels.symmetry_defect(self.W)
+
+    @cached_property
+    def n_strong_components(self) -> int:
+        return int(connected_components(self.W, directed=True, connection="strong")[0])
+
+    @cached_property
+    def weak_components(self) -> np.ndarray:
+        """The label of each node's weakly connected component of the pattern of W (one
+        pass over W when W is symmetric, else a transpose too)."""
+        if self.symmetric:
+            return connected_components(self.W, directed=False)[1]
+        return connected_components(self.W, directed=True, connection="weak")[1]
+
+    @cached_property
+    def period(self) -> int | None:
+        """Period of the chain (``None`` when W is reducible).
+
+        1 if some ``W_ii > 0``.  Otherwise, with ``level`` the BFS distance from node 0 along
+        the arcs ``u -> v`` (``W_uv != 0``), the period is ``gcd_{u -> v} (level_u + 1 - level_v)``.
+        """
+        if self.n_strong_components != 1:
+            return None
+        if np.any(self.W.diagonal() > 0):
+            return 1
+        level = shortest_path(self.W, directed=True, unweighted=True, indices=0).astype(np.int64)
+        rows = np.repeat(np.arange(self.W.shape[0]), np.diff(self.W.indptr))
+        return int(np.gcd.reduce(np.abs(level[rows] + 1 - level[self.W.indices])))
+
+
+_ATTRIBUTE = "_sparsedp_facts"  # a locked matrix carries its facts: they die with it
+
+
+def _arrays(W: sp.csr_matrix) -> tuple[np.ndarray, ...]:
+    return (W.data, W.indices, W.indptr)
+
+
+def register(W: sp.csr_matrix, facts: MatrixFacts | None = None) -> sp.csr_matrix:
+    """Lock ``W`` in place (its three arrays made read-only) and attach its facts to it, for
+    as long as it lives.  ``W`` must be canonical CSR float64 and own its arrays: a caller
+    holding another writeable view of them could change W behind the facts' back
+    (:func:`sparsedp.lock_gossip_matrix` copies when in doubt)."""
+    for array in _arrays(W):
+        array.flags.writeable = False
+    facts = facts if facts is not None else MatrixFacts(W)
+    facts.locked = (_arrays(W), W.shape)
+    setattr(W, _ATTRIBUTE, facts)
+    return W
+
+
+def registered_facts(W) -> MatrixFacts | None:
+    """The remembered facts of W: a locked W (:func:`locked_facts`), or any W seen earlier in
+    the current query (:func:`one_query`); else ``None``."""
+    facts = locked_facts(W)
+    if facts is not None:
+        return facts
+    scope = _QUERY.get()
+    if scope is not None and id(W) in scope and scope[id(W)][0] is W:
+        return scope[id(W)][1]
+    return None
+
+
+def locked_facts(W) -> MatrixFacts | None:
+    """The facts of a locked W that is still intact (the same read-only arrays and shape as
+    when it was locked), else ``None``.  A copy or an unpickled W is not locked."""
+    facts = getattr(W, _ATTRIBUTE, None)
+    if not isinstance(facts, MatrixFacts) or facts.locked is None or facts.W is not W:
+        return None
+    arrays, shape = facts.locked
+    current = _arrays(W)
+    intact = (W.shape == shape and all(a is b for a, b in zip(current, arrays, strict=True))
+              and not any(a.flags.writeable for a in current))
+    return facts if intact else None
+
+
+# Facts of the matrices seen in the current query: id -> (the object, its facts).  The
+# object is held so that its id cannot be reused while the query runs.
+_QUERY: contextvars.ContextVar[dict | None] = contextvars.ContextVar("sparsedp_query",
+                                                                     default=None)
+
+
+def remember_for_query(W, facts: MatrixFacts) -> None:
+    """Share ``facts`` with the rest of the current query, under W and under its canonical
+    form ``facts.W`` (no-op outside :func:`one_query`)."""
+    scope = _QUERY.get()
+    if scope is not None:
+        scope[id(W)] = (W, facts)
+        scope[id(facts.W)] = (facts.W, facts)
+
+
+def one_query(function):
+    """Decorator: the facts of every matrix checked during a call are computed once and
+    shared by all its steps (nested calls join the outer query).  W is not expected to
+    change while a call that received it runs."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        if _QUERY.get() is not None:
+            return function(*args, **kwargs)
+        token = _QUERY.set({})
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _QUERY.reset(token)
+
+    return wrapper
+
+
+def is_locked(W) -> bool:
+    """Whether W is a locked matrix whose remembered facts are valid."""
+    return locked_facts(W) is not None

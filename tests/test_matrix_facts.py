@@ -1,0 +1,140 @@
+"""Gossip matrices checked once (issue 18, scope 3): locked matrices, the facts remembered for
+them and shared within one query, and what happens when a matrix changes behind them."""
+
+import gc
+import pickle
+import weakref
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsedp
+from sparsedp.errors import GossipMatrixError
+from sparsedp.linalg import kernels, matrix_facts
+from sparsedp.linalg.stochastic import lock_gossip_matrix
+
+
+def _er_matrix(n=60, p=0.1, seed=0):
+    G = nx.gnp_random_graph(n, p, seed=seed)
+    G = G.subgraph(max(nx.connected_components(G), key=len)).copy()
+    return sparsedp.gossip_matrix(nx.convert_node_labels_to_integers(G))
+
+
+@pytest.fixture
+def full_passes(monkeypatch):
+    """Counts of the full passes over W that the checks make."""
+    counts = {"line_sums": 0, "is_symmetric": 0, "components": 0}
+
+    def counting(name, function):
+        def wrapper(*args, **kwargs):
+            counts[name] += 1
+            return function(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(kernels, "csr_line_sums", counting("line_sums", kernels.csr_line_sums))
+    monkeypatch.setattr(kernels, "is_symmetric", counting("is_symmetric", kernels.is_symmetric))
+    monkeypatch.setattr(matrix_facts, "connected_components",
+                        counting("components", matrix_facts.connected_components))
+    return counts
+
+
+def test_gossip_matrix_is_locked_and_read_only():
+    W = _er_matrix()
+    assert matrix_facts.is_locked(W)
+    with pytest.raises(ValueError, match="read-only"):
+        W.data[0] = 0.5
+    writeable = W.copy()
+    assert writeable.data.flags.writeable and not matrix_facts.is_locked(writeable)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("view", ["secure-summation", "neighbourhood"])
+def test_locked_and_plain_matrices_give_identical_results(seed, view):
+    W = _er_matrix(seed=seed)
+    plain = sp.csr_matrix(W.toarray())  # a fresh, writeable, unregistered matrix
+    assert not matrix_facts.is_locked(plain)
+    for target, observers, T in [(3, [0], 30), (7, [1, 2], 12)]:
+        a = sparsedp.squared_sensitivity(W, target, observers, T, view=view, exact=False)
+        b = sparsedp.squared_sensitivity(plain, target, observers, T, view=view, exact=False)
+        assert (a.lower, a.upper, a.method) == (b.lower, b.upper, b.method)
+
+
+def test_second_query_on_a_locked_matrix_makes_no_full_pass(full_passes):
+    W = _er_matrix(n=200, p=0.05, seed=1)
+    sparsedp.squared_sensitivity(W, 5, [0], 40, exact=False)
+    assert full_passes == {"line_sums": 1, "is_symmetric": 1, "components": 1}
+    for name in full_passes:
+        full_passes[name] = 0
+    sparsedp.squared_sensitivity(W, 9, [4], 40, exact=False)
+    sparsedp.privacy_map(W, T=10, observers=[0, 1], targets=[5, 6, 7])
+    assert full_passes == {"line_sums": 0, "is_symmetric": 0, "components": 0}
+
+
+def test_a_plain_matrix_is_checked_once_per_query(full_passes):
+    W = _er_matrix(n=200, p=0.05, seed=2).copy()
+    full_passes["line_sums"] = 0  # the one made by gossip_matrix
+    sparsedp.squared_sensitivity(W, 5, [0], 40, exact=False)
+    assert full_passes == {"line_sums": 1, "is_symmetric": 1, "components": 1}
+    sparsedp.squared_sensitivity(W, 5, [0], 40, exact=False)  # may have changed: again
+    assert full_passes == {"line_sums": 2, "is_symmetric": 2, "components": 2}
+
+
+def test_a_matrix_changed_after_locking_is_checked_afresh():
+    W = _er_matrix(seed=3)
+    sparsedp.squared_sensitivity(W, 3, [0], 10, exact=False)  # facts remembered
+    W.data.flags.writeable = True  # deliberately unlocked ...
+    W.data[0] += 0.25  # ... and row 0 no longer sums to 1
+    assert not matrix_facts.is_locked(W)
+    with pytest.raises(GossipMatrixError, match="row 0 of W sums to"):
+        sparsedp.squared_sensitivity(W, 3, [0], 10, exact=False)
+
+    V = _er_matrix(seed=4)
+    sparsedp.squared_sensitivity(V, 3, [0], 10, exact=False)
+    data = V.data.copy()
+    data[0] = -1.0
+    V.data = data  # an array replaced, not changed in place
+    with pytest.raises(GossipMatrixError, match="is negative"):
+        sparsedp.squared_sensitivity(V, 3, [0], 10, exact=False)
+
+
+def test_lock_copies_unless_asked_not_to():
+    W = _er_matrix(seed=5).copy()
+    locked = lock_gossip_matrix(W)
+    assert locked is not W and W.data.flags.writeable and matrix_facts.is_locked(locked)
+    assert lock_gossip_matrix(locked) is locked
+    in_place = lock_gossip_matrix(W, copy=False)
+    assert in_place is W and not W.data.flags.writeable and matrix_facts.is_locked(W)
+
+
+def test_lock_refuses_what_is_not_a_gossip_matrix():
+    with pytest.raises(GossipMatrixError, match="row 1 of W sums to"):
+        lock_gossip_matrix(np.array([[0.5, 0.5], [0.2, 0.2]]))
+    with pytest.raises(GossipMatrixError, match="negative"):
+        lock_gossip_matrix(np.array([[1.5, -0.5], [0.5, 0.5]]))
+
+
+def test_a_locked_float32_matrix_keeps_its_input_rounding():
+    W32 = _er_matrix(seed=6).astype(np.float32)
+    locked = lock_gossip_matrix(W32)
+    assert locked.dtype == np.float64
+    result = sparsedp.squared_sensitivity(locked, 3, [0], 10, exact=False)
+    assert any("float32" in note for note in result.notes)
+    plain = sparsedp.squared_sensitivity(W32, 3, [0], 10, exact=False)
+    assert (result.lower, result.upper) == (plain.lower, plain.upper)
+
+
+def test_a_locked_matrix_is_not_kept_alive_by_its_facts():
+    W = lock_gossip_matrix(np.array([[0.5, 0.5], [0.5, 0.5]]))
+    sparsedp.squared_sensitivity(W, 0, [1], 3)
+    alive = weakref.ref(W)
+    del W
+    gc.collect()
+    assert alive() is None
+
+
+def test_a_copy_or_an_unpickled_matrix_is_not_locked():
+    W = _er_matrix(seed=7)
+    assert not matrix_facts.is_locked(W.copy())
+    assert not matrix_facts.is_locked(pickle.loads(pickle.dumps(W)))
