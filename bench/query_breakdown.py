@@ -1,0 +1,77 @@
+"""Where a repeated single-pair query spends its time, as multiples of one scipy ``W @ x``.
+
+One structured query (observer 0, target n/2, ``truncation_rtol = 1e-7``) on a locked
+Metropolis W, then three more on the same W, each profiled: its time, the time inside the
+sparse product kernels, and the rest (dense T x T work and bookkeeping; no pass over W, see
+``tests/test_matrix_facts.py``), each as a ratio to one ``W @ x`` timed just before it (best
+of 5) in the same process (issue 18).
+
+    python bench/query_breakdown.py --n 1000000 --T 1000
+    python bench/query_breakdown.py --n 1000000 --T 1000 --graph chung-lu
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import time
+
+import numpy as np
+
+import sparsedp
+from sparsedp.graphs import large
+
+GENERATORS = {"erdos-renyi": large.erdos_renyi_large, "chung-lu": large.chung_lu_large}
+
+
+def matvec_seconds(W, x) -> float:
+    best = np.inf
+    for _ in range(5):
+        start = time.perf_counter()
+        W @ x
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=10**6)
+    parser.add_argument("--T", type=int, default=1000)
+    parser.add_argument("--graph", choices=sorted(GENERATORS), default="erdos-renyi")
+    args = parser.parse_args()
+    graph = large.largest_component(GENERATORS[args.graph](args.n, 20, seed=1))
+    W = sparsedp.gossip_matrix(graph)
+    x = np.random.default_rng(0).random(W.shape[0])
+
+    def query():
+        return sparsedp.squared_sensitivity(W, graph.n // 2, [0], args.T, exact=False,
+                                            truncation_rtol=1e-7, progress=False)
+
+    start = time.perf_counter()
+    query()
+    first = time.perf_counter() - start
+    for _ in range(3):
+        calibration = matvec_seconds(W, x)
+        profile = cProfile.Profile()
+        start = time.perf_counter()
+        profile.enable()
+        result = query()
+        profile.disable()
+        total = time.perf_counter() - start
+        stats = pstats.Stats(profile).stats
+        products = sum(v[2] for k, v in stats.items()
+                       if "_numba_kernels" in k[0] and ("spmm" in k[2] or "propagate" in k[2]))
+        print(json.dumps({
+            "graph": args.graph, "n": int(W.shape[0]), "T": args.T, "first_seconds": first,
+            "query_seconds": total, "matvec_seconds": calibration,
+            "query_per_matvec": total / calibration, "products_seconds": products,
+            "products_per_matvec": products / calibration,
+            "rest_per_matvec": (total - products) / calibration,
+            "sparse_products": result.solver.get("sparse_products"),
+            "relative_gap": result.relative_gap}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
