@@ -1,5 +1,6 @@
 """What every Gaussian-mechanism audit shares: simulated runs in seeded batches on threads, the
-attacker's second moment and error counts over a batch, and the two verdict checks.
+attacker's second moment and error counts over a batch, the two verdict checks and the
+verdict itself (:class:`GaussianVerdict`).
 
 A batch of ``size`` runs gets its own seed spawned from the audit's ``seed``
 (``numpy.random.SeedSequence.spawn``), so a result depends on ``seed``, ``trials`` and
@@ -15,12 +16,17 @@ width:
 
 from __future__ import annotations
 
+import math
+from dataclasses import asdict
+
 import numpy as np
 
 from sparsedp.errors import ParameterError
+from sparsedp.plain import plain
 
-__all__ = ["DEFAULT_BATCH", "MAX_FEATURES", "SLACK", "bound_holds", "check_parameters",
-           "error_counts", "model_matches", "run_batches", "second_moment"]
+__all__ = ["DEFAULT_BATCH", "MAX_FEATURES", "SLACK", "GaussianVerdict", "bound_holds",
+           "check_parameters", "error_counts", "model_matches", "run_batches",
+           "second_moment"]
 
 DEFAULT_BATCH = 8192
 MAX_FEATURES = 4000  # the attacker's covariance is features x features, eigendecomposed
@@ -88,3 +94,52 @@ def bound_holds(epsilon_lower: float, mu_lower: float, epsilon_upper: float,
     """No empirical lower bound above its certified upper bound."""
     return bool(epsilon_lower <= epsilon_upper * (1 + SLACK) + SLACK
                 and mu_lower <= mu_upper * (1 + SLACK) + SLACK)
+
+
+class GaussianVerdict:
+    """The verdict of one audited Gaussian-mechanism instance, for a result dataclass with the
+    fields ``engine_lower``, ``engine_upper``, ``sensitivity_low``, ``sensitivity_high``,
+    ``epsilon_lower``, ``mu_lower``, ``epsilon_upper``, ``mu_upper``, ``model_matches``,
+    ``bound_holds`` and an ``instance`` string naming it; ``QUANTITY`` names the squared
+    sensitivity in messages."""
+
+    QUANTITY = "Delta^2"
+
+    @property
+    def passed(self) -> bool:
+        return self.model_matches and self.bound_holds
+
+    @property
+    def tightness(self) -> float:
+        """``epsilon_lower / epsilon_upper`` (NaN when the certified epsilon is 0 or infinite)."""
+        if self.epsilon_upper == 0 or math.isinf(self.epsilon_upper):
+            return math.nan
+        return self.epsilon_lower / self.epsilon_upper
+
+    @property
+    def verdict(self) -> str:
+        """``"pass"``, or what failed, naming the instance."""
+        if self.passed:
+            return "pass"
+        what = []
+        if not self.model_matches:
+            what.append(
+                f"model mismatch: the attacker measures {self.QUANTITY} in "
+                f"[{self.sensitivity_low:.6g}, {self.sensitivity_high:.6g}], the engine "
+                f"reports [{self.engine_lower:.6g}, {self.engine_upper:.6g}]")
+        if not self.bound_holds:
+            what.append(
+                f"bound violated: empirical epsilon >= {self.epsilon_lower:.6g} (mu >= "
+                f"{self.mu_lower:.6g}) above the certified {self.epsilon_upper:.6g} "
+                f"(mu {self.mu_upper:.6g})")
+        return f"{self.instance}: " + "; ".join(what)
+
+    def record(self) -> dict:
+        """Every field and the derived ``passed``, ``tightness`` and ``verdict``, as Python
+        values (infinite floats kept)."""
+        return {**asdict(self), "passed": self.passed, "tightness": self.tightness,
+                "verdict": self.verdict}
+
+    def to_dict(self) -> dict:
+        """Plain data, strict JSON (:func:`sparsedp.plain.plain`)."""
+        return plain(self.record())

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from sparsedp import resources
 from sparsedp.audit.batches import (
     DEFAULT_BATCH,
     MAX_FEATURES,
+    GaussianVerdict,
     bound_holds,
     check_parameters,
     error_counts,
@@ -47,7 +48,6 @@ from sparsedp.audit.statistics import lower_bounds, mahalanobis, thresholds
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.inputs import gossip_sequence
 from sparsedp.gossip.sensitivity import SensitivityResult, squared_sensitivity
-from sparsedp.plain import plain
 from sparsedp.privacy.gaussian import gaussian_epsilon
 from sparsedp.progress import progress_bar
 
@@ -55,7 +55,7 @@ __all__ = ["AuditResult", "audit_gossip"]
 
 
 @dataclass(frozen=True)
-class AuditResult:
+class AuditResult(GaussianVerdict):
     """One audited instance: the engine's claim, what the attacker measured, the verdict.
 
     ``sensitivity_*``: the attacker's estimate of ``c^T M_T c`` at the engine's signs ``c``
@@ -89,48 +89,10 @@ class AuditResult:
     bound_holds: bool
 
     @property
-    def passed(self) -> bool:
-        return self.model_matches and self.bound_holds
-
-    @property
-    def tightness(self) -> float:
-        if self.epsilon_upper == 0 or math.isinf(self.epsilon_upper):
-            return math.nan
-        return self.epsilon_lower / self.epsilon_upper
-
-    @property
-    def verdict(self) -> str:
-        """``"pass"``, or what failed, naming the instance."""
-        if self.passed:
-            return "pass"
-        what = []
-        if not self.model_matches:
-            what.append(
-                f"model mismatch: the attacker measures Delta^2 in [{self.sensitivity_low:.6g}, "
-                f"{self.sensitivity_high:.6g}], the engine reports [{self.engine_lower:.6g}, "
-                f"{self.engine_upper:.6g}]")
-        if not self.bound_holds:
-            what.append(
-                f"bound violated: empirical epsilon >= {self.epsilon_lower:.6g} (mu >= "
-                f"{self.mu_lower:.6g}) above the certified {self.epsilon_upper:.6g} "
-                f"(mu {self.mu_upper:.6g})")
-        return f"{self.instance}: " + "; ".join(what)
-
-    @property
     def instance(self) -> str:
         observers = ",".join(map(str, self.observers)) or "-"
         return (f"view={self.view} noise_removed={self.noise_removed} target={self.target} "
                 f"observers={observers} T={self.T} sigma={self.sigma:g}")
-
-    def record(self) -> dict:
-        """Every field and the derived ``passed``, ``tightness`` and ``verdict``, as Python
-        values (infinite floats kept)."""
-        return {**asdict(self), "passed": self.passed, "tightness": self.tightness,
-                "verdict": self.verdict}
-
-    def to_dict(self) -> dict:
-        """Plain data, strict JSON (:func:`sparsedp.plain.plain`)."""
-        return plain(self.record())
 
 
 def audit_gossip(W, target: int, observers=None, T: int = 10, *,

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -43,6 +43,7 @@ from sparsedp import resources, validation
 from sparsedp.audit.batches import (
     DEFAULT_BATCH,
     MAX_FEATURES,
+    GaussianVerdict,
     bound_holds,
     check_parameters,
     error_counts,
@@ -58,7 +59,6 @@ from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.mf import algorithms, participation
 from sparsedp.mf.result import MFResult
 from sparsedp.mf.sensitivity import EXHAUSTIVE_AUTO_MAX, mf_sensitivity
-from sparsedp.plain import plain
 from sparsedp.privacy.gaussian import gaussian_epsilon
 from sparsedp.progress import progress_bar
 
@@ -66,7 +66,7 @@ __all__ = ["MFAuditResult", "audit_mf"]
 
 
 @dataclass(frozen=True)
-class MFAuditResult:
+class MFAuditResult(GaussianVerdict):
     """One audited instance: the engine's ``sens^2`` interval, the attacker's estimate at its
     own choice of pattern and signs with the interval at ``confidence``, the empirical lower
     bounds on epsilon and mu against the certified ones, and the verdict."""
@@ -98,9 +98,7 @@ class MFAuditResult:
     model_matches: bool
     bound_holds: bool
 
-    @property
-    def passed(self) -> bool:
-        return self.model_matches and self.bound_holds
+    QUANTITY = "sens^2"
 
     @property
     def instance(self) -> str:
@@ -109,31 +107,6 @@ class MFAuditResult:
                 f"attackers={','.join(map(str, self.attackers))} T={self.T} "
                 f"sigma={self.sigma:g}")
 
-    @property
-    def verdict(self) -> str:
-        """``"pass"``, or what failed, naming the instance."""
-        if self.passed:
-            return "pass"
-        what = []
-        if not self.model_matches:
-            what.append(
-                f"model mismatch: the attacker measures sens^2 in [{self.sensitivity_low:.6g}, "
-                f"{self.sensitivity_high:.6g}], the engine reports [{self.engine_lower:.6g}, "
-                f"{self.engine_upper:.6g}]")
-        if not self.bound_holds:
-            what.append(
-                f"bound violated: empirical epsilon >= {self.epsilon_lower:.6g} (mu >= "
-                f"{self.mu_lower:.6g}) above the certified {self.epsilon_upper:.6g} "
-                f"(mu {self.mu_upper:.6g})")
-        return f"{self.instance}: " + "; ".join(what)
-
-    def record(self) -> dict:
-        """Every field and the derived ``passed`` and ``verdict`` (infinite floats kept)."""
-        return {**asdict(self), "passed": self.passed, "verdict": self.verdict}
-
-    def to_dict(self) -> dict:
-        """Plain data, strict JSON (:func:`sparsedp.plain.plain`)."""
-        return plain(self.record())
 
 
 def audit_mf(W, target: int, attackers, T: int = 10, *, algorithm="dp-d-sgd",
