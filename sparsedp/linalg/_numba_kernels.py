@@ -501,13 +501,15 @@ def gram_abs_sums(Y, block):
 
 
 @numba.njit(cache=True)
-def mixing_sweeps(M, V, MV, sweeps, rtol):
+def mixing_sweeps(M, Mt, V, MV, sweeps, rtol):
     """Block-coordinate ascent of ``<M, V V^T>`` over unit rows of V (the mixing method):
     row by row, ``v_i <- g_i / ||g_i||`` with ``g_i = (M V)_i - M_ii v_i`` (kept when
-    ``g_i = 0``), ``MV`` updated by the rank-one change.  Stops after ``sweeps`` sweeps or
-    when a sweep raises the objective by at most ``rtol`` of it; returns the sweeps done."""
+    ``g_i = 0``), ``MV`` updated by the rank-one change ``M[:, i] delta^T`` (read as the
+    row ``Mt[i]`` of ``Mt = M^T``, contiguous).  Stops after ``sweeps`` sweeps or when a
+    sweep raises the objective by at most ``rtol`` of it; returns the sweeps done."""
     T, r = V.shape
     g = np.empty(r)
+    delta = np.empty(r)
     previous = -np.inf
     for sweep in range(sweeps):
         for i in range(T):
@@ -519,11 +521,13 @@ def mixing_sweeps(M, V, MV, sweeps, rtol):
                 continue
             norm = np.sqrt(norm)
             for q in range(r):
-                delta = g[q] / norm - V[i, q]
-                if delta != 0.0:
-                    V[i, q] += delta
-                    for k in range(T):
-                        MV[k, q] += M[k, i] * delta
+                delta[q] = g[q] / norm - V[i, q]
+                V[i, q] += delta[q]
+            for k in range(T):
+                column = Mt[i, k]
+                if column != 0.0:
+                    for q in range(r):
+                        MV[k, q] += column * delta[q]
         value = 0.0
         for i in range(T):
             for q in range(r):

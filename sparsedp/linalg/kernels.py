@@ -47,6 +47,7 @@ Kernels
 from __future__ import annotations
 
 import functools
+import math
 import os
 
 import numpy as np
@@ -298,20 +299,22 @@ def local_sign_search(
     return float(values[best]), finals[best]
 
 
-def _mixing_sweeps_numpy(M, V, MV, sweeps: int, rtol: float) -> int:
-    """The numba kernel's twin: the same updates in the same order."""
+def _mixing_sweeps_numpy(M, Mt, V, MV, sweeps: int, rtol: float) -> int:
+    """The numba kernel's twin: the same operations in the same order (sequential sums, the
+    zero entries of ``Mt[i]`` skipped), so the results agree bit for bit."""
     T = V.shape[0]
     previous = -np.inf
     for sweep in range(sweeps):
         for i in range(T):
             g = MV[i] - M[i, i] * V[i]
-            norm = float(np.sqrt(np.dot(g, g)))
+            norm = math.sqrt(sum((g * g).tolist()))
             if norm == 0.0:
                 continue
             delta = g / norm - V[i]
             V[i] += delta
-            MV += np.outer(M[:, i], delta)
-        value = float((MV * V).sum())
+            rows = np.flatnonzero(Mt[i])
+            MV[rows] += np.outer(Mt[i, rows], delta)
+        value = sum((MV * V).ravel().tolist())
         if value - previous <= rtol * abs(value):
             return sweep + 1
         previous = value
@@ -328,10 +331,11 @@ def mixing_sweeps(M: np.ndarray, V: np.ndarray, sweeps: int, rtol: float = 1e-13
     M = _as_square(M)
     V = np.array(V, dtype=np.float64, order="C")
     MV = np.ascontiguousarray(M @ V)
+    Mt = np.ascontiguousarray(M.T)  # column i of M as a contiguous row
     if _resolve(backend) == "numpy":
-        done = _mixing_sweeps_numpy(M, V, MV, int(sweeps), float(rtol))
+        done = _mixing_sweeps_numpy(M, Mt, V, MV, int(sweeps), float(rtol))
     else:
-        done = _numba_module().mixing_sweeps(M, V, MV, int(sweeps), float(rtol))
+        done = _numba_module().mixing_sweeps(M, Mt, V, MV, int(sweeps), float(rtol))
     return V, MV, int(done)
 
 
