@@ -9,7 +9,9 @@ changed in place since): within one query (:func:`one_query`) they are shared by
 that checks W.  A *locked* matrix — canonical CSR float64 whose three arrays are read-only,
 locked by :func:`register` — carries its facts for as long as it lives: its values cannot
 change in place without first making an array writeable again or replacing it, and
-:func:`locked_facts` checks both (O(1)) before reusing anything.
+:func:`locked_facts` checks both (O(1)) before reusing anything.  What it cannot see is an
+array made writeable, changed and made read-only again: that defeats the lock (use
+``W.copy()`` to change a locked matrix).
 """
 
 from __future__ import annotations

@@ -147,8 +147,10 @@ def lock_gossip_matrix(W: Any, *, copy: bool = True) -> sp.csr_matrix:
     read-only; the engine remembers what its checks found (row and column sums, symmetry,
     connected components, ...) and reuses that for as long as the matrix lives, instead of
     a full pass over W per check and per query.  Changing the matrix is refused by numpy
-    (``ValueError: assignment destination is read-only``); a matrix whose arrays were made
-    writeable again or replaced is simply checked afresh.
+    (``ValueError: assignment destination is read-only``); a matrix whose arrays are
+    writeable again or were replaced is simply checked afresh.  Making an array writeable,
+    changing it and making it read-only again is not detected and defeats the lock: change a
+    copy (``W.copy()`` is writeable and unlocked) instead.
     :func:`sparsedp.gossip_matrix` returns locked matrices.
 
     Parameters
