@@ -138,3 +138,17 @@ def test_a_copy_or_an_unpickled_matrix_is_not_locked():
     W = _er_matrix(seed=7)
     assert not matrix_facts.is_locked(W.copy())
     assert not matrix_facts.is_locked(pickle.loads(pickle.dumps(W)))
+
+
+def test_no_writeable_base_is_left_behind_a_lock():
+    """A locked array that were a view would leave its base writeable: writing through the
+    base would change W behind its remembered facts (found in review)."""
+    D = np.kron(np.eye(2), np.full((3, 3), 1 / 3))  # two disconnected lazy 3-cycles
+    for W in (lock_gossip_matrix(D), sparsedp.gossip_matrix(nx.cycle_graph(6)),
+              lock_gossip_matrix(sp.coo_matrix(D)), lock_gossip_matrix(D.astype(np.float32))):
+        assert matrix_facts.is_locked(W)
+        for array in (W.data, W.indices, W.indptr):
+            assert array.base is None and not array.flags.writeable
+    W = lock_gossip_matrix(D)
+    r = sparsedp.squared_sensitivity(W, 0, [4], 4)
+    assert r.upper == 0.0  # different components: exactly nothing learned

@@ -93,5 +93,6 @@ def test_vector_gradients_gap_is_closed_in_the_mf_accounting():
     names = {b.name: b.value for b in r.bounds}
     assert {"sdp_primal", "sdp_dual"} <= set(names)
     assert r.relative_gap <= 1e-6
+    assert any("SDP primal" in note and "coordinates" in note for note in r.notes)
     scalar = mf_sensitivity(W, target, [0], 40, exact=False, gradients="scalar")
     assert r.lower >= scalar.lower * (1 - 1e-9)  # vectors leak at least as much as signs

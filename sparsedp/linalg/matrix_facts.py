@@ -110,10 +110,15 @@ def _arrays(W: sp.csr_matrix) -> tuple[np.ndarray, ...]:
 
 def register(W: sp.csr_matrix, facts: MatrixFacts | None = None) -> sp.csr_matrix:
     """Lock ``W`` in place (its three arrays made read-only) and attach its facts to it, for
-    as long as it lives.  ``W`` must be canonical CSR float64 and own its arrays: a caller
-    holding another writeable view of them could change W behind the facts' back
+    as long as it lives.  ``W`` must be canonical CSR float64.  An array that is a view of
+    another (``base`` set) is replaced by a copy first, since its base would stay writeable;
+    a caller holding another writeable view *into* an array W owns could still change it
     (:func:`sparsedp.lock_gossip_matrix` copies when in doubt)."""
-    for array in _arrays(W):
+    for name in ("data", "indices", "indptr"):
+        array = getattr(W, name)
+        if array.base is not None:  # a view: its base would stay writeable behind the lock
+            array = array.copy()
+            setattr(W, name, array)
         array.flags.writeable = False
     facts = facts if facts is not None else MatrixFacts(W)
     facts.locked = (_arrays(W), W.shape)
@@ -142,7 +147,7 @@ def locked_facts(W) -> MatrixFacts | None:
     arrays, shape = facts.locked
     current = _arrays(W)
     intact = (W.shape == shape and all(a is b for a, b in zip(current, arrays, strict=True))
-              and not any(a.flags.writeable for a in current))
+              and not any(a.flags.writeable or a.base is not None for a in current))
     return facts if intact else None
 
 

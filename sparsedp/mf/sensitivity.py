@@ -266,6 +266,10 @@ def _assemble(per_pattern, block: TargetBlock, target, obs, T, algorithm, scheme
                  and b.kind == "certified upper"), None)
     infinite = block.closed_form == "infinite"
     notes = list(block.notes)
+    primal = next((b for b in bounds if b.name == "sdp_primal"), None)
+    if primal is not None and primal.value >= lower:
+        notes.append(f"lower is the SDP primal ({primal.description}); with fewer gradient "
+                     "coordinates the sign bounds are the lower bounds")
     if not ups:
         notes.append("no certified upper bound on sens^2 for this case")
     return MFResult(
