@@ -1,0 +1,54 @@
+"""The whole 10^8-pair privacy map of an n = 10^4 graph, run in full (not extrapolated, unlike
+``bench/privacy_map_scaling.py``): wall time, peak RSS and the table's size (issue 16).
+
+Graph: Erdos-Renyi with average degree 20 (:func:`sparsedp.graphs.large.erdos_renyi_large`,
+seed 1, giant component), Metropolis weights, every observer against every target,
+``float32=True``.  ``--upper none``: the certified c = 1 lower bound at T = 100;
+``--upper entrywise``: certified upper bounds ``sum |M_T|`` for every pair at T = 30, with
+epsilons at sigma = 1, delta = 1e-5.  Each mode in a fresh process (``--upper`` picks one), so
+the peak RSS is its own; the time of one scipy ``W @ x`` on the same W is printed next to it.
+
+    python bench/privacy_map_full.py --upper none        # about 2.5 minutes, 4.3 GB
+    python bench/privacy_map_full.py --upper entrywise   # about 7.5 minutes, 4.1 GB
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import time
+
+import numpy as np
+
+import sparsedp
+from sparsedp.graphs import large
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--upper", choices=("none", "entrywise"), default="none")
+    args = parser.parse_args()
+    graph = large.largest_component(large.erdos_renyi_large(args.n, 20, seed=1))
+    W = sparsedp.gossip_matrix(graph)
+    x = np.random.default_rng(0).random(W.shape[0])
+    matvec = np.inf
+    for _ in range(20):
+        start = time.perf_counter()
+        W @ x
+        matvec = min(matvec, time.perf_counter() - start)
+    T, sigma, delta = (100, None, None) if args.upper == "none" else (30, 1.0, 1e-5)
+    start = time.perf_counter()
+    m = sparsedp.privacy_map(W, "all", "all", T, sigma, delta, upper=args.upper, float32=True,
+                             progress=False)
+    seconds = time.perf_counter() - start
+    print(json.dumps({
+        "n": int(W.shape[0]), "pairs": len(m), "T": T, "upper": args.upper,
+        "seconds": seconds, "matvec_seconds": matvec, "seconds_per_matvec": seconds / matvec,
+        "table_bytes": int(sum(v.nbytes for v in m.columns.values())),
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+
+
+if __name__ == "__main__":
+    main()
