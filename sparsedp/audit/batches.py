@@ -23,10 +23,11 @@ import numpy as np
 
 from sparsedp.errors import ParameterError
 from sparsedp.plain import plain
+from sparsedp.privacy.gaussian import gaussian_epsilon
 
 __all__ = ["DEFAULT_BATCH", "MAX_FEATURES", "SLACK", "GaussianVerdict", "bound_holds",
            "check_parameters", "error_counts", "model_matches", "run_batches",
-           "second_moment"]
+           "second_moment", "verdict_fields"]
 
 DEFAULT_BATCH = 8192
 MAX_FEATURES = 4000  # the attacker's covariance is features x features, eigendecomposed
@@ -94,6 +95,24 @@ def bound_holds(epsilon_lower: float, mu_lower: float, epsilon_upper: float,
     """No empirical lower bound above its certified upper bound."""
     return bool(epsilon_lower <= epsilon_upper * (1 + SLACK) + SLACK
                 and mu_lower <= mu_upper * (1 + SLACK) + SLACK)
+
+
+def verdict_fields(engine_lower: float, engine_upper: float, sigma: float, delta: float,
+                   estimate, bounds) -> dict:
+    """The fields of a :class:`GaussianVerdict` result shared by every audit: the attacker's
+    estimate and interval scaled to noise ``sigma`` (``Delta^2 = sigma^2 d^2``: the engine's
+    M is for unit noise), the certified epsilon and mu of ``engine_upper``, the empirical
+    ``bounds`` and the two checks."""
+    scale = sigma**2
+    low, high = scale * estimate.low, scale * estimate.high
+    epsilon_upper = gaussian_epsilon(engine_upper, sigma, delta)
+    mu_upper = math.sqrt(engine_upper) / sigma
+    return {"engine_lower": float(engine_lower), "engine_upper": float(engine_upper),
+            "epsilon_upper": epsilon_upper, "mu_upper": mu_upper,
+            "sensitivity_estimate": scale * estimate.value, "sensitivity_low": low,
+            "sensitivity_high": high, "epsilon_lower": bounds.epsilon, "mu_lower": bounds.mu,
+            "model_matches": model_matches(low, high, engine_lower, engine_upper),
+            "bound_holds": bound_holds(bounds.epsilon, bounds.mu, epsilon_upper, mu_upper)}
 
 
 class GaussianVerdict:

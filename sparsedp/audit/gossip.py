@@ -24,7 +24,6 @@ so a result depends on ``seed``, ``trials`` and ``batch`` only, not on the threa
 
 from __future__ import annotations
 
-import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,19 +35,17 @@ from sparsedp.audit.batches import (
     DEFAULT_BATCH,
     MAX_FEATURES,
     GaussianVerdict,
-    bound_holds,
     check_parameters,
     error_counts,
-    model_matches,
     run_batches,
     second_moment,
+    verdict_fields,
 )
 from sparsedp.audit.simulate import Threat, data_response, simulate, threat
 from sparsedp.audit.statistics import lower_bounds, mahalanobis, thresholds
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.inputs import gossip_sequence
 from sparsedp.gossip.sensitivity import SensitivityResult, squared_sensitivity
-from sparsedp.privacy.gaussian import gaussian_epsilon
 from sparsedp.progress import progress_bar
 
 __all__ = ["AuditResult", "audit_gossip"]
@@ -160,19 +157,10 @@ def _error_counts(Ws, T: int, attacker: Threat, sigma: float, size: int, rng,
 
 def _verdict(engine: SensitivityResult, attacker: Threat, T, sigma, delta, trials, seed,
              confidence, estimate, bounds) -> AuditResult:
-    scale = sigma**2  # Delta^2 = sigma^2 d^2: the engine's M_T is for unit noise
-    low, high = scale * estimate.low, scale * estimate.high
-    epsilon_upper = gaussian_epsilon(engine.upper, sigma, delta)
-    mu_upper = math.sqrt(engine.upper) / sigma
     return AuditResult(
         view=attacker.view, noise_removed=attacker.noise_removed, target=engine.target,
         observers=engine.observers, T=T, sigma=float(sigma), delta=float(delta),
-        trials=int(trials), seed=int(seed), confidence=float(confidence),
-        engine_lower=engine.lower, engine_upper=engine.upper, signs=engine.signs,
-        epsilon_upper=epsilon_upper, mu_upper=mu_upper,
-        sensitivity_estimate=scale * estimate.value, sensitivity_low=low,
-        sensitivity_high=high, features=T * attacker.features,
-        epsilon_lower=bounds.epsilon, mu_lower=bounds.mu,
-        model_matches=model_matches(low, high, engine.lower, engine.upper),
-        bound_holds=bound_holds(bounds.epsilon, bounds.mu, epsilon_upper, mu_upper),
+        trials=int(trials), seed=int(seed), confidence=float(confidence), signs=engine.signs,
+        features=T * attacker.features,
+        **verdict_fields(engine.lower, engine.upper, sigma, delta, estimate, bounds),
     )

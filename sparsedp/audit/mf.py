@@ -31,7 +31,6 @@ unit-bounded gradients: the mechanism is ``sigma / sqrt(sens^2)``-GDP, epsilon i
 
 from __future__ import annotations
 
-import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -44,12 +43,11 @@ from sparsedp.audit.batches import (
     DEFAULT_BATCH,
     MAX_FEATURES,
     GaussianVerdict,
-    bound_holds,
     check_parameters,
     error_counts,
-    model_matches,
     run_batches,
     second_moment,
+    verdict_fields,
 )
 from sparsedp.audit.simulate_sgd import attackers_view, gradient_responses, simulate
 from sparsedp.audit.statistics import lower_bounds, mahalanobis, shift_gram, thresholds
@@ -59,7 +57,6 @@ from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.mf import algorithms, participation
 from sparsedp.mf.result import MFResult
 from sparsedp.mf.sensitivity import EXHAUSTIVE_AUTO_MAX, mf_sensitivity
-from sparsedp.privacy.gaussian import gaussian_epsilon
 from sparsedp.progress import progress_bar
 
 __all__ = ["MFAuditResult", "audit_mf"]
@@ -178,21 +175,13 @@ def audit_mf(W, target: int, attackers, T: int = 10, *, algorithm="dp-d-sgd",
         if bar is not None:
             bar.close()
     bounds = lower_bounds(counts[0], counts[1], test, delta, confidence)
-    scale = sigma**2  # sens^2 = sigma^2 d^2: the engine's M is for unit noise
-    low, high = scale * estimate.low, scale * estimate.high
-    epsilon_upper = gaussian_epsilon(engine.upper, sigma, delta)
-    mu_upper = math.sqrt(engine.upper) / sigma
     return MFAuditResult(
         algorithm=algo.name, K=algo.K, trust=trust_model, participation=scheme.name,
         target=int(target), attackers=tuple(int(a) for a in view.attackers), T=int(T),
         sigma=float(sigma), delta=float(delta), trials=int(trials), seed=int(seed),
-        confidence=float(confidence), engine_lower=float(engine.lower),
-        engine_upper=float(engine.upper), epsilon_upper=epsilon_upper, mu_upper=mu_upper,
-        steps=tuple(int(s) for s in steps), signs=tuple(int(c) for c in signs),
-        sensitivity_estimate=scale * estimate.value, sensitivity_low=low,
-        sensitivity_high=high, features=features, epsilon_lower=bounds.epsilon,
-        mu_lower=bounds.mu, model_matches=model_matches(low, high, engine.lower, engine.upper),
-        bound_holds=bound_holds(bounds.epsilon, bounds.mu, epsilon_upper, mu_upper))
+        confidence=float(confidence), steps=tuple(int(s) for s in steps),
+        signs=tuple(int(c) for c in signs), features=features,
+        **verdict_fields(engine.lower, engine.upper, sigma, delta, estimate, bounds))
 
 
 def _choose_attack(gram: tuple[np.ndarray, np.ndarray], patterns: list[np.ndarray]
