@@ -219,20 +219,8 @@ class _Diagnosis:
         self.W = self.facts.W
         self.atol = max(atol, 2.0 * (self.facts.longest_row + 1) * input_rounding(W))
 
-    @property
-    def line_sums(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.facts.line_sums
-
-    @property
-    def n_strong_components(self) -> int:
-        return self.facts.n_strong_components
-
-    @property
-    def period(self) -> int | None:
-        return self.facts.period
-
     def _sums(self, axis: int, label: str, prop: str) -> str | None:
-        sums = self.line_sums[1 - axis]  # (rows, columns)
+        sums = self.facts.line_sums[1 - axis]  # (rows, columns)
         bad = np.flatnonzero(np.abs(sums - 1.0) > self.atol)
         if bad.size:
             return f"{label} {bad[0]} of W sums to {_fmt(sums[bad[0]])}, not 1 (not {prop})"
@@ -252,17 +240,17 @@ class _Diagnosis:
         return None
 
     def _irreducible(self) -> str | None:
-        if self.n_strong_components != 1:
-            return (f"W is reducible: its pattern has {self.n_strong_components} strongly "
+        if self.facts.n_strong_components != 1:
+            return (f"W is reducible: its pattern has {self.facts.n_strong_components} strongly "
                     "connected components (not irreducible)")
         return None
 
     def _aperiodic(self) -> str | None:
-        if self.period is None:
-            return (f"W is reducible ({self.n_strong_components} strongly connected "
+        if self.facts.period is None:
+            return (f"W is reducible ({self.facts.n_strong_components} strongly connected "
                     "components): aperiodicity is only checked for irreducible W")
-        if self.period != 1:
-            return f"W is periodic (period {self.period}): the chain is not aperiodic"
+        if self.facts.period != 1:
+            return f"W is periodic (period {self.facts.period}): the chain is not aperiodic"
         return None
 
     def _row_stochastic(self) -> str | None:
@@ -395,7 +383,7 @@ def gossip_properties(W: Any, atol: float = 1e-10) -> dict[str, Any]:
     """
     diagnosis = _Diagnosis(W, atol)
     props: dict[str, Any] = {p: diagnosis.failure(p) is None for p in PROPERTIES}
-    props["period"] = diagnosis.period
+    props["period"] = diagnosis.facts.period
     return props
 
 
