@@ -264,3 +264,35 @@ def test_is_symmetric_puts_its_input_in_canonical_form(backend):
     assert kernels.is_symmetric(B, backend=backend)
     with pytest.raises(ValueError, match="square"):
         kernels.is_symmetric(sp.csr_matrix((2, 3)), backend=backend)
+
+
+@pytest.mark.parametrize("d", [1, 8, 9, 17])
+def test_mlp_mean_losses_backends_agree_with_the_per_example_losses(d):
+    """The MLP test-loss kernel (one hidden unit at a time, features padded to a multiple of
+    8: d = 1, exactly one block, one block plus one feature, two blocks plus one) and its
+    numpy twin against the explicit per-example losses of the model."""
+    from sparsedp.learning import mlp
+
+    model = mlp(11)
+    rng = np.random.default_rng(d)
+    theta = rng.standard_normal((13, model.n_params(d)))
+    X = rng.standard_normal((37, d))
+    y = rng.standard_normal(37)
+    ref = model.losses(theta, X, y).mean(axis=1)
+    for backend in ("numba", "numpy"):
+        np.testing.assert_allclose(kernels.mlp_mean_losses(theta, X, y, 11, backend=backend),
+                                   ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("clip", [None, 0.1])
+def test_mlp_clipped_mean_backends_agree(clip):
+    rng = np.random.default_rng(3)
+    h, d, R, B = 9, 5, 11, 4
+    theta = rng.standard_normal((R, d * h + 2 * h + 1))
+    X = rng.standard_normal((R, B, d))
+    y = rng.standard_normal((R, B))
+    a = kernels.mlp_clipped_mean(theta, X, y, clip, h, backend="numba")
+    b = kernels.mlp_clipped_mean(theta, X, y, clip, h, backend="numpy")
+    np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13 * np.abs(b).max())
+    with pytest.raises(ValueError, match="do not fit an MLP"):
+        kernels.mlp_clipped_mean(theta, X, y, clip, h + 1)

@@ -10,12 +10,14 @@ import pytest
 from sparsedp.errors import ParameterError
 from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.learning import (
+    RunSpec,
     calibrate_noise,
     linear_regression,
     load_dataset,
     logistic_regression,
     mlp,
     simulate,
+    simulate_runs,
     split_uniform,
     synthetic_regression,
 )
@@ -117,6 +119,69 @@ def test_seeded_run_is_reproducible_bit_for_bit():
     c = simulate(W, data, mlp(7), 6, seed=12, **kw)
     assert np.array_equal(a.theta, b.theta) and np.array_equal(a.test_loss, b.test_loss)
     assert not np.array_equal(a.theta, c.theta)
+
+
+@pytest.mark.parametrize("make", [linear_regression, logistic_regression, lambda: mlp(6)])
+@pytest.mark.parametrize("clip", [None, 0.05, 1e6])
+def test_clipped_mean_equals_clipping_each_per_example_gradient(make, clip):
+    """The simulator's step (norms from the outer-product factors, no per-example gradients)
+    against clipping the explicit per-example gradients one by one."""
+    model = make()
+    rng = np.random.default_rng(5)
+    n, B, d = 7, 5, 4
+    theta = rng.standard_normal((n, model.n_params(d)))
+    X = rng.standard_normal((n, B, d))
+    y = (rng.integers(0, 2, (n, B)).astype(float) if model.task == "classification"
+         else rng.standard_normal((n, B)))
+    g = model.grads(theta, X, y)
+    if clip is not None:
+        norms = np.linalg.norm(g, axis=2, keepdims=True)
+        g = g * np.minimum(1.0, clip / norms)
+    np.testing.assert_allclose(model.clipped_mean(theta, X, y, clip), g.mean(axis=1),
+                               rtol=1e-12, atol=1e-14 * np.abs(g).max())
+
+
+def test_runs_together_equal_each_run_alone_bit_for_bit():
+    """simulate_runs: non-private, DP-D-SGD, a correlated L at two levels, a dense random
+    lower-triangular L and an (epsilon, delta) target, each equal to its own simulate call."""
+    G = connected_instance("er", 10, 1)
+    W = gossip_matrix(G, scheme="metropolis")
+    data = small_data(n=10, m=12, d=4)
+    T = 6
+    L = antipgd().noise_matrix(T)
+    full = np.eye(T) + np.tril(0.2 * np.random.default_rng(0).standard_normal((T, T)), -1)
+    specs = [RunSpec(), RunSpec(mu=1.0), RunSpec(noise=L, mu=0.5), RunSpec(noise=L, mu=2.0),
+             RunSpec(noise=full, mu=1.0), RunSpec(noise=L, epsilon=3.0, delta=1e-5)]
+    kw = dict(participation=(2, 3), lr=0.05, clip=1.0, seed=4, eval_every=2, progress=False)
+    together = simulate_runs(W, data, mlp(5), T, specs, **kw)
+    for spec, r in zip(specs, together, strict=True):
+        alone = simulate(W, data, mlp(5), T, noise=spec.noise, mu=spec.mu,
+                         epsilon=spec.epsilon, delta=spec.delta, **kw)
+        assert np.array_equal(alone.theta, r.theta)
+        assert np.array_equal(alone.test_loss, r.test_loss)
+        assert np.array_equal(alone.final_node_losses, r.final_node_losses)
+        assert (alone.sens2, alone.noise_std, alone.epsilon) == (r.sens2, r.noise_std,
+                                                                 r.epsilon)
+    # the same draw Z scaled: runs 2 and 3 differ only in the noise level, and differ
+    assert together[2].noise_std == pytest.approx(4 * together[3].noise_std, rel=1e-15)
+    assert not np.array_equal(together[2].theta, together[3].theta)
+    np.testing.assert_allclose(together[-1].final_node_losses,
+                               mlp(5).test_loss(together[-1].theta, data.X_test,
+                                                data.y_test), rtol=1e-12)
+
+
+def test_simulate_runs_bad_input():
+    data = small_data()
+    W = np.full((4, 4), 0.25)
+    kw = dict(participation=(2, 3), progress=False)
+    with pytest.raises(ParameterError, match="no runs"):
+        simulate_runs(W, data, linear_regression(), 6, [], **kw)
+    with pytest.raises(ParameterError, match="needs a clipping norm"):
+        simulate_runs(W, data, linear_regression(), 6, [RunSpec(), RunSpec(mu=1.0)],
+                      clip=None, **kw)
+    with pytest.raises(ParameterError, match="noise correlation is"):
+        simulate_runs(W, data, linear_regression(), 6, [RunSpec(noise=np.eye(5), mu=1.0)],
+                      **kw)
 
 
 def test_noise_calibration_uses_the_accounting():

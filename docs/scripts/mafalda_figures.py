@@ -38,7 +38,13 @@ import numpy as np  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 import sparsedp  # noqa: E402
-from sparsedp.learning import load_dataset, mlp, simulate, split_uniform  # noqa: E402
+from sparsedp.learning import (  # noqa: E402
+    RunSpec,
+    load_dataset,
+    mlp,
+    simulate_runs,
+    split_uniform,
+)
 from sparsedp.mf import cyclic  # noqa: E402
 from sparsedp.mf.optimise import evaluate, optimise_correlation, prefix_gram  # noqa: E402
 from sparsedp.mf.utility import utility_gram  # noqa: E402
@@ -78,25 +84,21 @@ def run_graph(name, seeds, dmf_C, bar):
     n = W.shape[0]
     H, table = correlations(W, dmf_C)
     Xtr, ytr, Xte, yte, task = load_dataset("synthetic")
-    curves = {"non-private": []}
-    curves.update({f"{a}@{mu}": [] for a in ALGS for mu in MUS})
+    keys = ["non-private"] + [f"{a}@{mu}" for a in ALGS for mu in MUS]
+    runs = [RunSpec()] + [RunSpec(noise=None if a == "dp-d-sgd" else table[a].noise, mu=mu)
+                          for a in ALGS for mu in MUS]
+    curves = {key: [] for key in keys}
     steps = None
     for seed in range(seeds):
         data = split_uniform(Xtr, ytr, Xte[:TEST_POINTS], yte[:TEST_POINTS], n, task=task,
                              seed=seed)
-        r = simulate(W, data, mlp(64), T, participation=(K, B), lr=LR, clip=CLIP, seed=seed,
-                     eval_every=EVAL_EVERY, progress=False)
-        curves["non-private"].append(r.test_loss)
-        steps = r.steps
-        bar.update(1)
-        for a in ALGS:
-            noise = None if a == "dp-d-sgd" else table[a].noise
-            for mu in MUS:
-                r = simulate(W, data, mlp(64), T, participation=(K, B), lr=LR, clip=CLIP,
-                             noise=noise, mu=mu, seed=seed, eval_every=EVAL_EVERY,
-                             progress=False)
-                curves[f"{a}@{mu}"].append(np.minimum(r.test_loss, 1e6))
-                bar.update(1)
+        # all 25 runs of a seed advance together (one gradient pass, one W product a step)
+        results = simulate_runs(W, data, mlp(64), T, runs, participation=(K, B), lr=LR,
+                                clip=CLIP, seed=seed, eval_every=EVAL_EVERY, progress=False)
+        for key, r in zip(keys, results, strict=True):
+            curves[key].append(np.minimum(r.test_loss, 1e6))
+        steps = results[0].steps
+        bar.update(len(runs))
     last = steps > T - LAST
     out = {"n": n, "H_kind": H.kind,
            "objective": {a: table[a].to_dict() for a in ALGS}, "steps": steps.tolist(),

@@ -9,12 +9,19 @@ Imports ``mf`` (the sensitivity of the correlation), ``privacy``, ``linalg``, ba
 
 from sparsedp.learning.data import NodeData, load_dataset, split_uniform, synthetic_regression
 from sparsedp.learning.models import MODELS, Model, linear_regression, logistic_regression, mlp
-from sparsedp.learning.simulator import SimulationResult, calibrate_noise, simulate
+from sparsedp.learning.simulator import (
+    RunSpec,
+    SimulationResult,
+    calibrate_noise,
+    simulate,
+    simulate_runs,
+)
 
 __all__ = [
     "MODELS",
     "Model",
     "NodeData",
+    "RunSpec",
     "SimulationResult",
     "calibrate_noise",
     "linear_regression",
@@ -22,6 +29,7 @@ __all__ = [
     "logistic_regression",
     "mlp",
     "simulate",
+    "simulate_runs",
     "split_uniform",
     "synthetic_regression",
 ]

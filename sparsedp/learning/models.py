@@ -14,7 +14,21 @@ Parameters of all n nodes are stacked as ``theta`` (n x P); a batch is ``X`` (n 
 
 Initial parameters are the same at every node (``theta_0`` of eq. 5): zeros for the linear
 models; He initialisation ``W1 ~ N(0, 2 / d)``, ``w2 ~ N(0, 1 / h)``, zero biases for the MLP.
-``test_loss`` is the mean per-example loss of every node's model on a data set (n values).
+``test_loss`` is the mean per-example loss of every node's model on a data set (n values);
+for the MLP a numba kernel (:func:`sparsedp.linalg.kernels.mlp_mean_losses`, with a numpy
+twin) computes it without forming the N x n x h hidden activations.
+
+**Clipped mean gradient without per-example gradients** (``clipped_mean``: what the simulator
+calls each step; ``grads`` keeps the per-example form for tests).  Every per-example gradient
+here is a sum of outer products, so its norm comes from small factors:
+
+* linear / logistic: ``g = f [x, 1]``, ``||g||^2 = f^2 (||x||^2 + 1)``;
+* MLP: ``g = [x da^T, da, r h, r]``, ``||g||^2 = (||x||^2 + 1) ||da||^2 + r^2 (||h||^2 + 1)``.
+
+With ``w_e = min(1, c / ||g_e||) / B`` the clipped mean is ``sum_e w_e g_e``: for the MLP
+``dW1 = X^T diag(w) dA``, ``db1 = dA^T w``, ``dw2 = H^T (w r)``, ``db2 = w . r`` (the standard
+"ghost clipping" identity), accumulated example by example in the numba kernel
+:func:`sparsedp.linalg.kernels.mlp_clipped_mean` (numpy twin).  ``clip=None``: ``w_e = 1 / B``.
 """
 
 from __future__ import annotations
@@ -25,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sparsedp.errors import ParameterError
+from sparsedp.linalg.kernels import mlp_clipped_mean, mlp_mean_losses
 
 
 @dataclass(frozen=True)
@@ -37,14 +52,32 @@ class Model:
     init: Callable[[int, int, np.random.Generator], np.ndarray]
     grads: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
     losses: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+    clipped_mean: Callable[[np.ndarray, np.ndarray, np.ndarray, float | None], np.ndarray]
+    mean_losses: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
 
     def test_loss(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray,
                   chunk: int = 4096) -> np.ndarray:
         """Mean loss of each node's model on ``(X, y)`` (X: N x d), n values."""
+        if self.mean_losses is not None:
+            return self.mean_losses(theta, X, y)
         total = np.zeros(theta.shape[0])
         for s in range(0, X.shape[0], chunk):
             total += self.losses(theta, X[s:s + chunk], y[s:s + chunk]).sum(axis=1)
         return total / X.shape[0]
+
+
+def _clip_weights(sq_norms: np.ndarray, clip: float | None) -> np.ndarray:
+    """``w_e = min(1, c / ||g_e||) / B`` from the squared per-example norms (n x B)."""
+    B = sq_norms.shape[1]
+    if clip is None:
+        return np.full(sq_norms.shape, 1.0 / B)
+    return np.minimum(1.0, clip / np.maximum(np.sqrt(sq_norms), 1e-300)) / B
+
+
+def _affine_clipped_mean(X, factor, clip):
+    """Clipped mean of ``g_e = f_e [x_e, 1]``: ``[sum_e w_e f_e x_e, sum_e w_e f_e]``."""
+    wf = _clip_weights(factor * factor * (np.einsum("nbd,nbd->nb", X, X) + 1.0), clip) * factor
+    return np.concatenate([np.einsum("nbd,nb->nd", X, wf), wf.sum(axis=1)[:, None]], axis=1)
 
 
 def _affine(theta, X):
@@ -68,8 +101,11 @@ def linear_regression() -> Model:
     def losses(theta, X, y):
         return (_affine(theta, X) - y[None, :]) ** 2
 
+    def clipped_mean(theta, X, y, clip):
+        return _affine_clipped_mean(X, 2.0 * (_affine(theta, X) - y), clip)
+
     return Model("linear", "regression", lambda d: d + 1,
-                 lambda n, d, rng: np.zeros((n, d + 1)), grads, losses)
+                 lambda n, d, rng: np.zeros((n, d + 1)), grads, losses, clipped_mean)
 
 
 def _sigmoid(z):
@@ -85,8 +121,11 @@ def logistic_regression() -> Model:
         z = _affine(theta, X)
         return np.logaddexp(0.0, z) - y[None, :] * z
 
+    def clipped_mean(theta, X, y, clip):
+        return _affine_clipped_mean(X, _sigmoid(_affine(theta, X)) - y, clip)
+
     return Model("logistic", "classification", lambda d: d + 1,
-                 lambda n, d, rng: np.zeros((n, d + 1)), grads, losses)
+                 lambda n, d, rng: np.zeros((n, d + 1)), grads, losses, clipped_mean)
 
 
 def mlp(width: int = 64) -> Model:
@@ -120,6 +159,9 @@ def mlp(width: int = 64) -> Model:
         dW1 = (X[..., :, None] * da[..., None, :]).reshape(X.shape[0], X.shape[1], d * h)
         return np.concatenate([dW1, da, r[..., None] * hid, r[..., None]], axis=-1)
 
+    def clipped_mean(theta, X, y, clip):
+        return mlp_clipped_mean(theta, X, y, clip, h)
+
     def losses(theta, X, y):
         d = X.shape[-1]
         W1, b1, w2, b2 = unpack(theta, d)
@@ -131,7 +173,11 @@ def mlp(width: int = 64) -> Model:
         p = np.einsum("Nnh,nh->nN", a, w2) + b2[:, None]
         return (p - y[None, :]) ** 2
 
-    return Model(f"mlp({h})", "regression", lambda d: d * h + 2 * h + 1, init, grads, losses)
+    def mean_losses(theta, X, y):
+        return mlp_mean_losses(theta, X, y, h)
+
+    return Model(f"mlp({h})", "regression", lambda d: d * h + 2 * h + 1, init, grads, losses,
+                 clipped_mean, mean_losses)
 
 
 MODELS = {"linear": linear_regression, "logistic": logistic_regression, "mlp": mlp}

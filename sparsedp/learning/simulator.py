@@ -16,8 +16,8 @@ use, so the view ``G + L Z`` (local DP: every message public) is mu-GDP for
     s = sqrt(sens_Pi(C)^2) Delta / mu,
 
 ``sens_Pi(C)^2`` the certified upper value of :func:`sparsedp.mf.mf_sensitivity` for
-``mf_d_sgd(L)`` under ``"ldp"`` and the scheme (Theorem 7; the noise is drawn once for the
-whole run: ``(L Z)`` for all steps, ``L`` lower triangular so step t only uses ``Z_0..Z_t``).
+``mf_d_sgd(L)`` under ``"ldp"`` and the scheme (Theorem 7; Z is drawn once for the whole run
+and ``L Z`` formed block by block, ``L`` lower triangular so step t only uses ``Z_0..Z_t``).
 A target ``(epsilon, delta)`` is turned into mu by :func:`sparsedp.privacy.gdp_mu_for` (the
 largest mu whose tight GDP profile meets it).  ``clip=None`` and no privacy target is
 non-private D-SGD.
@@ -27,10 +27,20 @@ initialisation and the noise.  The data split is fixed beforehand
 (:func:`sparsedp.learning.data.split_uniform`).  With ``sigma = 0`` and ``W = J / n`` every
 node holds the centralized SGD iterate on the union of the node batches (test:
 ``tests/test_mafalda_learning.py``).
+
+**Many runs at once** (:func:`simulate_runs`): runs that share the graph, the data, the model,
+the step size, the clipping and the seed but differ in the correlation L and the privacy
+target are stacked as an ``n x R x P`` array and advanced together: one gradient evaluation
+over ``n R`` models, one sparse product ``W @ (n x R P)`` per step.  They share the draw Z
+(common random numbers: run r adds ``s_r (L_r Z)_t``); ``L Z`` is formed once per distinct L,
+32 steps at a time (``L[t:t+32, :t+32] Z[:t+32]``, L lower triangular), never all T rows.
+Every run's numbers are those of the same run alone, bit for bit (every operation is
+row-wise or column-wise; test).  :func:`simulate` is one run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -85,14 +95,24 @@ def _schedule(scheme, T: int, m: int) -> tuple[int, int, int]:
     return k, b, B
 
 
-def calibrate_noise(noise, T: int, scheme, *, mu=None, epsilon=None, delta=None,
-                    delta_per_step: float = 1.0) -> dict:
-    """Standard deviation of ``Z`` for a target mu-GDP or (epsilon, delta) (module docstring).
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of :func:`simulate_runs`: the correlation ``L = C_local^+`` as applied (T x T;
+    ``None``: identity, DP-D-SGD) and the privacy target (mu, or epsilon with delta; none:
+    non-private, no noise)."""
 
-    ``delta_per_step`` is the gradient sensitivity ``Delta`` of one step.  Returns ``{"mu",
-    "sens2", "noise_std"}``; ParameterError when the target is infeasible (mu or epsilon not
-    > 0, delta outside (0, 1), or an infinite sensitivity: the correlation leaves a
-    participating step without noise)."""
+    noise: np.ndarray | None = None
+    mu: float | None = None
+    epsilon: float | None = None
+    delta: float | None = None
+
+    @property
+    def private(self) -> bool:
+        return self.mu is not None or self.epsilon is not None
+
+
+def _target_mu(mu, epsilon, delta) -> float:
+    """The mu-GDP target: ``mu`` itself, or the largest mu meeting ``(epsilon, delta)``."""
     if (mu is None) == (epsilon is None):
         raise ParameterError("give exactly one privacy target: mu, or epsilon with delta")
     if epsilon is not None:
@@ -106,14 +126,31 @@ def calibrate_noise(noise, T: int, scheme, *, mu=None, epsilon=None, delta=None,
     mu = validation.real("mu", mu)
     if not (np.isfinite(mu) and mu > 0):
         raise ParameterError(f"infeasible privacy target: mu must be > 0 and finite, got {mu!r}")
+    return mu
+
+
+def _sens2(noise, T: int, scheme) -> float:
+    """Certified upper value of ``sens_Pi(C)^2`` for ``mf_d_sgd(L)`` under local DP."""
     L = np.eye(T) if noise is None else np.asarray(noise, dtype=np.float64)
     r = mf_sensitivity(np.ones((1, 1)), 0, None, T, algorithm=mf_d_sgd(L), trust_model="ldp",
                        participation_scheme=scheme)
     if not np.isfinite(r.upper):
         raise ParameterError("infeasible privacy target: the noise correlation's sensitivity is "
                              "infinite (a participating step gets no noise)")
-    return {"mu": mu, "sens2": float(r.upper),
-            "noise_std": float(np.sqrt(r.upper) * delta_per_step / mu)}
+    return float(r.upper)
+
+
+def calibrate_noise(noise, T: int, scheme, *, mu=None, epsilon=None, delta=None,
+                    delta_per_step: float = 1.0) -> dict:
+    """Standard deviation of ``Z`` for a target mu-GDP or (epsilon, delta) (module docstring).
+
+    ``delta_per_step`` is the gradient sensitivity ``Delta`` of one step.  Returns ``{"mu",
+    "sens2", "noise_std"}``; ParameterError when the target is infeasible (mu or epsilon not
+    > 0, delta outside (0, 1), or an infinite sensitivity: the correlation leaves a
+    participating step without noise)."""
+    mu = _target_mu(mu, epsilon, delta)
+    sens2 = _sens2(noise, T, scheme)
+    return {"mu": mu, "sens2": sens2, "noise_std": float(np.sqrt(sens2) * delta_per_step / mu)}
 
 
 @limit_blas_threads
@@ -157,6 +194,38 @@ def simulate(W, data: NodeData, model: Model, T: int, *, participation=(20, 19),
     >>> round(r.sens2, 9), r.batch, r.test_loss.shape
     (2.0, 13, (1,))
     """
+    run = RunSpec(noise=noise, mu=mu, epsilon=epsilon, delta=delta)
+    return simulate_runs(W, data, model, T, [run], participation=participation, lr=lr,
+                         clip=clip, seed=seed, eval_every=eval_every, progress=progress)[0]
+
+
+@limit_blas_threads
+def simulate_runs(W, data: NodeData, model: Model, T: int, runs: Sequence[RunSpec], *,
+                  participation=(20, 19), lr: float = 0.05, clip: float | None = 1.0, seed=0,
+                  eval_every: int = 10, progress=None) -> list[SimulationResult]:
+    """Run several MF-D-SGD configurations together (module docstring, "Many runs at once").
+
+    Every run shares ``W``, ``data``, ``model``, ``lr``, ``clip``, the seed (the same
+    initialisation and the same draw Z) and the schedule; each has its own correlation and
+    privacy target (:class:`RunSpec`).  Returns one :class:`SimulationResult` per run, in order,
+    each equal bit for bit to :func:`simulate` of that run alone.  Parameters and errors as
+    :func:`simulate`.
+
+    Examples
+    --------
+    DP-D-SGD at two privacy levels and non-private D-SGD in one pass:
+
+    >>> import numpy as np
+    >>> from sparsedp.learning import (RunSpec, linear_regression, simulate_runs,
+    ...                                split_uniform, synthetic_regression)
+    >>> X, y = synthetic_regression(200, d=3)
+    >>> data = split_uniform(X[:160], y[:160], X[160:], y[160:], 4)
+    >>> out = simulate_runs(np.full((4, 4), 0.25), data, linear_regression(), 6,
+    ...                     [RunSpec(mu=1.0), RunSpec(mu=4.0), RunSpec()],
+    ...                     participation=(2, 3), progress=False)
+    >>> [round(r.noise_std / out[0].noise_std, 6) for r in out]
+    [1.0, 0.25, 0.0]
+    """
     W = check_gossip_matrix(W, require=("nonnegative", "row_stochastic"))
     n, m, d = data.X.shape
     if W.shape[0] != n:
@@ -167,54 +236,127 @@ def simulate(W, data: NodeData, model: Model, T: int, *, participation=(20, 19),
     scheme = cyclic(*participation) if isinstance(participation, tuple) else participation
     k, b, B = _schedule(scheme, T, m)
     lr = validation.real("lr", lr)
-    private = mu is not None or epsilon is not None
-    if private and clip is None:
+    runs = list(runs)
+    if not runs:
+        raise ParameterError("no runs to simulate")
+    if clip is None and any(r.private for r in runs):
         raise ParameterError("a private run needs a clipping norm (clip)")
     if clip is not None:
         clip = validation.real("clip", clip)
         if not (np.isfinite(clip) and clip > 0):
             raise ParameterError(f"clip must be > 0 and finite, got {clip!r}")
-    L = None if noise is None else np.asarray(noise, dtype=np.float64)
-    if L is not None and L.shape != (T, T):
-        raise ParameterError(f"noise correlation is {L.shape}, the run has T = {T} steps")
-    cal = {"mu": None, "sens2": None, "noise_std": 0.0}
-    if private:
-        cal = calibrate_noise(L, T, scheme, mu=mu, epsilon=epsilon, delta=delta,
-                              delta_per_step=2.0 * clip / B)
+    correlations = _Correlations(T)
+    plans = [_plan(run, correlations, T, scheme, clip, B) for run in runs]
+    R = len(runs)
     init_ss, noise_ss = np.random.SeedSequence(seed).spawn(2)
-    theta = model.init(n, d, np.random.default_rng(init_ss))
-    P = theta.shape[1]
-    N = None
-    if cal["noise_std"] > 0:
-        Z = np.random.default_rng(noise_ss).standard_normal((T, n * P)) * cal["noise_std"]
-        N = Z if L is None else L @ Z
-        del Z
+    theta0 = model.init(n, d, np.random.default_rng(init_ss))
+    P = theta0.shape[1]
+    theta = np.repeat(theta0[:, None, :], R, axis=1)
+    noise = None
+    if any(p["noise_std"] > 0 for p in plans):
+        noise = _NoiseBlocks(np.random.default_rng(noise_ss).standard_normal((T, n * P)),
+                             correlations)
+    batches = [(np.repeat(data.X[:, j * B:(j + 1) * B], R, axis=0),
+                np.repeat(data.y[:, j * B:(j + 1) * B], R, axis=0)) for j in range(b)]
     steps, losses = [], []
-    bar = progress_bar(progress, total=T, desc=f"MF-D-SGD {model.name}", unit="step")
+    node_losses = None
+    bar = progress_bar(progress, total=T, unit="step",
+                       desc=f"MF-D-SGD {model.name}" + (f" x {R} runs" if R > 1 else ""))
     for t in range(T):
-        j = t % b
-        g = model.grads(theta, data.X[:, j * B:(j + 1) * B], data.y[:, j * B:(j + 1) * B])
-        if clip is not None:
-            norms = np.sqrt(np.einsum("nbp,nbp->nb", g, g))
-            g = g * np.minimum(1.0, clip / np.maximum(norms, 1e-300))[..., None]
-        step = g.mean(axis=1)
-        if N is not None:
-            step = step + N[t].reshape(n, P)
-        theta = W @ (theta - lr * step)
+        Xb, yb = batches[t % b]
+        step = model.clipped_mean(theta.reshape(n * R, P), Xb, yb, clip).reshape(n, R, P)
+        for r, plan in enumerate(plans):
+            if plan["noise_std"] > 0:
+                step[:, r] += plan["noise_std"] * noise.row(t, plan["key"]).reshape(n, P)
+        step *= -lr
+        step += theta
+        theta = (W @ step.reshape(n, R * P)).reshape(n, R, P)
         if (t + 1) % eval_every == 0 or t == T - 1:
+            node_losses = np.ascontiguousarray(
+                model.test_loss(theta.reshape(n * R, P), data.X_test, data.y_test)
+                .reshape(n, R).T)
             steps.append(t + 1)
-            losses.append(model.test_loss(theta, data.X_test, data.y_test).mean())
+            losses.append(node_losses.mean(axis=1))
         if bar is not None:
             bar.update(1)
     if bar is not None:
         bar.close()
-    final = model.test_loss(theta, data.X_test, data.y_test)
-    eps = None
-    if private and delta is not None:
-        eps = gdp_epsilon(cal["mu"], validation.probability_delta(delta))
-    notes = (f"cyclic({k},{b}): batches of {B} records per node, Delta = 2 clip / B"
-             if private else "non-private: no noise",)
-    return SimulationResult(steps=np.array(steps), test_loss=np.array(losses),
-                            final_node_losses=final, theta=theta, mu=cal["mu"], epsilon=eps,
-                            delta=delta, sens2=cal["sens2"], noise_std=cal["noise_std"],
-                            batch=B, notes=notes)
+    losses = np.array(losses)
+    results = []
+    for r, (run, plan) in enumerate(zip(runs, plans, strict=True)):
+        eps = None
+        if run.private and run.delta is not None:
+            eps = gdp_epsilon(plan["mu"], validation.probability_delta(run.delta))
+        notes = (f"cyclic({k},{b}): batches of {B} records per node, Delta = 2 clip / B"
+                 if run.private else "non-private: no noise",)
+        results.append(SimulationResult(
+            steps=np.array(steps), test_loss=losses[:, r].copy(),
+            final_node_losses=node_losses[r].copy(), theta=theta[:, r].copy(), mu=plan["mu"],
+            epsilon=eps, delta=run.delta, sens2=plan["sens2"], noise_std=plan["noise_std"],
+            batch=B, notes=notes))
+    return results
+
+
+class _Correlations:
+    """The distinct correlations of a batch, each stored once (key 0: the identity)."""
+
+    def __init__(self, T: int):
+        self.T = T
+        self.matrices: dict[int, np.ndarray | None] = {0: None}
+        self._keys: dict[bytes, int] = {}
+        self._sens2: dict[int, float] = {}
+
+    def key(self, noise) -> int:
+        if noise is None:
+            return 0
+        L = np.ascontiguousarray(noise, dtype=np.float64)
+        if L.shape != (self.T, self.T):
+            raise ParameterError(f"noise correlation is {L.shape}, the run has T = {self.T} "
+                                 "steps")
+        fingerprint = L.tobytes()
+        if fingerprint not in self._keys:
+            self._keys[fingerprint] = len(self.matrices)
+            self.matrices[len(self.matrices)] = L
+        return self._keys[fingerprint]
+
+    def sens2(self, key: int, scheme) -> float:
+        if key not in self._sens2:
+            self._sens2[key] = _sens2(self.matrices[key], self.T, scheme)
+        return self._sens2[key]
+
+
+def _plan(run: RunSpec, correlations: _Correlations, T: int, scheme, clip, B: int) -> dict:
+    """A run's correlation key and calibration ``{"mu", "sens2", "noise_std"}``."""
+    key = correlations.key(run.noise)
+    if not run.private:
+        return {"key": key, "mu": None, "sens2": None, "noise_std": 0.0}
+    mu = _target_mu(run.mu, run.epsilon, run.delta)
+    sens2 = correlations.sens2(key, scheme)
+    return {"key": key, "mu": mu, "sens2": sens2,
+            "noise_std": float(np.sqrt(sens2) * (2.0 * clip / B) / mu)}
+
+
+class _NoiseBlocks:
+    """Rows of ``L Z`` for every distinct L, formed ``BLOCK`` steps at a time when first asked
+    for: ``(L Z)[t0:t1] = L[t0:t1, :t1] Z[:t1]`` (L lower triangular, which the accounting
+    requires: step t only uses ``Z_0..Z_t``)."""
+
+    BLOCK = 32
+
+    def __init__(self, Z: np.ndarray, correlations: _Correlations):
+        self.Z = Z
+        self.correlations = correlations
+        self.start = -1
+        self.blocks: dict[int, np.ndarray] = {}
+
+    def row(self, t: int, key: int) -> np.ndarray:
+        L = self.correlations.matrices[key]
+        if L is None:
+            return self.Z[t]
+        t0 = t - t % self.BLOCK
+        if t0 != self.start:
+            self.start, self.blocks = t0, {}
+        if key not in self.blocks:
+            t1 = min(t0 + self.BLOCK, self.Z.shape[0])
+            self.blocks[key] = L[t0:t1, :t1] @ self.Z[:t1]
+        return self.blocks[key][t - t0]

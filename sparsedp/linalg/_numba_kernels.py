@@ -536,3 +536,104 @@ def mixing_sweeps(M, Mt, V, MV, sweeps, rtol):
             return sweep + 1
         previous = value
     return sweeps
+
+
+
+@numba.njit(cache=True, inline="always", fastmath={"reassoc", "contract"})
+def _dot8(c, XT, k, p):
+    return (c[k] * XT[k, p] + c[k + 1] * XT[k + 1, p] + c[k + 2] * XT[k + 2, p]
+            + c[k + 3] * XT[k + 3, p] + c[k + 4] * XT[k + 4, p] + c[k + 5] * XT[k + 5, p]
+            + c[k + 6] * XT[k + 6, p] + c[k + 7] * XT[k + 7, p])
+
+
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
+def mlp_mean_losses(theta, XT, y, h, d):
+    """Mean squared error of every one-hidden-layer ReLU MLP (a row of ``theta``: ``[vec(W1)
+    (d h, row-major), b1, w2, b2]``) on the points (columns) of ``XT`` (features padded with
+    zero rows to a multiple of 8): ``p = sum_j relu(b1_j + x . W1[:, j]) w2_j + b2``, loss
+    ``(p - y)^2``.  Hidden unit by hidden unit, vectorised over the points (eight features per
+    pass; for d <= 8 one pass that also applies the ReLU), so no points x h array is formed."""
+    R = theta.shape[0]
+    d8, N = XT.shape
+    out = np.empty(R)
+    acc = np.empty(N)
+    a = np.empty(N)
+    c = np.zeros(d8)
+    last = d8 - 8
+    for m in range(R):
+        for p in range(N):
+            acc[p] = theta[m, d * h + 2 * h] - y[p]
+        for j in range(h):
+            for k in range(d):
+                c[k] = theta[m, k * h + j]
+            bj = theta[m, d * h + j]
+            wj = theta[m, d * h + h + j]
+            if last == 0:
+                for p in range(N):
+                    acc[p] += max(bj + _dot8(c, XT, 0, p), 0.0) * wj
+                continue
+            for p in range(N):
+                a[p] = bj + _dot8(c, XT, 0, p)
+            for k in range(8, last, 8):
+                for p in range(N):
+                    a[p] += _dot8(c, XT, k, p)
+            for p in range(N):
+                acc[p] += max(a[p] + _dot8(c, XT, last, p), 0.0) * wj
+        total = 0.0
+        for p in range(N):
+            total += acc[p] * acc[p]
+        out[m] = total / N
+    return out
+
+
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
+def mlp_clipped_mean(theta, X, y, clip, h):
+    """Per row m (one MLP, its batch ``X[m]``: B x d, ``y[m]``): the mean of the per-example
+    gradients clipped to norm ``clip`` (``clip <= 0``: not clipped), without storing them.
+    Per example: ``a = x W1 + b1``, ``r = 2 (relu(a) . w2 + b2 - y)``, ``da = r w2 1[a > 0]``,
+    ``||g||^2 = (||x||^2 + 1) ||da||^2 + r^2 (||relu(a)||^2 + 1)``, weight
+    ``w = min(1, clip / ||g||) / B``; ``dW1 += w x da^T``, ``db1 += w da``,
+    ``dw2 += w r relu(a)``, ``db2 += w r`` (sums reassociated)."""
+    R, B, d = X.shape
+    out = np.zeros((R, theta.shape[1]))
+    a = np.empty(h)
+    hid = np.empty(h)
+    da = np.empty(h)
+    for m in range(R):
+        W1 = theta[m, : d * h]
+        b1 = theta[m, d * h: d * h + h]
+        w2 = theta[m, d * h + h: d * h + 2 * h]
+        g = out[m]
+        for e in range(B):
+            for j in range(h):
+                a[j] = b1[j]
+            xx = 0.0
+            for k in range(d):
+                xk = X[m, e, k]
+                xx += xk * xk
+                for j in range(h):
+                    a[j] += xk * W1[k * h + j]
+            p = theta[m, d * h + 2 * h]
+            hh = 0.0
+            for j in range(h):
+                hid[j] = max(a[j], 0.0)
+                p += hid[j] * w2[j]
+                hh += hid[j] * hid[j]
+            r = 2.0 * (p - y[m, e])
+            dd = 0.0
+            for j in range(h):
+                da[j] = r * w2[j] if a[j] > 0.0 else 0.0
+                dd += da[j] * da[j]
+            w = 1.0 / B
+            if clip > 0.0:
+                w = min(1.0, clip / max(np.sqrt((xx + 1.0) * dd + r * r * (hh + 1.0)), 1e-300)) / B
+            for k in range(d):
+                wx = w * X[m, e, k]
+                for j in range(h):
+                    g[k * h + j] += wx * da[j]
+            wr = w * r
+            for j in range(h):
+                g[d * h + j] += w * da[j]
+                g[d * h + h + j] += wr * hid[j]
+            g[d * h + 2 * h] += wr
+    return out

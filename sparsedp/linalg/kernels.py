@@ -34,6 +34,14 @@ Kernels
     whether a canonical CSR matrix equals its transpose, matching each entry above the
     diagonal to its mirror with one cursor per row (no transpose is formed, no search); then
     ``max |W - W^T|`` and the row-major first entry attaining it (a binary search per entry).
+``mlp_mean_losses(theta, X, y, h)``
+    mean squared error of many one-hidden-layer ReLU MLPs on one data set (the learning
+    simulator's test loss): numba goes hidden unit by hidden unit, vectorised over the points,
+    so no points x models x h array is formed (3700 models of width 64, d = 8, on 1000 points
+    in about 0.1 s; the numpy twin, 32 models at a time, about 0.5 s).
+``mlp_clipped_mean(theta, X, y, clip, h)``
+    per MLP, the mean over its batch of the per-example gradients clipped to a norm, without
+    storing the per-example gradients (the learning simulator's step).
 ``top_eigenpair(M)``
     restarted Lanczos with full reorthogonalisation for the largest eigenvalue of a symmetric
     M: ``(v^T M v, v)`` for the final Ritz vector; the value never exceeds lambda_max (certified
@@ -382,6 +390,80 @@ def gram_abs_sums(Y: np.ndarray, backend: str = "auto") -> tuple[np.ndarray, np.
         M = np.matmul(Yj, Yj.transpose(0, 2, 1))
         return np.abs(M).sum(axis=(1, 2)), np.diagonal(M, axis1=1, axis2=2).copy()
     return _numba_module().gram_abs_sums(Y, 64)
+
+
+def _mlp_mean_losses_numpy(theta, X, y, h: int, chunk: int = 32) -> np.ndarray:
+    d = X.shape[1]
+    out = np.empty(theta.shape[0])
+    for lo in range(0, theta.shape[0], chunk):
+        th = theta[lo:lo + chunk]
+        W1 = th[:, : d * h].reshape(-1, d, h)
+        a = np.maximum(np.matmul(X[None], W1) + th[:, None, d * h: d * h + h], 0.0)
+        p = np.matmul(a, th[:, d * h + h: d * h + 2 * h, None])[..., 0] + th[:, -1:]
+        out[lo:lo + chunk] = ((p - y[None]) ** 2).mean(axis=1)
+    return out
+
+
+def mlp_mean_losses(theta: np.ndarray, X: np.ndarray, y: np.ndarray, h: int,
+                    backend: str = "auto") -> np.ndarray:
+    """Mean squared error of each row of ``theta`` (an MLP ``[vec(W1) (d h, row-major), b1,
+    w2, b2]``, :func:`sparsedp.learning.models.mlp`) on ``(X, y)`` (X: N x d):
+    ``mean_p (relu(x_p W1 + b1) . w2 + b2 - y_p)^2``.  numba: one hidden unit at a time over
+    all points (X transposed, features padded to a multiple of 8); numpy: the hidden layer of
+    32 models at a time.  They agree to rounding (the sums are ordered differently)."""
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    d = X.shape[1]
+    if theta.ndim != 2 or theta.shape[1] != d * h + 2 * h + 1 or y.shape != (X.shape[0],):
+        raise ValueError(f"theta {theta.shape}, X {X.shape}, y {y.shape} do not fit an MLP "
+                         f"of width {h}")
+    if _resolve(backend) == "numpy":
+        return _mlp_mean_losses_numpy(theta, X, y, int(h))
+    XT = np.zeros((-(-d // 8) * 8, X.shape[0]))
+    XT[:d] = X.T
+    return _numba_module().mlp_mean_losses(theta, XT, y, int(h), d)
+
+
+def _mlp_clipped_mean_numpy(theta, X, y, clip: float, h: int) -> np.ndarray:
+    R, B, d = X.shape
+    W1 = theta[:, : d * h].reshape(R, d, h)
+    w2 = theta[:, d * h + h: d * h + 2 * h]
+    a = np.matmul(X, W1) + theta[:, None, d * h: d * h + h]
+    hid = np.maximum(a, 0.0)
+    r = 2.0 * (np.matmul(hid, w2[:, :, None])[..., 0] + theta[:, -1:] - y)
+    da = r[..., None] * w2[:, None, :] * (a > 0)
+    w = np.full(r.shape, 1.0 / B)
+    if clip > 0:
+        sq = ((np.einsum("nbd,nbd->nb", X, X) + 1.0) * np.einsum("nbh,nbh->nb", da, da)
+              + r * r * (np.einsum("nbh,nbh->nb", hid, hid) + 1.0))
+        w = np.minimum(1.0, clip / np.maximum(np.sqrt(sq), 1e-300)) / B
+    wda = da * w[..., None]
+    wr = w * r
+    return np.concatenate([np.matmul(X.transpose(0, 2, 1), wda).reshape(R, d * h),
+                           wda.sum(axis=1), np.matmul(wr[:, None, :], hid)[:, 0],
+                           wr.sum(axis=1)[:, None]], axis=1)
+
+
+def mlp_clipped_mean(theta: np.ndarray, X: np.ndarray, y: np.ndarray, clip: float | None,
+                     h: int, backend: str = "auto") -> np.ndarray:
+    """For each row of ``theta`` (an MLP of width h, :func:`mlp_mean_losses`' layout) and its
+    batch ``X[m]`` (B x d), ``y[m]``: ``sum_e w_e g_e`` with ``g_e`` the per-example gradient
+    of ``(p - y)^2`` and ``w_e = min(1, clip / ||g_e||) / B`` (``clip=None``: ``1 / B``),
+    from ``||g_e||^2 = (||x_e||^2 + 1) ||da_e||^2 + r_e^2 (||h_e||^2 + 1)`` (the per-example
+    gradient is a sum of outer products; :mod:`sparsedp.learning.models`).  The backends agree
+    to rounding."""
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    R, B, d = X.shape
+    if theta.shape != (R, d * h + 2 * h + 1) or y.shape != (R, B):
+        raise ValueError(f"theta {theta.shape}, X {X.shape}, y {y.shape} do not fit an MLP "
+                         f"of width {h}")
+    c = 0.0 if clip is None else float(clip)
+    if _resolve(backend) == "numpy":
+        return _mlp_clipped_mean_numpy(theta, X, y, c, int(h))
+    return _numba_module().mlp_clipped_mean(theta, X, y, c, int(h))
 
 
 def k_from_moments(mu: np.ndarray, T: int, backend: str = "auto") -> np.ndarray:
