@@ -152,3 +152,50 @@ def test_no_writeable_base_is_left_behind_a_lock():
     W = lock_gossip_matrix(D)
     r = sparsedp.squared_sensitivity(W, 0, [4], 4)
     assert r.upper == 0.0  # different components: exactly nothing learned
+
+
+def test_query_memo_reuses_only_inside_a_reuse_scope_and_for_the_same_matrix_and_key():
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return np.arange(3.0), 7
+
+    W, V = _er_matrix(seed=1), _er_matrix(seed=2)
+    matrix_facts.query_memo("k", W, ("a",), compute)
+    matrix_facts.query_memo("k", W, ("a",), compute)
+    assert len(calls) == 2  # outside a scope nothing is kept
+    with matrix_facts.reuse_scope():
+        first = matrix_facts.query_memo("k", W, ("a",), compute)
+        assert matrix_facts.query_memo("k", W, ("a",), compute) is first
+        assert len(calls) == 3
+        assert not first[0].flags.writeable  # no caller can change what the next one reads
+        matrix_facts.query_memo("k", V, ("a",), compute)  # another matrix
+        matrix_facts.query_memo("k", V, ("b",), compute)  # another key
+        assert len(calls) == 5
+    matrix_facts.query_memo("k", V, ("b",), compute)
+    assert len(calls) == 6  # freed with the scope
+
+
+@pytest.mark.parametrize("scheme", ["row-normalised-self-loops", "metropolis"])
+def test_distance_summary_shares_the_attackers_work_and_equals_single_queries(scheme,
+                                                                             monkeypatch):
+    """The lags, K, its rounding, lambda_min and Cholesky factor of one attacker set are
+    formed once for all targets of a distance summary; every result equals the independent
+    single query bit for bit (Gram path: 1/(d+1) weights are not symmetric)."""
+    from sparsedp.linalg import gram
+    from sparsedp.mf import mf_sensitivity
+    from sparsedp.mf.summary import distance_summary
+
+    G = nx.powerlaw_cluster_graph(40, 3, 0.3, seed=5)
+    W = sparsedp.gossip_matrix(G, scheme=scheme)
+    attackers, T = [0, 7], 6
+    lags = []
+    original = gram.observer_lags
+    monkeypatch.setattr(gram, "observer_lags", lambda *a, **k: lags.append(1) or original(*a, **k))
+    summary = distance_summary(W, attackers, T, progress=False, method="gram")
+    assert len(lags) == 1 and len(summary.targets) == 38
+    for u, r in zip(summary.targets, summary.results, strict=True):
+        single = mf_sensitivity(W.copy(), u, attackers, T, method="gram")
+        assert (r.lower, r.upper) == (single.lower, single.upper)
+        assert r.lower <= r.upper

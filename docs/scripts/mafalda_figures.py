@@ -79,6 +79,7 @@ def correlations(W, dmf_C):
 
 
 def run_graph(name, seeds, dmf_C, bar):
+    t0 = time.perf_counter()
     G = GRAPHS[name]()
     W = sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops")
     n = W.shape[0]
@@ -100,7 +101,7 @@ def run_graph(name, seeds, dmf_C, bar):
         steps = results[0].steps
         bar.update(len(runs))
     last = steps > T - LAST
-    out = {"n": n, "H_kind": H.kind,
+    out = {"n": n, "H_kind": H.kind, "seconds": round(time.perf_counter() - t0, 1),
            "objective": {a: table[a].to_dict() for a in ALGS}, "steps": steps.tolist(),
            "curves": {}}
     for key, cs in curves.items():

@@ -26,11 +26,19 @@ Graphs (``--edge-list FILE`` replaces the stand-ins by real files; repeatable):
   assume a sparse hub-dominated graph.  Stand-in: ``networkx.barabasi_albert_graph(271, 3,
   seed=421)`` (average degree about 6).
 
+``--large`` runs instead the issue's scale check: a 4039-node, about 88,000-edge social-like
+graph (the size of SNAP's combined Facebook ego networks, not available offline; stand-in
+``networkx.powerlaw_cluster_graph(4039, 22, 0.5, seed=421)``), usually with ``--T 100`` and
+``--per-distance K``: a documented sample of K targets per distance (all of them where fewer;
+``numpy.random.default_rng(--seed)``), each with its own certified bounds (no extrapolation:
+the table says how many nodes each distance has and how many were computed).
+
 The stand-ins only have plausibly similar degree statistics: their numbers are not the
 paper's.  Writes ``docs/figures/mf_fig2.png`` and ``.json`` and prints the per-distance
 tables (markdown) and the verdict on the paper's two claims.
 
     PYTHONPATH=. python docs/scripts/mf_fig2.py [--T 10] [--attacker 0] [--edge-list FILE ...]
+                                                [--large] [--per-distance K] [--seed S]
                                                 [--out DIR]
 """
 
@@ -43,6 +51,7 @@ import time
 
 import networkx as nx
 import numpy as np
+from scipy.sparse.csgraph import shortest_path
 
 import sparsedp
 from sparsedp.mf.summary import distance_summary
@@ -74,11 +83,37 @@ def standin_graphs() -> dict[str, tuple[nx.Graph, str]]:
     }
 
 
-def run_graph(name: str, G: nx.Graph, spec: str, T: int, attacker: int = 0) -> dict:
+def large_graph() -> dict[str, tuple[nx.Graph, str]]:
+    return {"facebook-combined-standin": (
+        nx.powerlaw_cluster_graph(4039, 22, 0.5, seed=421),
+        "networkx.powerlaw_cluster_graph(4039, 22, 0.5, seed=421)")}
+
+
+def sample_targets(W, attacker: int, per_distance: int | None, seed: int):
+    """Every node but the attacker, or ``per_distance`` of each hop distance (all where fewer),
+    drawn by ``numpy.random.default_rng(seed)``; also the node count of every distance."""
+    hops = shortest_path(W + W.T, directed=False, unweighted=True, indices=attacker)
+    nodes = [u for u in range(W.shape[0]) if u != attacker]
+    counts = {int(d): int(np.sum(hops[nodes] == d)) for d in np.unique(hops[nodes])}
+    if per_distance is None:
+        return nodes, counts
+    rng = np.random.default_rng(seed)
+    chosen = []
+    for d in sorted(counts):
+        at_d = [u for u in nodes if hops[u] == d]
+        chosen += at_d if len(at_d) <= per_distance else sorted(
+            rng.choice(at_d, per_distance, replace=False).tolist())
+    return sorted(chosen), counts
+
+
+def run_graph(name: str, G: nx.Graph, spec: str, T: int, attacker: int = 0,
+              per_distance: int | None = None, seed: int = 0) -> dict:
     start = time.perf_counter()
     G = _largest_component(G)
     W = sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops")
-    summary = distance_summary(W, [attacker], T, progress=False)
+    targets, counts = sample_targets(W, attacker, per_distance, seed)
+    summary = distance_summary(W, [attacker], T, targets=targets,
+                               progress=per_distance is not None)
     muff = muffliato_sgd_rdp(W, attacker, T, sigma=SIGMA, alpha=ALPHA)
     scale = ALPHA / (2 * SIGMA**2)
     ldp = scale * T
@@ -94,6 +129,7 @@ def run_graph(name: str, G: nx.Graph, spec: str, T: int, attacker: int = 0) -> d
         below += int(np.sum(mu < low * (1 - 1e-9)))
         rows[d] = {
             "targets": len(idx),
+            "nodes_at_distance": counts[d],
             "ours_upper": [float(up.min()), float(up.mean()), float(up.max())],
             "ours_lower": [float(low.min()), float(low.mean()), float(low.max())],
             "muffliato": [float(mu.min()), float(mu.mean()), float(mu.max())],
@@ -110,6 +146,8 @@ def run_graph(name: str, G: nx.Graph, spec: str, T: int, attacker: int = 0) -> d
             "edges": G.number_of_edges(), "mean_degree": float(degrees.mean()),
             "max_degree": int(degrees.max()), "clustering": float(nx.average_clustering(G)),
             "T": T, "attacker": attacker, "ldp": ldp, "by_distance": rows,
+            "sample": None if per_distance is None else {"per_distance": per_distance,
+                                                         "seed": seed},
             "muffliato_below_our_certified_lower": below,
             "seconds": time.perf_counter() - start}
 
@@ -139,13 +177,15 @@ def table(r: dict) -> str:
              f"degree {r['mean_degree']:.1f}, max {r['max_degree']}, clustering "
              f"{r['clustering']:.2f}; attacker {r['attacker']}, T = {r['T']}, LDP "
              f"{r['ldp']:g}; {r['seconds']:.1f} s)", "",
-             "| d | nodes | ours, certified upper (min / mean / max) | Muffliato-SGD estimate "
-             "(min / mean / max) | Muffliato at LDP | LDP / ours max | min Muffliato / ours | mean "
-             "Muffliato / mean ours | Thm 7 sum, MFDL's solid line (min / mean / max) |",
+             "| d | nodes (computed / at d) | ours, certified upper (min / mean / max) | "
+             "Muffliato-SGD estimate (min / mean / max) | Muffliato at LDP | LDP / ours max | "
+             "min Muffliato / ours | mean Muffliato / mean ours | "
+             "Thm 7 sum, MFDL's solid line (min / mean / max) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for d, row in r["by_distance"].items():
         o, m, p = row["ours_upper"], row["muffliato"], row["mfdl_plotted"]
-        lines.append(f"| {d} | {row['targets']} | {o[0]:.3g} / {o[1]:.3g} / {o[2]:.3g} | "
+        lines.append(f"| {d} | {row['targets']} / {row['nodes_at_distance']} | "
+                     f"{o[0]:.3g} / {o[1]:.3g} / {o[2]:.3g} | "
                      f"{m[0]:.3g} / {m[1]:.3g} / {m[2]:.3g} | {row['muffliato_at_ldp']} | "
                      f"{row['ldp_over_ours_max']:.3g} | "
                      f"{row['min_ratio_muffliato_over_ours']:.3g} | "
@@ -189,6 +229,11 @@ def main() -> None:
                         help="edge-list file (SNAP style) replacing the stand-ins; repeatable")
     parser.add_argument("--attacker", type=int, default=0,
                         help="attacker row (after relabelling the largest component 0..n-1)")
+    parser.add_argument("--large", action="store_true",
+                        help="the 4039-node, ~88,000-edge social-like stand-in only")
+    parser.add_argument("--per-distance", type=int, default=None,
+                        help="a seeded sample of this many targets per distance")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the target sample")
     parser.add_argument("--out", type=pathlib.Path, default=FIGURES)
     args = parser.parse_args()
     start = time.perf_counter()
@@ -200,10 +245,13 @@ def main() -> None:
             edges = zip(rows.tolist(), cols.tolist(), strict=True)
             graphs[pathlib.Path(path).stem] = (nx.Graph(edges), str(path))
         stem = "mf_fig2_edge_lists"
+    elif args.large:
+        graphs = large_graph()
+        stem = f"mf_fig2_large_T{args.T}"
     else:
         graphs = standin_graphs()
         stem = "mf_fig2"
-    results = [run_graph(name, G, spec, args.T, args.attacker)
+    results = [run_graph(name, G, spec, args.T, args.attacker, args.per_distance, args.seed)
                for name, (G, spec) in graphs.items()]
     record = {"alpha": ALPHA, "sigma": SIGMA, "graphs": results, "verdict": verdict(results),
               "seconds": time.perf_counter() - start}

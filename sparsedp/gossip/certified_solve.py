@@ -36,9 +36,15 @@ import scipy.sparse as sp
 
 from sparsedp.linalg import certified, gram
 from sparsedp.linalg.certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
+from sparsedp.linalg.matrix_facts import query_memo
 from sparsedp.linalg.moments import LagPropagator, LagSequence
 from sparsedp.linalg.operators import GossipSystem, k_from_moments, toeplitz_blocks
-from sparsedp.linalg.solvers import StationaryPreconditioner, block_pcg, cholesky_solve
+from sparsedp.linalg.solvers import (
+    StationaryPreconditioner,
+    block_pcg,
+    cholesky_factor,
+    cholesky_solve,
+)
 from sparsedp.linalg.spectral import stationary_distribution
 from sparsedp.linalg.stochastic import has_property, matrix_facts
 
@@ -306,14 +312,23 @@ def _gram_sandwich(
     K, G = assembly.K, assembly.G
     if not keep.all():
         K, G = K[keep][:, keep], G[keep]
-    dK = assembly.K_rounding(K)
+    # what depends on K only is shared by the targets of a reuse scope
+    key = gram.observer_key(system.observers, system.T, system.power_offset,
+                            system.known_noise) + (keep.tobytes(),)
+    dK = query_memo("gram K rounding", system.W, key, lambda: assembly.K_rounding(K))
     G_error = assembly.G_relative_error * G  # G >= 0
     if lambda_lb is not None and lambda_lb > 2 * dK:
+        factor = query_memo("gram cholesky", system.W, key, lambda: cholesky_factor(K))
         sandwich, _ = _dense_sandwich(
-            K, G, lambda_lb, lambda_lb - dK, dK, dK, np.zeros_like, G_error
+            K, G, lambda_lb, lambda_lb - dK, dK, dK, np.zeros_like, G_error, factor
         )
     else:
-        sandwich, lambda_lb = _certified_dense_sandwich(K, G, dK, G_error)
+        tau = query_memo("gram lambda_min", system.W, key,
+                         lambda: certified.certified_lambda_min(K))
+        factor = None
+        if tau - dK > 0:
+            factor = query_memo("gram cholesky", system.W, key, lambda: cholesky_factor(K))
+        sandwich, lambda_lb = _certified_dense_sandwich(K, G, dK, G_error, tau, factor)
     return sandwich, lambda_lb, assembly, dK
 
 
@@ -391,7 +406,8 @@ def _operator_rounding(system: GossipSystem) -> float:
 
 
 def _certified_dense_sandwich(
-    K: np.ndarray, G: np.ndarray, dK_rounding: float, G_error: np.ndarray | None = None
+    K: np.ndarray, G: np.ndarray, dK_rounding: float, G_error: np.ndarray | None = None,
+    tau: float | None = None, factor: np.ndarray | None = None,
 ) -> tuple[MatrixSandwich, float]:
     """Sandwich of ``M = G^T K^+ G`` from a dense K with no analytic ``lambda_min`` bound.
 
@@ -402,13 +418,17 @@ def _certified_dense_sandwich(
     of K charged as ``||fl(K) - K|| ||X||_F^2``; the returned lambda is 0 and the caller keeps
     only the lower bounds.  ``G_error`` (optional): ``|G_true - G| <= G_error`` entrywise,
     charged as a model error (:func:`_dense_sandwich`), or as ``2 ||G_error||_F ||X||_F`` on
-    the least-squares lower bound (``2 b^T x`` is linear in b).
+    the least-squares lower bound (``2 b^T x`` is linear in b).  ``tau``, ``factor``: the
+    certified ``lambda_min(fl(K))`` and K's Cholesky factor when already known (the same K
+    for another target).
     """
-    tau = certified.certified_lambda_min(K)
+    if tau is None:
+        tau = certified.certified_lambda_min(K)
     lambda_lb = tau - dK_rounding
     if lambda_lb > 0:
-        model = () if G_error is None else (np.zeros_like, G_error)
-        sandwich, _ = _dense_sandwich(K, G, lambda_lb, tau, dK_rounding, dK_rounding, *model)
+        sandwich, _ = _dense_sandwich(K, G, lambda_lb, tau, dK_rounding, dK_rounding,
+                                      None if G_error is None else np.zeros_like, G_error,
+                                      factor)
         return sandwich, lambda_lb
     X = np.linalg.lstsq(K, G, rcond=None)[0]
     sandwich = certified.sandwich_from_solve(G, X, K @ X, np.inf, K_dense=K)
@@ -484,17 +504,19 @@ def _dense_sandwich(
     dK_rounding: float,
     apply_E_abs=None,
     F_abs: np.ndarray | None = None,
+    factor: np.ndarray | None = None,
 ) -> tuple[MatrixSandwich, float]:
     """Certified sandwich of ``M = G^T K^{-1} G`` from the computed ``K_hat``, ``G_hat``.
 
     ``lambda_min(K) >= lambda_lb`` and ``lambda_min(K_hat) >= lambda_hat_lb``;
     ``||K - K_hat|| <= dK``, of which ``dK_rounding`` is bounded in norm only and the rest
     entrywise through ``apply_E_abs``; ``|G - G_hat| <= F_abs`` (both ``None``: no such
-    part).  The solve's error goes into the sandwich (:func:`certified.sandwich_from_solve`)
+    part; ``factor``: K_hat's Cholesky factor when already known).  The solve's error goes
+    into the sandwich (:func:`certified.sandwich_from_solve`)
     and the model's into its ``model`` (:func:`certified.model_perturbation`).  Returns the
     sandwich and the share of ``model_sum`` due to ``dK_rounding``.
     """
-    X = cholesky_solve(K, G)
+    X = cholesky_solve(K, G, factor)
     KX = K @ X
     sandwich = certified.sandwich_from_solve(G, X, KX, lambda_hat_lb, K_dense=K)
     if apply_E_abs is None and F_abs is not None:  # G inexact only

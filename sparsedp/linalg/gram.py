@@ -26,6 +26,10 @@ Storage: the lags as one array ``(T, m, n)`` (lag-major, ``A = V.reshape(T m, n)
 update) after the observers' columns of ``A`` are zeroed; the block (t, t') of ``Gram`` is
 ``Gamma(t+p, t'+p)`` and ``K`` is its cumulative sum along block diagonals, formed in place.
 Memory ``8 n m T`` bytes for the lags plus ``8 (m T)^2`` for the Gram (:func:`gram_memory`).
+Only G depends on the target: inside a :func:`sparsedp.linalg.matrix_facts.reuse_scope` (e.g. a
+distance summary over every target of one attacker set) the lags and K of the same
+(W, observers, T, p, known noise) are formed once (:func:`observer_key`,
+:func:`sparsedp.linalg.matrix_facts.query_memo`).
 
 Rounding (W >= 0, so every quantity is a sum of non-negative products): an inner product of
 k non-negative terms whose inputs carry relative errors ``gamma_a``, ``gamma_b`` is within
@@ -54,6 +58,7 @@ import scipy.sparse as sp
 from sparsedp.errors import ParameterError
 from sparsedp.linalg import kernels
 from sparsedp.linalg.certified import gamma
+from sparsedp.linalg.matrix_facts import query_memo
 
 GRAM_MAX_LAG_BYTES = 2 << 30  # the stacked lags V (n x m T float64) that "auto" allows
 GRAM_MAX_DIM = 8000  # largest m T whose Gram (8 (m T)^2 bytes: 512 MB) "auto" assembles
@@ -127,7 +132,9 @@ def assemble(
     """``K_T`` and ``G_T`` of one constant non-negative W by the Gram assembly (module
     docstring); W need not be symmetric.  ``known_noise``: the nodes whose noise columns are
     deleted (``D``'s zero rows; the attacker's own nodes).  Refuses (ParameterError) a W with
-    negative entries, where the rounding model does not hold."""
+    negative entries, where the rounding model does not hold.  ``K`` may be shared with
+    other targets in a reuse scope (read-only then)."""
+    source = W
     W = sp.csr_matrix(W, dtype=np.float64)
     if W.nnz and not np.all(W.data >= 0):  # also refuses NaN
         raise ParameterError(
@@ -139,21 +146,15 @@ def assemble(
     known_noise = np.asarray(known_noise, dtype=np.int64)
     if target in set(known_noise.tolist()):
         raise ParameterError("the target's own noise is removed: no finite K^+ G")
-    V, products = observer_lags(W, observers, T, p, backend)
+    V, K, products = query_memo(
+        "gram", source, observer_key(observers, T, p, known_noise),
+        lambda: _observer_gram(W, observers, T, p, known_noise, backend))
     # G[t, tau] = V_(t-tau+p)[j, :]: the impulse response a_(l+p) = S W^(l+p) e_j, l = 0..T-1
-    impulse = V[:, :, target].copy()
+    # (V's known-noise columns are zeroed, but the target is never among them)
+    impulse = V[:, :, target]
     G = np.zeros((T, m, T))
     for tau in range(T):
         G[tau:, :, tau] = impulse[: T - tau]
-    V[:, :, known_noise] = 0.0  # D: the known-noise rows of every V_l
-    A = V.reshape(T * m, -1)
-    K = A @ A.T  # Gram: block (t, t') = Gamma(t+p, t'+p)
-    del V, A
-    blocks = K.reshape(T, m, T, m)
-    for t in range(1, T):  # K[t, t'] = Gamma(t+p, t'+p) + K[t-1, t'-1]
-        blocks[t, :, 1:, :] += blocks[t - 1, :, :-1, :]
-    # (exactly symmetric: the Gram is, and entries (t, t') and (t', t) add the same numbers
-    # in the same order)
     d = int(np.bincount(W.indices, minlength=W.shape[0]).max())  # longest row of W^T
     depth = 2 * (T - 1 + p) * (d + 1) + W.shape[0] + T
     return GramSystem(
@@ -163,6 +164,28 @@ def assemble(
         G_relative_error=gamma(max((T - 1 + p) * (d + 1), 1)),
         products=products,
     )
+
+
+def observer_key(observers: np.ndarray, T: int, power_offset: int, known_noise) -> tuple:
+    """What the lags and K depend on besides W (the key of their reuse within a query)."""
+    return (np.asarray(observers, dtype=np.int64).tobytes(), int(T), int(power_offset),
+            np.asarray(known_noise, dtype=np.int64).tobytes())
+
+
+def _observer_gram(W: sp.csr_matrix, observers: np.ndarray, T: int, p: int,
+                   known_noise: np.ndarray, backend: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """The lags ``V`` (known-noise columns zeroed), ``K`` and the number of sparse products."""
+    m = observers.size
+    V, products = observer_lags(W, observers, T, p, backend)
+    V[:, :, known_noise] = 0.0  # D: the known-noise rows of every V_l
+    A = V.reshape(T * m, -1)
+    K = A @ A.T  # Gram: block (t, t') = Gamma(t+p, t'+p)
+    blocks = K.reshape(T, m, T, m)
+    for t in range(1, T):  # K[t, t'] = Gamma(t+p, t'+p) + K[t-1, t'-1]
+        blocks[t, :, 1:, :] += blocks[t - 1, :, :-1, :]
+    # (exactly symmetric: the Gram is, and entries (t, t') and (t', t) add the same numbers
+    # in the same order)
+    return V, K, products
 
 
 def rounding_norm_bound(K: np.ndarray, depth: int) -> float:

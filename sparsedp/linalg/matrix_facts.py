@@ -16,6 +16,7 @@ array made writeable, changed and made read-only again: that defeats the lock (u
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 from functools import cached_property
@@ -26,8 +27,8 @@ from scipy.sparse.csgraph import connected_components, shortest_path
 
 from sparsedp.linalg import kernels
 
-__all__ = ["MatrixFacts", "is_locked", "locked_facts", "one_query", "register",
-           "registered_facts", "remember_for_query"]
+__all__ = ["MatrixFacts", "is_locked", "locked_facts", "one_query", "query_memo", "register",
+           "registered_facts", "remember_for_query", "reuse_scope"]
 
 
 class MatrixFacts:
@@ -164,6 +165,44 @@ def remember_for_query(W, facts: MatrixFacts) -> None:
     if scope is not None:
         scope[id(W)] = (W, facts)
         scope[id(facts.W)] = (facts.W, facts)
+
+
+# Results derived from a matrix inside a reuse scope: kind -> (the matrix, key, value).
+_MEMO: contextvars.ContextVar[dict | None] = contextvars.ContextVar("sparsedp_memo",
+                                                                    default=None)
+
+
+@contextlib.contextmanager
+def reuse_scope():
+    """Within the block, the work that :func:`query_memo` keeps is shared by every query on
+    the same W (e.g. the lags and K of one attacker set across all its targets); it is freed
+    when the block ends.  W must not change inside the block."""
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
+def query_memo(kind: str, W, key: tuple, compute):
+    """``compute()``, remembered until the end of the current :func:`reuse_scope` under
+    ``(W, key)``: a later request of the same kind for the same W object and an equal key gets
+    the same value.  One entry per kind (the latest), so memory stays bounded.  Outside a
+    reuse scope: ``compute()`` each time, nothing kept (a single query's peak memory is
+    unchanged).  Arrays in the value are made read-only, so no caller can change what the
+    next one reads."""
+    memo = _MEMO.get()
+    if memo is None:
+        return compute()
+    entry = memo.get(kind)
+    if entry is not None and entry[0] is W and entry[1] == key:
+        return entry[2]
+    value = compute()
+    for item in value if isinstance(value, tuple) else (value,):
+        if isinstance(item, np.ndarray):
+            item.flags.writeable = False
+    memo[kind] = (W, key, value)
+    return value
 
 
 def one_query(function):

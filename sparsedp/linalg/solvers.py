@@ -153,13 +153,23 @@ def _coldot(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->j", A.reshape(-1, r), B.reshape(-1, r))
 
 
-def cholesky_solve(K: np.ndarray, G: np.ndarray) -> np.ndarray:
-    """``X = K^{-1} G`` by LAPACK Cholesky (``K`` symmetric positive definite): ``potrf``
-    and ``potrs`` called directly, as ``scipy.linalg.cho_factor`` / ``cho_solve`` do, without
-    their per-call checks (tens of microseconds on the small systems)."""
+def cholesky_factor(K: np.ndarray) -> np.ndarray:
+    """The lower Cholesky factor of a symmetric positive definite ``K`` (LAPACK ``potrf``,
+    the upper triangle left as it was: only :func:`cholesky_solve` reads it)."""
     factor, info = scipy.linalg.lapack.dpotrf(K, lower=1, clean=0)
     if info != 0:
         raise np.linalg.LinAlgError(f"K is not positive definite (potrf info {info})")
+    return factor
+
+
+def cholesky_solve(K: np.ndarray, G: np.ndarray, factor: np.ndarray | None = None
+                   ) -> np.ndarray:
+    """``X = K^{-1} G`` by LAPACK Cholesky (``K`` symmetric positive definite): ``potrf``
+    and ``potrs`` called directly, as ``scipy.linalg.cho_factor`` / ``cho_solve`` do, without
+    their per-call checks (tens of microseconds on the small systems).  ``factor``: K's
+    :func:`cholesky_factor` when already known."""
+    if factor is None:
+        factor = cholesky_factor(K)
     X, info = scipy.linalg.lapack.dpotrs(factor, G, lower=1)
     if info != 0:
         raise ValueError(f"potrs failed (info {info})")

@@ -11,6 +11,7 @@ from scipy.sparse.csgraph import shortest_path
 
 from sparsedp import validation
 from sparsedp.errors import ParameterError
+from sparsedp.linalg.matrix_facts import reuse_scope
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.mf.result import MFResult
 from sparsedp.mf.sensitivity import mf_sensitivity
@@ -57,12 +58,13 @@ def distance_summary(W, attackers, T: int, *, targets=None, progress=None,
     hops = np.atleast_2d(hops).min(axis=0)
     results, distances = [], []
     bar = progress_bar(progress, total=len(targets), desc="targets", unit="target")
-    for u in targets:
-        results.append(mf_sensitivity(W, u, list(attackers_t), T, **options))
-        h = hops[int(u)]
-        distances.append(int(h) if math.isfinite(h) else None)
-        if bar is not None:
-            bar.update()
+    with reuse_scope():  # the attackers' lags, K and its lambda_min serve every target
+        for u in targets:
+            results.append(mf_sensitivity(W, u, list(attackers_t), T, **options))
+            h = hops[int(u)]
+            distances.append(int(h) if math.isfinite(h) else None)
+            if bar is not None:
+                bar.update()
     if bar is not None:
         bar.close()
     by_distance: dict = {}
