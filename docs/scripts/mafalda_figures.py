@@ -1,6 +1,7 @@
 """MAFALDA-SGD privacy-utility figures (Bellet et al., Figs. 3-5; issue 15, scope 5).
 
     PYTHONPATH=. python docs/scripts/mafalda_figures.py [--seeds 20] [--graphs ...] [--out DIR]
+                                                        [--data synthetic|california]
 
 For each graph: ``W`` with MFDL's ``1/(d+1)`` weights (``row-normalised-self-loops``), Lemma
 10's H (exact), the MAFALDA correlation (``sparsedp.mf.optimise``), the baselines DP-D-SGD,
@@ -78,13 +79,13 @@ def correlations(W, dmf_C):
     return H, table
 
 
-def run_graph(name, seeds, dmf_C, bar):
+def run_graph(name, seeds, dmf_C, bar, data_name="synthetic"):
     t0 = time.perf_counter()
     G = GRAPHS[name]()
     W = sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops")
     n = W.shape[0]
     H, table = correlations(W, dmf_C)
-    Xtr, ytr, Xte, yte, task = load_dataset("synthetic")
+    Xtr, ytr, Xte, yte, task = load_dataset(data_name)
     keys = ["non-private"] + [f"{a}@{mu}" for a in ALGS for mu in MUS]
     runs = [RunSpec()] + [RunSpec(noise=None if a == "dp-d-sgd" else table[a].noise, mu=mu)
                           for a in ALGS for mu in MUS]
@@ -235,6 +236,8 @@ def main():
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--graphs", default=",".join(GRAPHS))
     ap.add_argument("--out", default="docs/figures")
+    ap.add_argument("--data", default="synthetic", help="data set (sparsedp.learning."
+                    "load_dataset): 'california' with a cached California Housing file")
     ap.add_argument("--tables", metavar="JSON", help="only print the markdown tables of an "
                     "existing mafalda_results.json")
     args = ap.parse_args()
@@ -250,11 +253,11 @@ def main():
     with tqdm(total=len(graphs) * args.seeds * (1 + len(ALGS) * len(MUS)), unit="run",
               desc="MAFALDA runs") as bar:
         for g in graphs:
-            res[g] = run_graph(g, args.seeds, dmf.C, bar)
+            res[g] = run_graph(g, args.seeds, dmf.C, bar, args.data)
     record = {"setup": {"T": T, "k": K, "b": B, "mus": MUS,
                         "epsilons": [gdp_epsilon(mu, DELTA) for mu in MUS], "delta": DELTA,
                         "lr": LR, "clip": CLIP, "seeds": args.seeds, "model": "mlp(64)",
-                        "data": "synthetic housing stand-in", "weights": "1/(d+1)",
+                        "data": args.data, "weights": "1/(d+1)",
                         "test_points": TEST_POINTS, "seconds": None},
               "graphs": res, "claims": claims(res)}
     record["setup"]["seconds"] = round(time.perf_counter() - t0, 1)
