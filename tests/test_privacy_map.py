@@ -345,3 +345,38 @@ def test_a_float32_table_of_rows_takes_40_bytes_a_pair():
     assert sum(v.nbytes for v in m.columns.values()) == 40 * len(m)
     assert {r["kind"] for r in m.rows()} <= {"exact", "certified upper"}
     assert m.columns["distance"].dtype == np.int32 and m.columns["observer"].dtype == np.int32
+
+
+@pytest.mark.parametrize("T", [8, 120])
+def test_one_to_all_with_truncated_lags_brackets_the_full_lag_values(T, monkeypatch):
+    """One observer against every target from lags truncated where the chain has mixed
+    (T = 120: truncated; T = 8: not): the certified interval contains the c = 1 value computed
+    from every lag, is narrow, and privacy_map takes this route when the lags are large."""
+    import importlib
+
+    from sparsedp.gossip.one_to_all import one_to_all
+
+    pm = importlib.import_module("sparsedp.maps.privacy_map")
+    G = nx.gnp_random_graph(400, 0.04, seed=3)
+    G = nx.convert_node_labels_to_integers(G.subgraph(max(nx.connected_components(G), key=len)))
+    W = sparsedp.gossip_matrix(G, scheme="metropolis")
+    r = one_to_all(W, 3, T)
+    batch = batched.observer_batch(W, [3], T, batched.lambda_min_lower_bound(W))
+    values = batched.ones_values(batch)[0]
+    assert (r.truncated_at < T - 1) == (T == 120)
+    assert np.all(r.low <= values) and np.all(values <= r.high)
+    assert np.all(r.high - r.low <= 1e-6 * r.high)
+    monkeypatch.setattr(pm, "TRUNCATED_LAG_BYTES", 0)
+    m = sparsedp.privacy_map(W, observers=[3], targets="all", T=T, upper="none")
+    assert m.info["truncated_lags"]
+    low = np.asarray(m.columns["lower"])
+    moved = np.asarray(m.columns["kind"]) != "exact"
+    np.testing.assert_array_equal(low[moved], r.low[moved])
+
+
+def test_one_to_all_refuses_a_matrix_it_cannot_truncate():
+    from sparsedp.gossip.one_to_all import one_to_all
+
+    W = sparsedp.gossip_matrix(nx.path_graph(6), scheme="row-normalised-self-loops")
+    with pytest.raises(ParameterError, match="symmetric doubly stochastic"):
+        one_to_all(W, 0, 5)

@@ -200,13 +200,25 @@ def ones_interval(batch: ObserverBatch, targets=None) -> tuple[np.ndarray, np.nd
 
 def _ones_certified(batch: ObserverBatch, i: int, targets, buffer
                     ) -> tuple[np.ndarray, np.ndarray]:
-    T, u, lam = batch.T, UNIT_ROUNDOFF, batch.lam
-    K, dK = batch.K[i], float(batch.dK[i])
     z2, r2, P = _ones_row(batch, i, targets, buffer)
+    return certify_ones(batch.K[i], batch.L[i], float(batch.dK[i]), batch.lam, P, z2, r2,
+                        gamma(batch.lag_depth))
+
+
+def certify_ones(K: np.ndarray, L: np.ndarray, dK: float, lam: float, P: np.ndarray,
+                 z2: np.ndarray, r2: np.ndarray, lag_error: float, lag_shift=0.0
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Certified ``(low, high)`` around ``1^T M_j 1`` for every target from the computed
+    ``K`` (its Cholesky factor ``L``, ``||K_hat - K||_2 <= dK``, ``lambda_min(K) >= lam``),
+    ``P = L^{-1} C``, ``z2 = fl(||P r_j||^2)`` and ``r2 = fl(||r_j||^2)`` (module docstring,
+    steps 1-4; ``|fl(r) - r| <= lag_error r`` entrywise).  ``lag_shift``: a further bound on
+    ``||K^{-1/2} C (r_j - r_hat_j)||`` (per target or one number), for lags that are not the
+    computed ones (a truncation)."""
+    T, u = P.shape[0], UNIT_ROUNDOFF
     C = np.tril(np.ones((T, T)))
     # delta >= ||P^T P - C^T K_hat^{-1} C||_2 (T x T work, docstring step 1)
     lam_hat = lam - dK  # <= lambda_min(K_hat)
-    X = scipy.linalg.solve_triangular(batch.L[i], P, lower=True, trans="T", check_finite=False)
+    X = scipy.linalg.solve_triangular(L, P, lower=True, trans="T", check_finite=False)
     sandwich = certified.sandwich_from_solve(C, X, K @ X, lam_hat, K_dense=K)
     PtP = P.T @ P
     p_fro = frobenius(P)
@@ -231,8 +243,8 @@ def _ones_certified(batch: ObserverBatch, i: int, targets, buffer
     f_low = (root * (1 - 4 * u) - c) / 2 * (1 - 4 * u)
     f_high = (root + c) / 2 * (1 + 8 * u)
     # lags r_hat -> r: |w(r) - w(r_hat)| <= ||C||_2 e' ||r_hat|| / sqrt(lam), ||C||_2 <= T
-    e = gamma(batch.lag_depth)
-    shift = e / (1 - e) * T * np.sqrt(r2) / math.sqrt(lam) * (1 + 8 * u)
+    e = lag_error
+    shift = e / (1 - e) * T * np.sqrt(r2) / math.sqrt(lam) * (1 + 8 * u) + lag_shift
     low_root = np.clip(s_low * f_low * (1 - 4 * u) - shift, 0.0, None) * (1 - 4 * u)
     high_root = (s_high * f_high + shift) * (1 + 4 * u)
     return low_root * low_root * (1 - 4 * u), high_root * high_root * (1 + 4 * u)

@@ -209,7 +209,7 @@ def _structured_sandwich(
         system.W, system.observers, target, T + p, progress=progress, frontier=not small,
         target_column=not small,
     )
-    truncate = not small and _doubly_stochastic_to_rounding(system.W)
+    truncate = not small and doubly_stochastic_to_rounding(system.W)
     level = _first_level(system, truncation_rtol) if truncate else None
     try:
         while True:
@@ -527,7 +527,7 @@ def _dense_sandwich(
     return dataclasses.replace(sandwich, model=model), rounding_share
 
 
-def _doubly_stochastic_to_rounding(W: sp.csr_matrix) -> bool:
+def doubly_stochastic_to_rounding(W: sp.csr_matrix) -> bool:
     """Doubly stochastic up to the rounding of its own construction, ``8 u (d_max + 1)``.
 
     The mixing truncation compares lags with ``1/n``, which needs ``W 1 = 1``; a larger

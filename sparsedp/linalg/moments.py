@@ -113,6 +113,9 @@ class LagPropagator:
     ``target_column=False`` propagates only the observers' columns and reads ``a_l`` off
     their target rows: half the work for one observer, but ``a`` then reaches only the
     lags actually propagated, so the propagation must run through every lag.
+    ``keep_columns=True`` keeps every propagated column of the first observer,
+    ``columns[l] = W^l e_a`` (what one observer against every target needs: its row of
+    ``W^l`` for symmetric W), one n-vector per product.
     """
 
     def __init__(
@@ -125,6 +128,7 @@ class LagPropagator:
         progress: bool | None = None,
         frontier: bool = True,
         target_column: bool = True,
+        keep_columns: bool = False,
     ):
         self.W, self.T, self.backend = W, T, backend
         self.bar = progress_bar(progress, total=T - 1, desc="sparse products", unit="product")
@@ -153,6 +157,7 @@ class LagPropagator:
         longest_row = int((W.indptr[1:] - W.indptr[:-1]).max())
         self.step_rounding = 8.0 * np.sqrt(longest_row + 1.0) * UNIT_ROUNDOFF
         self.drift = 0.0  # accumulated rounding in the propagated columns (2-norm)
+        self.columns = [self.V[:, 0].copy()] if keep_columns else None
 
     @property
     def finished(self) -> bool:
@@ -173,7 +178,8 @@ class LagPropagator:
                 rows = _closed_neighbourhood(self.W, self.support)
                 if rows.size > FRONTIER_FRACTION * n:
                     self.support = None
-            if self.support is None and tol is None:  # no stopping test: every product at once
+            if self.support is None and tol is None and self.columns is None:
+                # no stopping test and no columns to keep: every product at once
                 steps = (self.C.shape[0] - self.exact) // 2
                 self.V, cross, gram, centred, rows = kernels.propagate_fused(
                     self.W, self.V, shift, steps, self.target, backend=self.backend
@@ -184,6 +190,7 @@ class LagPropagator:
                     self.W, self.V, shift, backend=self.backend
                 )
                 self._record(cross[None], gram[None], centred[None], self.V[self.target][None])
+                self._keep()
             else:
                 V_next = np.zeros_like(self.V)
                 kernels.spmm_rows(self.W, self.V, V_next, rows, backend=self.backend)
@@ -195,7 +202,12 @@ class LagPropagator:
                 self._record(
                     (Vr.T @ Yr)[None], (Yr.T @ Yr)[None], centred[None], V_next[self.target][None]
                 )
+                self._keep()
         return self
+
+    def _keep(self) -> None:
+        if self.columns is not None and len(self.columns) < self.T:
+            self.columns.append(self.V[:, 0].copy())
 
     def _record(
         self, cross: np.ndarray, gram: np.ndarray, centred: np.ndarray, rows: np.ndarray

@@ -55,6 +55,8 @@ from sparsedp import resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip import batched
 from sparsedp.gossip.batched_entrywise import entrywise_upper
+from sparsedp.gossip.certified_solve import doubly_stochastic_to_rounding
+from sparsedp.gossip.one_to_all import one_to_all
 from sparsedp.gossip.sensitivity import gossip_sequence
 from sparsedp.graphs.graph import Graph, as_graph
 from sparsedp.graphs.weights import gossip_matrix
@@ -68,6 +70,7 @@ from sparsedp.progress import progress_bar
 
 UPPER_MODES = ("certified", "entrywise", "none")
 BATCH_BYTES = 256 << 20  # lags and right-hand sides of one observer batch
+TRUNCATED_LAG_BYTES = 1 << 30  # one observer's T x n lags above which upper="none" truncates
 MAX_BATCH = 32
 SPARSE_BACKEND = "numpy"  # scipy's CSR x block: 0.12 ms a column at n = 10^4, b = 32 on the
 # 2-core machine, against 0.25 ms for the parallel numba kernel (0.09 ms on one thread)
@@ -219,7 +222,10 @@ def privacy_map(
         bound evaluation per pair, the single-pair bounds), ``"entrywise"`` (the certified
         ``sum |M_T|`` for every target at once, :mod:`sparsedp.gossip.batched_entrywise`:
         ``T^3 n`` work per observer; tight when ``M_T >= 0`` entrywise) or
-        ``"none"`` (the c = 1 lower bound only: one T x T by T x n product per observer).
+        ``"none"`` (the c = 1 lower bound only: one T x T by T x n product per observer;
+        when one observer's lags would exceed :data:`TRUNCATED_LAG_BYTES` and W is symmetric
+        and doubly stochastic, the lags are truncated where the chain has mixed, one observer
+        at a time, :mod:`sparsedp.gossip.one_to_all`).
     exact : exhaustive search over sign vectors per pair (``"auto"``: T <= 24, ``True``,
         ``False``, the default); with ``upper="certified"`` only.
     float32 : store ``lower``, ``upper`` and ``epsilon`` as float32, rounded outward (lower
@@ -272,13 +278,16 @@ def privacy_map(
     n = W.shape[0]
     obs = select_nodes(observers, graph, n, "observers")
     tgt = select_nodes(targets, graph, n, "targets")
-    b = _batch_size(batch_size, n, T, tgt.size, obs.size)
+    facts = matrix_facts(W)
+    # c = 1 only, on a large mixing graph: one observer at a time from truncated lags
+    truncate = (upper == "none" and 8 * T * n > TRUNCATED_LAG_BYTES and facts.symmetric
+                and doubly_stochastic_to_rounding(W))
+    b = 1 if truncate else _batch_size(batch_size, n, T, tgt.size, obs.size)
     budget = resources.memory_budget(max_memory)
     table_bytes = obs.size * tgt.size * _bytes_per_pair(float32)
-    resources.require_within(table_bytes + 3 * 8 * b * T * n, budget,
+    resources.require_within(table_bytes + (8 if truncate else 3 * 8 * b) * T * n, budget,
                              f"the map of {obs.size} x {tgt.size} pairs at T = {T}",
                              "select fewer observers or targets")
-    facts = matrix_facts(W)
     component = facts.weak_components
     pattern = W if facts.symmetric else abs(W) + abs(W).T  # hop distances ignore direction
     lam = batched.lambda_min_lower_bound(W)
@@ -290,16 +299,22 @@ def privacy_map(
     upper_col = np.full(pairs, np.nan, dtype=value_type)
     kind = np.empty(pairs, dtype=np.int8)  # codes into KINDS
     distance = np.empty(pairs, dtype=np.int32)
-    buffer = np.empty(b * T * n)  # the lags of one batch, reused
+    buffer = None if truncate else np.empty(b * T * n)  # the lags of one batch, reused
     bar = progress_bar(progress, total=obs.size, desc="observers", unit="observer")
     products = 0
     try:
         for start in range(0, obs.size, b):
             chunk = obs[start:start + b]
             dist = shortest_path(pattern, unweighted=True, indices=chunk)[:, tgt]
-            batch = batched.observer_batch(W, chunk, T, lam, SPARSE_BACKEND, symmetric, buffer)
-            products += batch.products * chunk.size
-            low, _ = batched.ones_interval(batch, None if every_target else tgt)
+            if truncate:
+                batch = one_to_all(W, int(chunk[0]), T)
+                products += batch.products
+                low = batch.low[None, tgt]
+            else:
+                batch = batched.observer_batch(W, chunk, T, lam, SPARSE_BACKEND, symmetric,
+                                               buffer)
+                products += batch.products * chunk.size
+                low, _ = batched.ones_interval(batch, None if every_target else tgt)
             for i in range(chunk.size):
                 rows = slice((start + i) * tgt.size, (start + i + 1) * tgt.size)
                 d = dist[i]
@@ -350,7 +365,7 @@ def privacy_map(
              "maximum bounds the worst case over these observers); lower: max of the lower "
              "bounds",) + ((epsilon_note,) if epsilon_note else ())
     info = {"sparse_matrix_vector_products": products, "batch_size": b,
-            "lambda_min_lower_bound": lam}
+            "lambda_min_lower_bound": lam, "truncated_lags": bool(truncate)}
     return PrivacyMap(columns=columns, parameters=parameters, notes=notes, info=info)
 
 

@@ -1,0 +1,81 @@
+"""One observer against every target of a large graph (issue 16), against one single-pair
+query on the same graph, in the same process.
+
+    python bench/one_to_all.py [--n 1000000] [--T 1000] [--out docs/figures/one_to_all.json]
+
+Erdos-Renyi graph with average degree 20 (largest component, the ``bench/scaling.py``
+generator), Metropolis weights, observer node 0.  Times, in this order on the same locked W:
+one ``W @ x`` (calibration, best of 5), one single-pair query
+``squared_sensitivity(W, target, [0], T)`` for a target at hop distance 2 (the default
+truncation of the structured path), then ``privacy_map(W, observers=[0], targets="all", T,
+upper="none")`` (certified c = 1 lower bounds for every target, from truncated lags:
+:mod:`sparsedp.gossip.one_to_all`), then the single query again.  Prints and writes a JSON
+record: the times, their ratio (the issue asks <= 3), peak RSS, and whether the map's
+lower bound at the single query's target lies below that query's certified upper bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import resource
+import time
+
+import numpy as np
+from scipy.sparse.csgraph import shortest_path
+
+import sparsedp
+from sparsedp.graphs import large as lg
+
+FIGURES = pathlib.Path(__file__).resolve().parents[1] / "docs" / "figures"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--T", type=int, default=1000)
+    ap.add_argument("--out", type=pathlib.Path, default=FIGURES / "one_to_all.json")
+    args = ap.parse_args()
+    warm = sparsedp.gossip_matrix(lg.erdos_renyi_large(300, 10, seed=0))
+    sparsedp.squared_sensitivity(warm, 1, [0], 50, exact=False)  # compile / load kernels
+    sparsedp.privacy_map(warm, [0], "all", T=50, upper="none")
+    start = time.perf_counter()
+    graph = lg.largest_component(lg.erdos_renyi_large(args.n, 20, seed=1))
+    W = sparsedp.gossip_matrix(graph)
+    build = time.perf_counter() - start
+    x = np.random.default_rng(0).standard_normal(W.shape[0])
+    matvec = min(_timed(lambda: W @ x)[0] for _ in range(5))
+    hops = shortest_path(W, unweighted=True, indices=0)
+    target = int(np.flatnonzero(hops == 2)[0])
+    single, r = _timed(lambda: sparsedp.squared_sensitivity(W, target, [0], args.T, exact=False))
+    every, m = _timed(lambda: sparsedp.privacy_map(W, [0], "all", T=args.T, upper="none"))
+    again, _ = _timed(lambda: sparsedp.squared_sensitivity(W, target, [0], args.T, exact=False))
+    low = np.asarray(m.columns["lower"], dtype=np.float64)
+    record = {
+        "n": W.shape[0], "T": args.T, "nnz": int(W.nnz), "build_seconds": build,
+        "matvec_seconds": matvec, "single_pair_seconds": single,
+        "single_pair_again_seconds": again, "one_to_all_seconds": every,
+        "ratio_to_single_pair": every / min(single, again),
+        "one_to_all_over_matvec": every / matvec,
+        "truncated_lags": m.info["truncated_lags"],
+        "sparse_products": m.info["sparse_matrix_vector_products"],
+        "single_pair": {"target": target, "lower": r.lower, "upper": r.upper},
+        "map_lower_at_that_target": float(low[target]),
+        "map_lower_within_single_interval": bool(low[target] <= r.upper),
+        "lower_min_mean_max": [float(low.min()), float(low.mean()), float(low.max())],
+        "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=1))
+    print(json.dumps(record, indent=1))
+
+
+def _timed(f):
+    t0 = time.perf_counter()
+    value = f()
+    return time.perf_counter() - t0, value
+
+
+if __name__ == "__main__":
+    main()

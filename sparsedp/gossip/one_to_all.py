@@ -1,0 +1,117 @@
+"""One observer against every target of a large graph: the certified c = 1 values of the
+secure-summation single-observer view for all n targets, from truncated lags.
+
+:mod:`sparsedp.gossip.batched` keeps the observer's T lags ``r_l = e_a^T W^l`` (T x n: 8 GB at
+n = 10^6, T = 1000).  For W symmetric and doubly stochastic the chain mixes: with
+``W = 11^T / n + R`` (``||R||_2 <= 1``), ``r_l - 1/n = (R^l e_a)^T`` and
+
+    |r_l[j] - 1/n| <= ||R^l e_a||_2 <= ||R^P e_a||_2 =: eps        (every target j, l >= P),
+
+so the propagation stops at the lag P where the chain has mixed (the structured path's
+criterion ``n eps^2 <= tol``, :class:`sparsedp.linalg.moments.LagPropagator`, which also gives
+the moments of K with their truncation bound) and keeps only the columns ``W^l e_a``, l <= P
+(``(P + 1) n`` floats).  The later lags are taken as ``fl(1/n)``: the lag vector of target j
+is ``r_hat_j = [Y[0..P, j], 1/n, ..., 1/n]`` and, with ``P_C = L^{-1} C`` (T x T, K = L L^T as
+in :mod:`sparsedp.gossip.batched`),
+
+    ||P_C r_hat_j||^2 = ||P_C[:, :P+1] Y_j + p||^2,    p = P_C[:, P+1:] (1/n) 1,
+
+one (T x (P+1)) by ((P+1) x n) product over blocks of targets.  The certification is
+:func:`sparsedp.gossip.batched.certify_ones` (K's rounding and truncation ``dK``, the solve,
+the products, the computed lags) plus the truncation of the target's lags:
+``|(C (r_j - r_hat_j))[t]| <= (t - P) eps'`` for ``t > P`` (``eps' = eps + u / n`` covers
+``fl(1/n)``), so ``sqrt(b^T K^{-1} b)`` moves by at most ``eps' ||tau||_2 / sqrt(lambda)``,
+``tau[t] = max(0, t - P)``, ``||tau||_2^2 = sum_(k=1)^(T-1-P) k^2``.
+
+Memory ``8 (P + 1) n`` for the columns plus one block of targets; work ``P`` sparse
+products, ``T^3`` for K, and ``2 T (P + 1) n`` for the values.  Refused (ParameterError) for a W
+that is not symmetric and doubly stochastic (no truncation bound then): use
+:func:`sparsedp.privacy_map` with ``upper="none"``, which keeps every lag.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from sparsedp.errors import ParameterError
+from sparsedp.gossip.batched import certify_ones, lambda_min_lower_bound
+from sparsedp.gossip.certified_solve import doubly_stochastic_to_rounding, truncation_norm_bound
+from sparsedp.linalg import gram
+from sparsedp.linalg.certified import UNIT_ROUNDOFF, gamma
+from sparsedp.linalg.moments import LagPropagator
+from sparsedp.linalg.operators import k_from_moments
+from sparsedp.linalg.stochastic import matrix_facts
+
+TRUNCATION_TOL = 1e-20  # n eps^2 at which the chain counts as mixed (the structured path's)
+TARGET_BLOCK = 1 << 15  # targets per block of the T x block product
+
+
+@dataclass(frozen=True)
+class OneToAll:
+    """Certified ``low <= 1^T M_j 1 <= high`` for every target j (arrays of n), with the
+    propagation's facts: ``products`` (sparse products), ``truncated_at`` (P: lags above it
+    are ``1/n``; ``T - 1``: none truncated), ``eps`` (the truncation's mixing distance),
+    ``lam`` (the analytic ``lambda_min(K)`` bound) and ``dK`` (``||K_hat - K||_2``)."""
+
+    low: np.ndarray
+    high: np.ndarray
+    products: int
+    truncated_at: int
+    eps: float
+    lam: float
+    dK: float
+
+
+def one_to_all(W, observer: int, T: int, *, tol: float = TRUNCATION_TOL,
+               backend: str = "auto", progress=None) -> OneToAll:
+    """The certified c = 1 interval of every target against ``observer`` (module
+    docstring).  ``W``: a checked gossip matrix (canonical CSR, non-negative), symmetric and
+    doubly stochastic; ``tol``: the mixing level ``n eps^2`` at which lags are truncated."""
+    facts = matrix_facts(W)
+    if not (facts.symmetric and doubly_stochastic_to_rounding(W)):
+        raise ParameterError("one observer against every target with truncated lags needs a "
+                             "symmetric doubly stochastic W (e.g. Metropolis weights)")
+    n = W.shape[0]
+    lam = lambda_min_lower_bound(W)
+    propagator = LagPropagator(W, [observer], observer, T, backend=backend, progress=progress,
+                               keep_columns=True)
+    propagator.advance(tol)
+    propagator.close()
+    lags = propagator.result()
+    Y = np.stack(propagator.columns)  # (P + 1, n): W^l e_a for l <= P
+    del propagator
+    P = Y.shape[0] - 1
+    K = k_from_moments(lags.mu, T)
+    depth = 2 * lags.products * (facts.longest_row + 1) + n + T
+    dK = gram.rounding_norm_bound(K, depth) + truncation_norm_bound(lags, T)
+    if dK >= 0.25 * lam:
+        raise ParameterError("the rounding of K is too large for the analytic lambda_min "
+                             "bound (T too large for this graph?)")
+    L = np.linalg.cholesky(K)
+    C = np.tril(np.ones((T, T)))
+    PC = scipy.linalg.solve_triangular(L, C, lower=True, check_finite=False)
+    tail = np.full(T - 1 - P, 1.0 / n)
+    p = PC[:, P + 1:] @ tail
+    z2 = np.empty(n)
+    r2 = np.empty(n)
+    for start in range(0, n, TARGET_BLOCK):
+        block = Y[:, start:start + TARGET_BLOCK]
+        Z = PC[:, :P + 1] @ block
+        Z += p[:, None]
+        z2[start:start + block.shape[1]] = np.einsum("tj,tj->j", Z, Z)
+        r2[start:start + block.shape[1]] = np.einsum("tj,tj->j", block, block) + tail @ tail
+    eps = float(lags.eps[0]) if lags.truncated else 0.0
+    shift = 0.0
+    if P < T - 1:
+        k = np.arange(1, T - P, dtype=np.float64)
+        tau_norm = math.sqrt(float(k @ k)) * (1 + gamma(T + 1))
+        shift = ((eps + UNIT_ROUNDOFF / n) * tau_norm / math.sqrt(lam)
+                 * (1 + 8 * UNIT_ROUNDOFF))
+    low, high = certify_ones(K, L, dK, lam, PC, z2, r2, gamma(max(P * (facts.longest_row + 1),
+                                                                    1)), shift)
+    return OneToAll(low=low, high=high, products=lags.products, truncated_at=P, eps=eps,
+                    lam=lam, dK=dK)
