@@ -109,13 +109,12 @@ def sample_targets(W, attacker: int, per_distance: int | None, seed: int):
 
 
 def run_graph(name: str, G: nx.Graph, spec: str, T: int, attacker: int = 0,
-              per_distance: int | None = None, seed: int = 0) -> dict:
+              per_distance: int | None = None, seed: int = 0, progress: bool = False) -> dict:
     start = time.perf_counter()
     G = _largest_component(G)
     W = sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops")
     targets, counts = sample_targets(W, attacker, per_distance, seed)
-    summary = distance_summary(W, [attacker], T, targets=targets,
-                               progress=per_distance is not None)
+    summary = distance_summary(W, [attacker], T, targets=targets, progress=progress)
     muff = muffliato_sgd_rdp(W, attacker, T, sigma=SIGMA, alpha=ALPHA)
     scale = ALPHA / (2 * SIGMA**2)
     ldp = scale * T
@@ -260,8 +259,8 @@ def main() -> None:
         stem = "mf_fig2"
     if args.attacker is None:
         args.attacker = 0
-    results = [run_graph(name, G, spec, args.T, args.attacker, args.per_distance, args.seed)
-               for name, (G, spec) in graphs.items()]
+    results = [run_graph(name, G, spec, args.T, args.attacker, args.per_distance, args.seed,
+                         progress=args.large) for name, (G, spec) in graphs.items()]
     record = {"alpha": ALPHA, "sigma": SIGMA, "graphs": results, "verdict": verdict(results),
               "seconds": time.perf_counter() - start}
     args.out.mkdir(parents=True, exist_ok=True)
