@@ -296,3 +296,5 @@ def test_mlp_clipped_mean_backends_agree(clip):
     np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13 * np.abs(b).max())
     with pytest.raises(ValueError, match="do not fit an MLP"):
         kernels.mlp_clipped_mean(theta, X, y, clip, h + 1)
+    with pytest.raises(ValueError, match="clip must be > 0"):
+        kernels.mlp_clipped_mean(theta, X, y, 0.0, h)

@@ -175,6 +175,31 @@ def test_query_memo_reuses_only_inside_a_reuse_scope_and_for_the_same_matrix_and
         assert len(calls) == 5
     matrix_facts.query_memo("k", V, ("b",), compute)
     assert len(calls) == 6  # freed with the scope
+    plain = W.copy()  # not locked: it may change in place, so nothing is kept for it
+    with matrix_facts.reuse_scope():
+        matrix_facts.query_memo("k", plain, ("a",), compute)
+        matrix_facts.query_memo("k", plain, ("a",), compute)
+    assert len(calls) == 8
+
+
+def test_a_plain_matrix_changed_inside_a_reuse_scope_is_not_answered_from_the_memo():
+    """(Found in review.)  An unlocked W overwritten in place between two queries of one
+    reuse scope: the second query must see the new W."""
+    from sparsedp.mf import mf_sensitivity
+
+    G = nx.powerlaw_cluster_graph(30, 3, 0.3, seed=2)
+    first = sp.csr_matrix(sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops"))
+    second = first.copy()  # the same pattern, other row-stochastic weights
+    second.data = np.random.default_rng(0).uniform(0.5, 1.5, second.nnz)
+    second.data /= np.repeat(np.add.reduceat(second.data, second.indptr[:-1]),
+                             np.diff(second.indptr))
+    W = first.copy()
+    with matrix_facts.reuse_scope():
+        mf_sensitivity(W, 5, [0, 7], 6, method="gram")
+        W.data[:] = second.data
+        inside = mf_sensitivity(W, 3, [0, 7], 6, method="gram")
+    fresh = mf_sensitivity(second, 3, [0, 7], 6, method="gram")
+    assert (inside.lower, inside.upper) == (fresh.lower, fresh.upper)
 
 
 @pytest.mark.parametrize("scheme", ["row-normalised-self-loops", "metropolis"])

@@ -7,7 +7,10 @@ n = 10^6, T = 1000).  For W symmetric and doubly stochastic the chain mixes: wit
 
     |r_l[j] - 1/n| <= ||R^l e_a||_2 <= ||R^P e_a||_2 =: eps        (every target j, l >= P),
 
-so the propagation stops at the lag P where the chain has mixed (the structured path's
+(for a W doubly stochastic only to rounding, row sums within rho of 1: ``r_l = W^(l-P) r_P``
+with ``||W^k x||_2 <= (1 + rho)^k ||x||_2`` and ``|W^k 1 / n - 1 / n| <= ((1 + rho)^k - 1) / n``,
+so eps grows to ``(1 + rho)^T eps + ((1 + rho)^T - 1) / n``, which is what is charged), so the
+propagation stops at the lag P where the chain has mixed (the structured path's
 criterion ``n eps^2 <= tol``, :class:`sparsedp.linalg.moments.LagPropagator`, which also gives
 the moments of K with their truncation bound) and keeps only the columns ``W^l e_a``, l <= P
 (``(P + 1) n`` floats).  The later lags are taken as ``fl(1/n)``: the lag vector of target j
@@ -89,8 +92,8 @@ def one_to_all(W, observer: int, T: int, *, tol: float = TRUNCATION_TOL,
     depth = 2 * lags.products * (facts.longest_row + 1) + n + T
     dK = gram.rounding_norm_bound(K, depth) + truncation_norm_bound(lags, T)
     if dK >= 0.25 * lam:
-        raise ParameterError("the rounding of K is too large for the analytic lambda_min "
-                             "bound (T too large for this graph?)")
+        raise ParameterError("the rounding and truncation of K are too large for the "
+                             "analytic lambda_min bound (a smaller tol truncates later)")
     L = np.linalg.cholesky(K)
     C = np.tril(np.ones((T, T)))
     PC = scipy.linalg.solve_triangular(L, C, lower=True, check_finite=False)
@@ -107,10 +110,15 @@ def one_to_all(W, observer: int, T: int, *, tol: float = TRUNCATION_TOL,
     eps = float(lags.eps[0]) if lags.truncated else 0.0
     shift = 0.0
     if P < T - 1:
+        # W doubly stochastic to rounding: row sums within rho of 1, ||W||_2 <= 1 + rho
+        rows = facts.line_sums[0]
+        rho = (float(np.abs(rows - 1.0).max())
+               + gamma(facts.longest_row + 1) * float(rows.max())) * (1 + 8 * UNIT_ROUNDOFF)
+        growth = math.exp(T * math.log1p(rho)) * (1 + 8 * UNIT_ROUNDOFF)  # >= (1 + rho)^T
+        eps_all = (growth * (eps + UNIT_ROUNDOFF / n) + (growth - 1.0) / n) * (1 + gamma(4))
         k = np.arange(1, T - P, dtype=np.float64)
         tau_norm = math.sqrt(float(k @ k)) * (1 + gamma(T + 1))
-        shift = ((eps + UNIT_ROUNDOFF / n) * tau_norm / math.sqrt(lam)
-                 * (1 + 8 * UNIT_ROUNDOFF))
+        shift = eps_all * tau_norm / math.sqrt(lam) * (1 + 8 * UNIT_ROUNDOFF)
     low, high = certify_ones(K, L, dK, lam, PC, z2, r2, gamma(max(P * (facts.longest_row + 1),
                                                                     1)), shift)
     return OneToAll(low=low, high=high, products=lags.products, truncated_at=P, eps=eps,

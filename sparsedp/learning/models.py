@@ -71,6 +71,8 @@ def _clip_weights(sq_norms: np.ndarray, clip: float | None) -> np.ndarray:
     B = sq_norms.shape[1]
     if clip is None:
         return np.full(sq_norms.shape, 1.0 / B)
+    if not clip > 0:
+        raise ValueError(f"clip must be > 0 (or None: no clipping), got {clip!r}")
     return np.minimum(1.0, clip / np.maximum(np.sqrt(sq_norms), 1e-300)) / B
 
 

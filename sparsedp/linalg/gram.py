@@ -147,7 +147,7 @@ def assemble(
     if target in set(known_noise.tolist()):
         raise ParameterError("the target's own noise is removed: no finite K^+ G")
     V, K, products = query_memo(
-        "gram", source, observer_key(observers, T, p, known_noise),
+        "gram", source, observer_key(observers, T, p, known_noise) + (backend,),
         lambda: _observer_gram(W, observers, T, p, known_noise, backend))
     # G[t, tau] = V_(t-tau+p)[j, :]: the impulse response a_(l+p) = S W^(l+p) e_j, l = 0..T-1
     # (V's known-noise columns are zeroed, but the target is never among them)

@@ -460,7 +460,9 @@ def mlp_clipped_mean(theta: np.ndarray, X: np.ndarray, y: np.ndarray, clip: floa
     if theta.shape != (R, d * h + 2 * h + 1) or y.shape != (R, B):
         raise ValueError(f"theta {theta.shape}, X {X.shape}, y {y.shape} do not fit an MLP "
                          f"of width {h}")
-    c = 0.0 if clip is None else float(clip)
+    if clip is not None and not clip > 0:
+        raise ValueError(f"clip must be > 0 (or None: no clipping), got {clip!r}")
+    c = 0.0 if clip is None else float(clip)  # the kernels read 0 as "no clipping"
     if _resolve(backend) == "numpy":
         return _mlp_clipped_mean_numpy(theta, X, y, c, int(h))
     return _numba_module().mlp_clipped_mean(theta, X, y, c, int(h))

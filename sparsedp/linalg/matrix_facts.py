@@ -175,8 +175,8 @@ _MEMO: contextvars.ContextVar[dict | None] = contextvars.ContextVar("sparsedp_me
 @contextlib.contextmanager
 def reuse_scope():
     """Within the block, the work that :func:`query_memo` keeps is shared by every query on
-    the same W (e.g. the lags and K of one attacker set across all its targets); it is freed
-    when the block ends.  W must not change inside the block."""
+    the same locked W (e.g. the lags and K of one attacker set across all its targets); it is
+    freed when the block ends."""
     token = _MEMO.set({})
     try:
         yield
@@ -186,13 +186,14 @@ def reuse_scope():
 
 def query_memo(kind: str, W, key: tuple, compute):
     """``compute()``, remembered until the end of the current :func:`reuse_scope` under
-    ``(W, key)``: a later request of the same kind for the same W object and an equal key gets
-    the same value.  One entry per kind (the latest), so memory stays bounded.  Outside a
-    reuse scope: ``compute()`` each time, nothing kept (a single query's peak memory is
-    unchanged).  Arrays in the value are made read-only, so no caller can change what the
-    next one reads."""
+    ``(W, key)``: a later request of the same kind for the same *locked* W (:func:`register`,
+    whose arrays cannot change in place) and an equal key gets the same value.  One entry
+    per kind (the latest), so memory stays bounded.  Outside a reuse scope, or for a W that
+    is not locked (it may be changed in place between two queries): ``compute()`` each time,
+    nothing kept (a single query's peak memory is unchanged).  Arrays in the value are made
+    read-only, so no caller can change what the next one reads."""
     memo = _MEMO.get()
-    if memo is None:
+    if memo is None or locked_facts(W) is None:  # a plain matrix may change in place
         return compute()
     entry = memo.get(kind)
     if entry is not None and entry[0] is W and entry[1] == key:

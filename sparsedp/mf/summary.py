@@ -11,8 +11,8 @@ from scipy.sparse.csgraph import shortest_path
 
 from sparsedp import validation
 from sparsedp.errors import ParameterError
-from sparsedp.linalg.matrix_facts import reuse_scope
-from sparsedp.linalg.stochastic import check_gossip_matrix
+from sparsedp.linalg.matrix_facts import is_locked, reuse_scope
+from sparsedp.linalg.stochastic import check_gossip_matrix, lock_gossip_matrix
 from sparsedp.mf.result import MFResult
 from sparsedp.mf.sensitivity import mf_sensitivity
 from sparsedp.plain import plain
@@ -48,6 +48,8 @@ def distance_summary(W, attackers, T: int, *, targets=None, progress=None,
     passed on (``algorithm``, ``trust_model``, ``participation_scheme``, ``gradients``,
     ``exact``, ``method``, ``max_memory``)."""
     W = check_gossip_matrix(W, require=("nonnegative", "row_stochastic"))
+    if not is_locked(W):  # the shared work needs a W that cannot change in place
+        W = lock_gossip_matrix(W)
     n = W.shape[0]
     if attackers is None or len(np.atleast_1d(attackers)) == 0:
         raise ParameterError("the distance summary needs a non-empty attacker set")
