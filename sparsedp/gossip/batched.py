@@ -192,14 +192,17 @@ def ones_interval(batch: ObserverBatch, targets=None) -> tuple[np.ndarray, np.nd
     width = batch.lags.shape[2] if targets is None else len(targets)
     buffer = np.empty((batch.T, width))
     for i in range(batch.K.shape[0]):
-        low, high = _ones_certified(batch, i, targets, buffer)
+        low, high = ones_certified(batch, i, targets, buffer)
         lows.append(low)
         highs.append(high)
     return np.stack(lows), np.stack(highs)
 
 
-def _ones_certified(batch: ObserverBatch, i: int, targets, buffer
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def ones_certified(batch: ObserverBatch, i: int, targets=None, buffer=None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Certified ``(low, high)`` around ``1^T M_j 1`` for observer ``i`` of the batch and each
+    target (``None``: all rows): :func:`ones_interval` for one observer, whose targets may
+    differ from the other observers'; ``buffer``: an optional (T, targets) work array."""
     T, u, lam = batch.T, UNIT_ROUNDOFF, batch.lam
     K, dK = batch.K[i], float(batch.dK[i])
     z2, r2, P = _ones_row(batch, i, targets, buffer)
