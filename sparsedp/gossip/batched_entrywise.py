@@ -40,7 +40,6 @@ The bound is the computed ``sum |fl(M)|`` plus all of the above (and ``min(., T)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
@@ -62,36 +61,15 @@ def shifted_inverse(Linv: np.ndarray) -> np.ndarray:
     return P.reshape(T * T, T)
 
 
-@dataclass(frozen=True)
-class CertifiedInverse:
-    """One observer's ``K_hat^{-1}`` with a certified error: ``Linv`` the computed inverse of
-    its Cholesky factor, ``X = fl(Linv^T Linv)`` and ``delta`` with both
-    ``||Linv^T Linv - K_hat^{-1}||_2 <= delta`` and ``||X - K_hat^{-1}||_2 <= delta`` (step 1
-    of the module docstring)."""
-
-    Linv: np.ndarray
-    X: np.ndarray
-    delta: float
-
-
-def certified_inverse(batch: ObserverBatch, i: int) -> CertifiedInverse:
-    """:class:`CertifiedInverse` of observer ``i`` of the batch (``O(T^3)``)."""
-    T = batch.T
-    Linv = scipy.linalg.solve_triangular(batch.L[i], np.eye(T), lower=True, check_finite=False)
-    X = Linv.T @ Linv
-    delta = _inverse_delta(batch.K[i], Linv, X, batch.lam - float(batch.dK[i]))
-    return CertifiedInverse(Linv=Linv, X=X, delta=delta)
-
-
-def entrywise_upper(batch: ObserverBatch, i: int, targets=None, backend: str = "auto",
-                    inverse: CertifiedInverse | None = None) -> np.ndarray:
+def entrywise_upper(batch: ObserverBatch, i: int, targets=None, backend: str = "auto"
+                    ) -> np.ndarray:
     """Certified ``sum_st |M_j[s, t]|`` (capped at T) for observer ``i`` of the batch and
-    every target (``None``: all rows), module docstring; ``inverse``: this observer's
-    :func:`certified_inverse` when already computed."""
+    every target (``None``: all rows), module docstring."""
     T = batch.T
     R = batch.lags[i] if targets is None else batch.lags[i][:, targets]
-    inverse = certified_inverse(batch, i) if inverse is None else inverse
-    Linv, delta = inverse.Linv, inverse.delta
+    K, L = batch.K[i], batch.L[i]
+    Linv = scipy.linalg.solve_triangular(L, np.eye(T), lower=True, check_finite=False)
+    delta = _inverse_delta(K, Linv, batch.lam - float(batch.dK[i]))
     blocks = shifted_inverse(Linv)
     width = max(1, TARGET_BLOCK_BYTES // (8 * T * T))
     out = np.empty(R.shape[1])
@@ -131,11 +109,11 @@ def _bound(batch, i, R, Linv, delta, abs_sum, diag) -> np.ndarray:
     return np.minimum(total, float(T))
 
 
-def _inverse_delta(K: np.ndarray, Linv: np.ndarray, X: np.ndarray, lam_hat: float) -> float:
-    """``delta >= ||Linv^T Linv - K_hat^{-1}||_2`` and ``>= ||X - K_hat^{-1}||_2`` for ``X =
-    fl(Linv^T Linv)`` (both sides of the sandwich, every product's rounding charged; step 1
-    of the module docstring)."""
+def _inverse_delta(K: np.ndarray, Linv: np.ndarray, lam_hat: float) -> float:
+    """``delta >= ||Linv^T Linv - K_hat^{-1}||_2`` (both sides of the sandwich, every
+    product's rounding charged; step 1 of the module docstring)."""
     T = K.shape[0]
+    X = Linv.T @ Linv  # fl(Linv^T Linv), also the solve's X
     sandwich = certified.sandwich_from_solve(np.eye(T), X, K @ X, lam_hat, K_dense=K)
     linv_fro = frobenius(Linv)
     gap = frobenius(X - sandwich.low) * (1 + gamma(T * T + 2))

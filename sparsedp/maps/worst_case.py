@@ -36,8 +36,8 @@ upper(j)``), so the result equals the unpruned ``max_a min(B, E)`` (``prune=Fals
 evaluates every pair with ``B > 0``; ``B = 0`` means ``G_j = 0``: ``Delta^2 = 0``).
 
 Cost: the c = 1 map's propagation (``T`` sparse products per observer) plus ``T' `` more,
-``O(T n)`` for the box bounds and ``O(T^3)`` per observer for its certified inverse, and
-``T^3`` per evaluated pair.  Memory: one batch of lags and a few arrays of length n.
+``O(T n)`` for the box bounds, ``O(T^3)`` per observer (its smallest eigenvalue, and the
+certified inverses of the c = 1 and entrywise bounds) and ``T^3`` per evaluated pair.  Memory: one batch of lags and a few arrays of length n.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from sparsedp import resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip import batched
 from sparsedp.gossip.batched_box import box_radius, box_upper
-from sparsedp.gossip.batched_entrywise import certified_inverse, entrywise_upper
+from sparsedp.gossip.batched_entrywise import entrywise_upper
 from sparsedp.linalg.matrix_facts import one_query
 from sparsedp.linalg.stochastic import matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
@@ -270,8 +270,7 @@ def _main_pass(W, obs, tgt, every_target, position, T, b, lam, symmetric, buffer
         chunk = obs[start:start + b]
         batch = batched.observer_batch(W, chunk, T, lam, SPARSE_BACKEND, symmetric, buffer)
         for i, a in enumerate(chunk):
-            inverse = certified_inverse(batch, i)
-            box = box_upper(batch, i, box_radius(batch, i, inverse),
+            box = box_upper(batch, i, box_radius(batch, i),
                             None if every_target else tgt)
             if position[a] >= 0:
                 box[position[a]] = -np.inf  # the target itself is not an observer of it
@@ -280,8 +279,7 @@ def _main_pass(W, obs, tgt, every_target, position, T, b, lam, symmetric, buffer
             if todo.size:
                 rows = tgt[todo]
                 low, _ = batched.ones_certified(batch, i, rows)
-                box[todo] = np.minimum(box[todo], entrywise_upper(batch, i, rows, backend,
-                                                                  inverse))
+                box[todo] = np.minimum(box[todo], entrywise_upper(batch, i, rows, backend))
                 better = low > lower[todo]
                 lower[todo[better]] = low[better]
                 worst[todo[better]] = a
