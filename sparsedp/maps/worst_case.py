@@ -37,7 +37,8 @@ evaluates every pair with ``B > 0``; ``B = 0`` means ``G_j = 0``: ``Delta^2 = 0`
 
 Cost: the c = 1 map's propagation (``T`` sparse products per observer) plus ``T' `` more,
 ``O(T n)`` for the box bounds, ``O(T^3)`` per observer (its smallest eigenvalue, and the
-certified inverses of the c = 1 and entrywise bounds) and ``T^3`` per evaluated pair.  Memory: one batch of lags and a few arrays of length n.
+certified inverses of the c = 1 and entrywise bounds) and ``T^3`` per evaluated pair.
+Memory: one batch of lags and a few arrays of length n.
 """
 
 from __future__ import annotations
@@ -55,8 +56,13 @@ from sparsedp.gossip.batched_entrywise import entrywise_upper
 from sparsedp.linalg.matrix_facts import one_query
 from sparsedp.linalg.stochastic import matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
-from sparsedp.maps.privacy_map import (SPARSE_BACKEND, _batch_size, _describe, _item, _source,
-                                       upper_epsilons)
+from sparsedp.maps.privacy_map import (
+    SPARSE_BACKEND,
+    _batch_size,
+    _describe,
+    _source,
+    upper_epsilons,
+)
 from sparsedp.maps.selection import select_nodes
 from sparsedp.plain import plain
 from sparsedp.progress import progress_bar
@@ -75,10 +81,25 @@ class WorstCase:
         ``lower`` and ``upper`` (certified bounds on ``max_a Delta^2(target -> a)``),
         ``kind`` (``"certified upper"``; ``"exact"`` when both are 0: no observer within
         T - 1 hops), ``worst_observer`` (the observer of the largest lower bound; None when no
-        pair of the target was evaluated) and ``epsilon`` (``gaussian_epsilon(upper, sigma, delta)``,
-        NaN without sigma and delta): numpy arrays, one entry per target.  Targets whose only
-        observer is themselves are left out.
-    parameters, notes, info : the request, what the numbers claim, timing and pruning counts.
+        pair of the target was evaluated) and ``epsilon`` (``gaussian_epsilon(upper, sigma,
+        delta)``, NaN without sigma and delta): numpy arrays, one entry per target.
+        Targets whose only observer is themselves are left out.
+    parameters : dict
+        The request (T, sigma, delta, selections, prepass_T, prune).
+    notes : tuple of str
+        What the numbers claim.
+    info : dict
+        Timing, pair counts (``pairs``, ``evaluated_pairs``: those given the c = 1 and
+        entrywise bounds) and batching.
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp
+    >>> w = sparsedp.per_target_worst_case(nx.path_graph(5), T=4, sigma=1.0, delta=1e-5)
+    >>> [(r["target"], r["worst_observer"]) for r in w.rows()][:2]
+    [(0, 1), (1, 0)]
+    >>> bool(w.columns["lower"][0] <= w.columns["upper"][0])
+    True
     """
 
     columns: dict
