@@ -1,6 +1,7 @@
 """Privacy maps: many (observer, target) pairs of one graph at once, as a table with
-summaries (:func:`privacy_map`), the certified per-target worst case over observers
-without the table (:func:`per_target_worst_case`), and its on-disk store (:mod:`sparsedp.maps.store`).
+summaries (:func:`privacy_map`) and its on-disk store (:mod:`sparsedp.maps.store`), and the
+certified per-target worst case over observers without the table
+(:func:`per_target_worst_case`).
 
 Imports the gossip family, ``graphs``, ``linalg``, ``privacy`` and the base modules.
 """
