@@ -190,3 +190,31 @@ def test_negative_weights_are_refused():
     W = np.array([[0.5, 0.7, -0.2], [0.7, 0.3, 0.0], [-0.2, 0.0, 1.2]])
     with pytest.raises(GossipMatrixError):
         sparsedp.per_target_worst_case(W, 4)
+
+
+# ---- the command line ------------------------------------------------------------------------
+
+def _cli(capsys, *argv):
+    from sparsedp.cli.main import main
+    code = main(["map", "--no-progress", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_per_target_json_equals_the_library(capsys):
+    import json
+    code, out, _ = _cli(capsys, "--generator", "ring:12", "-T", "5", "--per-target", "--json")
+    assert code == 0
+    record = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
+    direct = sparsedp.per_target_worst_case(nx.cycle_graph(12), 5, 1.0, 1e-5)
+    assert [r["upper"] for r in record["rows"]] == pytest.approx(
+        direct.columns["upper"].tolist(), rel=1e-12)
+    code, out, _ = _cli(capsys, "--generator", "ring:12", "-T", "5", "--per-target")
+    assert code == 0 and "least protected targets" in out and "certified upper" in out
+
+
+def test_cli_per_target_refuses_a_table_output(capsys, tmp_path):
+    code, _, err = _cli(capsys, "--generator", "ring:10", "-T", "3", "--per-target", "--out",
+                        str(tmp_path / "m.parquet"))
+    assert code == 2 and "--per-target" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "m.parquet").exists()
