@@ -18,10 +18,10 @@ import argparse
 import time
 
 from sparsedp import validation
-from sparsedp.errors import ParameterError
 from sparsedp.cli.exports import write_atomically
 from sparsedp.cli.graph_input import add_graph_options, load_graph
 from sparsedp.cli.options import add_memory_option, add_progress_option, exact_flag
+from sparsedp.errors import ParameterError
 from sparsedp.graphs.weights import SCHEMES
 from sparsedp.maps import store
 from sparsedp.maps.plots import PLOT_KINDS, plot_map
