@@ -73,6 +73,7 @@ def _worst_case(W, matvec: float, load_start, prepass) -> None:
         "n": int(W.shape[0]), "T": T, "upper": "worst-case", "targets": len(w),
         "pairs": w.info["pairs"], "evaluated_pairs": w.info["evaluated_pairs"],
         "prepass_T": w.parameters["prepass_T"], "prepass_seconds": w.info["prepass_seconds"],
+        "evaluation_seconds": w.info["evaluation_seconds"],
         "seconds": seconds, "matvec_seconds": matvec, "seconds_per_matvec": seconds / matvec,
         "gap_median": float(np.median(gap)), "gap_max": float(gap.max()),
         "worst_lower_median": float(np.median(lower)), "worst_upper_max": float(upper.max()),
