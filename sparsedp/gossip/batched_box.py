@@ -31,8 +31,8 @@ lambda_min(K_hat) - dK`` (Weyl); the analytic ``lam`` is used when larger.
 The exact ``b_j``: the computed lags satisfy ``|fl(r) - r| <= e r`` (``e =
 gamma((T-1)(d+1))``), so ``b_j <= C fl(r_j) / (1 - e)``; the cumulative sum of non-negative
 terms is within ``gamma_T`` of ``C fl(r_j)`` and so is the sum of squares, giving
-``||b_j||^2 <= fl(||fl(b_j)||^2) / ((1 - e)^2 (1 - gamma_T)^3)``.  The result is capped at T
-(``M_j <= I``).
+``||b_j||^2 <= fl(||fl(b_j)||^2) / ((1 - e)^2 (1 - gamma_T)^3)`` (the rounding model of
+the batched engine: no underflow in the lags).  The result is capped at T (``M_j <= I``).
 
 W must be entrywise non-negative (every row-stochastic gossip matrix the package accepts is:
 ``check_gossip_matrix`` refuses negative entries); with a negative entry ``|G_j c| <= G_j 1``
