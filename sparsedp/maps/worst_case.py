@@ -282,8 +282,9 @@ def _prepass(W, obs, tgt, every_target, position, rounds, lam, symmetric, buffer
 
 def _main_pass(W, obs, tgt, every_target, position, T, b, lam, symmetric, buffer, pre,
                backend, bar):
-    """``(lower, upper, worst observer, evaluated pairs, seconds evaluating them)`` over the observers at T; ``pre``
-    None: no pruning (every pair with a positive box bound is evaluated)."""
+    """``(lower, upper, worst observer, evaluated pairs, seconds evaluating them)`` over the
+    observers at T; ``pre`` None: no pruning (every pair with a positive box bound is
+    evaluated)."""
     lower = np.zeros(tgt.size)
     upper = np.zeros(tgt.size)
     worst = np.full(tgt.size, -1, dtype=np.int64)
@@ -292,8 +293,7 @@ def _main_pass(W, obs, tgt, every_target, position, T, b, lam, symmetric, buffer
         chunk = obs[start:start + b]
         batch = batched.observer_batch(W, chunk, T, lam, SPARSE_BACKEND, symmetric, buffer)
         for i, a in enumerate(chunk):
-            box = box_upper(batch, i, box_radius(batch, i),
-                            None if every_target else tgt)
+            box = box_upper(batch, i, box_radius(batch, i), None if every_target else tgt)
             if position[a] >= 0:
                 box[position[a]] = -np.inf  # the target itself is not an observer of it
             threshold = 0.0 if pre is None else np.maximum(pre, upper)
