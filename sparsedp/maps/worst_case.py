@@ -32,7 +32,8 @@ evaluated only when ``B(j, a) > thr(j)``, a running certified lower bound on the
    ``E``.
 
 A skipped pair has ``u = B <= thr(j) <= final upper(j)`` (``pre(j) <= worst(j) <=
-upper(j)``), so the result equals the unpruned ``max_a min(B, E)`` (``prune=False``
+upper(j)``), so the result equals the unpruned ``max_a min(B, E)`` (to rounding: a pair's
+bounds are computed in a block of other targets, whose size changes the rounding; ``prune=False``
 evaluates every pair with ``B > 0``; ``B = 0`` means ``G_j = 0``: ``Delta^2 = 0``).
 
 Cost: the c = 1 map's propagation (``T`` sparse products per observer) plus ``T' `` more,
