@@ -68,6 +68,8 @@ from sparsedp.maps.selection import select_nodes
 from sparsedp.plain import plain
 from sparsedp.progress import progress_bar
 
+REFINE_EVALUATIONS = 0  # eigen-decompositions of the diagonal-shift search per refined pair
+SETTLED = 1e-6  # a pair whose upper bound is within this of its lower bound is not refined
 COLUMNS = ("target", "observers", "lower", "upper", "kind", "worst_observer", "epsilon")
 
 
@@ -135,6 +137,7 @@ def per_target_worst_case(
     targets="all",
     scheme: str = "metropolis",
     prepass_T: int | None = None,
+    refine: int = REFINE_EVALUATIONS,
     prune: bool = True,
     batch_size: int | None = None,
     progress=None,
@@ -153,6 +156,9 @@ def per_target_worst_case(
     scheme : weight scheme for graph input.
     prepass_T : rounds of the pruning pre-pass (default ``T // 5``; 0: none).  Any value
         gives the same bounds; it only changes how many pairs are evaluated.
+    refine : eigen-decompositions of the diagonal-shift search for each evaluated pair whose
+        bounds would still raise its target's upper bound (``0``: no refinement; module
+        docstring).
     prune : ``False`` evaluates every pair with a positive box bound (a reference for the
         tests: the same bounds, ``T^3`` work per pair).
     batch_size, progress, backend, max_memory : as for :func:`sparsedp.privacy_map`.
@@ -185,6 +191,8 @@ def per_target_worst_case(
         prepass_T = T // 5
     if isinstance(prepass_T, bool) or not isinstance(prepass_T, int) or not 0 <= prepass_T < T:
         raise ParameterError(f"prepass_T must be an integer in [0, T), got {prepass_T!r}")
+    if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
+        raise ParameterError(f"refine must be an integer >= 0, got {refine!r}")
     if (sigma is None) != (delta is None):
         raise ParameterError("give both sigma and delta (for the epsilon column) or neither")
     if sigma is not None:
@@ -214,9 +222,9 @@ def per_target_worst_case(
             _prepass(W, obs, tgt, every_target, position, rounds, lam, symmetric, buffer,
                      pre, bar)
         prepass_seconds = time.perf_counter() - start
-        lower, upper, worst, evaluated, evaluating = _main_pass(
+        lower, upper, worst, evaluated, refined, evaluating = _main_pass(
             W, obs, tgt, every_target, position, T, b, lam, symmetric, buffer,
-            pre if prune else None, backend, bar)
+            pre if prune else None, refine, backend, bar)
     finally:
         if bar is not None:
             bar.close()
@@ -236,7 +244,7 @@ def per_target_worst_case(
     parameters = {"T": T, "sigma": sigma, "delta": delta, "view": "secure-summation",
                   "nodes": n, "observers": _describe(observers), "targets": _describe(targets),
                   "scheme": scheme if graph is not None else None, "prepass_T": prepass_T,
-                  "prune": bool(prune)}
+                  "refine": refine, "prune": bool(prune)}
     notes = ("upper: the largest over every (observer, target) pair of a certified upper "
              "bound on that pair (min of the box and entrywise bounds where evaluated, the "
              "box bound elsewhere): a certified upper bound on the worst case over the "
@@ -245,7 +253,7 @@ def per_target_worst_case(
     info = {"seconds": seconds, "prepass_seconds": prepass_seconds,
             "evaluation_seconds": evaluating,
             "pairs": int(obs.size * tgt.size - np.isin(tgt, obs).sum()),
-            "evaluated_pairs": int(evaluated), "batch_size": b,
+            "evaluated_pairs": int(evaluated), "refined_pairs": int(refined), "batch_size": b,
             "sparse_matrix_vector_products": int(obs.size * (T - 1 + sum(
                 max(r - 1, 0) for r in passes))),
             "lambda_min_lower_bound": lam}
@@ -282,14 +290,14 @@ def _prepass(W, obs, tgt, every_target, position, rounds, lam, symmetric, buffer
 
 
 def _main_pass(W, obs, tgt, every_target, position, T, b, lam, symmetric, buffer, pre,
-               backend, bar):
-    """``(lower, upper, worst observer, evaluated pairs, seconds evaluating them)`` over the
-    observers at T; ``pre`` None: no pruning (every pair with a positive box bound is
-    evaluated)."""
+               refine, backend, bar):
+    """``(lower, upper, worst observer, evaluated pairs, refined pairs, seconds evaluating
+    them)`` over the observers at T; ``pre`` None: no pruning (every pair with a positive box
+    bound is evaluated, and with ``refine`` refined)."""
     lower = np.zeros(tgt.size)
     upper = np.zeros(tgt.size)
     worst = np.full(tgt.size, -1, dtype=np.int64)
-    evaluated, evaluating = 0, 0.0
+    evaluated, refined, evaluating = 0, 0, 0.0
     for start in range(0, obs.size, b):
         chunk = obs[start:start + b]
         batch = batched.observer_batch(W, chunk, T, lam, SPARSE_BACKEND, symmetric, buffer)
@@ -304,6 +312,16 @@ def _main_pass(W, obs, tgt, every_target, position, T, b, lam, symmetric, buffer
                 rows = tgt[todo]
                 low, _ = batched.ones_certified(batch, i, rows)
                 box[todo] = np.minimum(box[todo], entrywise_upper(batch, i, rows, backend))
+                above = np.flatnonzero((box[todo] > (threshold if pre is None
+                                                     else threshold[todo]))
+                                       & (box[todo] > low * (1 + SETTLED)))
+                if refine and above.size:  # pairs that would still raise their target's upper
+                    sandwiches = batched.pair_sandwiches(batch, i, rows[above])
+                    for k, sandwich in zip(above, sandwiches, strict=True):
+                        low_k, up_k = batched.refined_bounds(sandwich, refine, backend)
+                        low[k] = max(low[k], low_k)
+                        box[todo[k]] = min(box[todo[k]], up_k)
+                    refined += above.size
                 better = low > lower[todo]
                 lower[todo[better]] = low[better]
                 worst[todo[better]] = a
@@ -312,4 +330,4 @@ def _main_pass(W, obs, tgt, every_target, position, T, b, lam, symmetric, buffer
             np.maximum(upper, box, out=upper)
         if bar is not None:
             bar.update(chunk.size)
-    return lower, upper, worst, evaluated, evaluating
+    return lower, upper, worst, evaluated, refined, evaluating
