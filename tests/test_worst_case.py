@@ -177,6 +177,7 @@ def test_far_targets_are_exact_zeros_and_a_lone_target_is_left_out():
 @pytest.mark.parametrize("kwargs, error, text", [
     ({"prepass_T": 5}, ParameterError, "prepass_T"),
     ({"prepass_T": -1}, ParameterError, "prepass_T"),
+    ({"refine": -1}, ParameterError, "refine"),
     ({"sigma": 1.0}, ParameterError, "both sigma and delta"),
     ({"observers": [99]}, sparsedp.GraphError, "unknown node id 99"),
 ])

@@ -68,7 +68,7 @@ from sparsedp.maps.selection import select_nodes
 from sparsedp.plain import plain
 from sparsedp.progress import progress_bar
 
-REFINE_EVALUATIONS = 0  # eigen-decompositions of the diagonal-shift search per refined pair
+REFINE_EVALUATIONS = 5  # eigen-decompositions of the diagonal-shift search per refined pair
 SETTLED = 1e-6  # a pair whose upper bound is within this of its lower bound is not refined
 COLUMNS = ("target", "observers", "lower", "upper", "kind", "worst_observer", "epsilon")
 
@@ -203,7 +203,8 @@ def per_target_worst_case(
     obs = select_nodes(observers, graph, n, "observers")
     tgt = select_nodes(targets, graph, n, "targets")
     b = _batch_size(batch_size, n, T, tgt.size, obs.size)
-    resources.require_within(3 * 8 * b * T * n + 64 * tgt.size,
+    kept_K = 8 * T * T * obs.size if refine else 0  # the K of the observers of kept pairs
+    resources.require_within(3 * 8 * b * T * n + 64 * tgt.size + kept_K,
                              resources.memory_budget(max_memory),
                              f"the per-target worst case at T = {T}", "use a smaller batch_size")
     symmetric = matrix_facts(W).symmetric
@@ -289,45 +290,100 @@ def _prepass(W, obs, tgt, every_target, position, rounds, lam, symmetric, buffer
             bar.update(chunk.size)
 
 
+@dataclass
+class _Pending:
+    """Evaluated pairs kept for the refinement (``u > `` the target's largest lower bound at
+    the time): target positions, observer rows, ``u`` and the pair's lags ``r_l[j]``; and the
+    ``K_hat`` and ``dK`` of each of their observers."""
+
+    targets: list = field(default_factory=list)
+    observers: list = field(default_factory=list)
+    uppers: list = field(default_factory=list)
+    lags: list = field(default_factory=list)
+    K: dict = field(default_factory=dict)
+
+
 def _main_pass(W, obs, tgt, every_target, position, T, b, lam, symmetric, buffer, pre,
                refine, backend, bar):
     """``(lower, upper, worst observer, evaluated pairs, refined pairs, seconds evaluating
-    them)`` over the observers at T; ``pre`` None: no pruning (every pair with a positive box
-    bound is evaluated, and with ``refine`` refined)."""
+    them)`` over the observers at T (module docstring); ``pre`` None: no pruning (every pair
+    with a positive box bound is evaluated)."""
     lower = np.zeros(tgt.size)
-    upper = np.zeros(tgt.size)
+    settled = np.zeros(tgt.size)  # the largest u of the pairs not kept for refinement
     worst = np.full(tgt.size, -1, dtype=np.int64)
-    evaluated, refined, evaluating = 0, 0, 0.0
+    pending = _Pending()
+    evaluated, evaluating = 0, 0.0
+    lag_depth = 0
     for start in range(0, obs.size, b):
         chunk = obs[start:start + b]
         batch = batched.observer_batch(W, chunk, T, lam, SPARSE_BACKEND, symmetric, buffer)
+        lag_depth = batch.lag_depth
         for i, a in enumerate(chunk):
             box = box_upper(batch, i, box_radius(batch, i), None if every_target else tgt)
             if position[a] >= 0:
                 box[position[a]] = -np.inf  # the target itself is not an observer of it
-            threshold = 0.0 if pre is None else np.maximum(pre, upper)
+            # refinement lowers the uppers later: prune against lower bounds only
+            threshold = (0.0 if pre is None
+                         else np.maximum(pre, lower if refine else np.maximum(lower, settled)))
             todo = np.flatnonzero(box > threshold)
             if todo.size:
                 began = time.perf_counter()
                 rows = tgt[todo]
                 low, _ = batched.ones_certified(batch, i, rows)
                 box[todo] = np.minimum(box[todo], entrywise_upper(batch, i, rows, backend))
-                above = np.flatnonzero((box[todo] > (threshold if pre is None
-                                                     else threshold[todo]))
-                                       & (box[todo] > low * (1 + SETTLED)))
-                if refine and above.size:  # pairs that would still raise their target's upper
-                    sandwiches = batched.pair_sandwiches(batch, i, rows[above])
-                    for k, sandwich in zip(above, sandwiches, strict=True):
-                        low_k, up_k = batched.refined_bounds(sandwich, refine, backend)
-                        low[k] = max(low[k], low_k)
-                        box[todo[k]] = min(box[todo[k]], up_k)
-                    refined += above.size
                 better = low > lower[todo]
                 lower[todo[better]] = low[better]
                 worst[todo[better]] = a
+                if refine:
+                    keep = ((box[todo] > lower[todo]) & (box[todo] > low * (1 + SETTLED)))
+                    kept = todo[keep]
+                    if kept.size:
+                        pending.targets.append(kept)
+                        pending.observers.append(np.full(kept.size, a))
+                        pending.uppers.append(box[kept].copy())
+                        pending.lags.append(batch.lags[i][:, tgt[kept]].T.copy())
+                        pending.K[int(a)] = (batch.K[i].copy(), float(batch.dK[i]))
+                        box[kept] = -np.inf  # kept: not settled
                 evaluated += todo.size
                 evaluating += time.perf_counter() - began
-            np.maximum(upper, box, out=upper)
+            np.maximum(settled, box, out=settled)
         if bar is not None:
             bar.update(chunk.size)
+    upper, refined = settled, 0
+    if refine and pending.targets:
+        began = time.perf_counter()
+        upper, refined = _refine(pending, settled, lower, worst, lam, lag_depth, refine,
+                                 backend)
+        evaluating += time.perf_counter() - began
     return lower, upper, worst, evaluated, refined, evaluating
+
+
+def _refine(pending: _Pending, settled, lower, worst, lam, lag_depth, refine, backend):
+    """Per target, the kept pairs by decreasing ``u``: each is refined
+    (:func:`sparsedp.gossip.batched.refined_bounds` on its single-pair sandwich) while its
+    ``u`` exceeds the target's upper so far (``settled``, then the refined values); the rest
+    have ``u`` at most that.  Returns ``(upper, refined pairs)``; ``lower`` and ``worst``
+    are raised in place."""
+    targets = np.concatenate(pending.targets)
+    observers = np.concatenate(pending.observers)
+    uppers = np.concatenate(pending.uppers)
+    lags = np.concatenate(pending.lags)
+    upper = settled.copy()
+    refined = 0
+    for k in np.lexsort((-uppers, targets)):
+        j = targets[k]
+        if uppers[k] <= upper[j]:
+            continue  # this pair and the target's later (smaller) ones change nothing
+        a = int(observers[k])
+        K, dK = pending.K[a]
+        single = batched.ObserverBatch(
+            observers=np.array([a]), lags=lags[k].reshape(1, -1, 1), K=K[None],
+            L=np.linalg.cholesky(K)[None], dK=np.array([dK]), lam=lam, lag_depth=lag_depth,
+            products=0)
+        sandwich = next(batched.pair_sandwiches(single, 0, np.array([0])))
+        low, up = batched.refined_bounds(sandwich, refine, backend)
+        refined += 1
+        upper[j] = max(upper[j], min(uppers[k], up))
+        if low > lower[j]:
+            lower[j], worst[j] = low, a
+    return upper, refined
