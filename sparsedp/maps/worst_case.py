@@ -68,7 +68,7 @@ from sparsedp.maps.selection import select_nodes
 from sparsedp.plain import plain
 from sparsedp.progress import progress_bar
 
-REFINE_EVALUATIONS = 5  # eigen-decompositions of the diagonal-shift search per refined pair
+REFINE_EVALUATIONS = 0  # eigen-decompositions of the diagonal-shift search per refined pair
 SETTLED = 1e-6  # a pair whose upper bound is within this of its lower bound is not refined
 COLUMNS = ("target", "observers", "lower", "upper", "kind", "worst_observer", "epsilon")
 
