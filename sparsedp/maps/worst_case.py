@@ -7,19 +7,20 @@ For a target j and the selected observers A (secure-summation single-observer vi
 
 :func:`per_target_worst_case` reports, per target,
 
-* ``lower``: the largest certified c = 1 lower bound ``L(j, a)`` over the pairs it evaluated
-  (:func:`sparsedp.gossip.batched.ones_certified`): a certified lower bound on worst(j);
+* ``lower``: the largest certified lower bound over the pairs it evaluated (the c = 1
+  value ``L(j, a)``, :func:`sparsedp.gossip.batched.ones_certified`, or a refined one);
 * ``upper``: the largest of one certified upper bound ``u(j, a)`` per pair, over *every* pair:
-  ``u = min(B, E)`` for the evaluated pairs, ``u = B`` for the others, where ``B`` is the box
-  bound ``rho_a ||b_j||^2`` (:mod:`sparsedp.gossip.batched_box`, ``O(T n)`` per observer for
-  all targets) and ``E`` the entrywise bound ``sum |M_j|`` (:mod:`sparsedp.gossip.
-  batched_entrywise`, ``T^3`` per pair).  Each ``u(j, a)`` bounds ``Delta^2(j -> a)``, so
-  their maximum bounds worst(j), whichever pairs were evaluated: the result is certified
-  regardless of the pruning below.
+  ``u = min(B, E)`` for the evaluated pairs (``min(B, E, R)`` for the refined ones), ``u =
+  B`` for the others, where ``B`` is the box bound ``||b_j||^2 / lambda_min(K_a)``
+  (:mod:`sparsedp.gossip.batched_box`, ``O(T n)`` per observer for all targets), ``E`` the
+  entrywise bound ``sum |M_j|`` (:mod:`sparsedp.gossip.batched_entrywise`, ``T^3`` per
+  pair) and ``R`` the refined bound below.  Each ``u(j, a)`` bounds ``Delta^2(j -> a)``, so
+  their maximum bounds worst(j), whichever pairs were evaluated or refined: the result is
+  certified regardless of the pruning.
 
-Pruning: which pairs are evaluated.  ``B`` is loose (2-6 times the c = 1 value on the
+Pruning: which pairs are evaluated.  ``B`` is loose (1.5-5 times the c = 1 value on the
 benchmark graph) but tiny for all but a target's few strongest observers, so a pair is
-evaluated only when ``B(j, a) > thr(j)``, a running certified lower bound on the final upper:
+evaluated only when ``B(j, a) > thr(j)``:
 
 1. a pre-pass at ``T' < T`` (``prepass_T``; T' rounds of propagation and a T' x T' by
    T' x n product per observer) gives ``pre(j) = max_a L_T'(j, a)``.  The observations of
@@ -28,18 +29,33 @@ evaluated only when ``B(j, a) > thr(j)``, a running certified lower bound on the
    marginal covariance is at most the full vector's: ``Delta_T'^2 <= Delta_T^2`` pair by
    pair, so ``pre(j) <= worst(j)``;
 2. the main pass at T (observers in batches, as the map): per observer ``B`` for every
-   target, ``thr(j) = max(pre(j), upper so far(j))``; pairs with ``B > thr`` get ``L`` and
-   ``E``.
+   target, ``thr(j) = max(pre(j), lower so far(j), upper so far(j))`` (without refinement),
+   ``max(pre(j), lower so far(j))`` (with: the refinement lowers uppers afterwards); pairs
+   with ``B > thr`` get ``L`` and ``E``.
 
-A skipped pair has ``u = B <= thr(j) <= final upper(j)`` (``pre(j) <= worst(j) <=
-upper(j)``), so the result equals the unpruned ``max_a min(B, E)`` (to rounding: a pair's
-bounds are computed in a block of other targets, whose size changes the rounding; ``prune=False``
-evaluates every pair with ``B > 0``; ``B = 0`` means ``G_j = 0``: ``Delta^2 = 0``).
+Without refinement a skipped pair has ``u = B <= thr(j) <= final upper(j)`` (``pre(j) <=
+worst(j) <= upper(j)``), so the result equals the unpruned ``max_a min(B, E)``; with it,
+``B <= thr(j) <= worst(j)``, below every certified upper bound.  Equal to rounding: a pair's
+bounds are computed in a block of other targets, whose size changes the rounding
+(``prune=False`` evaluates every pair with ``B > 0``; ``B = 0`` means ``G_j = 0``:
+``Delta^2 = 0``).
+
+Refinement (``refine = N > 0``): where ``M_j`` has negative entries (a target's neighbours
+at T = 100 on the benchmark graph) ``E`` is 5-20% above ``L``.  The evaluated pairs with ``u >
+lower so far(j)`` are kept (their lags ``r_l[j]`` and their observer's ``K_hat``); after the
+main pass, per target, the kept pairs are taken by decreasing ``u`` and each is refined while
+its ``u`` exceeds the target's upper so far (the other pairs' ``u``, then the refined
+values): the single-pair certified sandwich (:func:`sparsedp.gossip.batched.pair_sandwiches`)
+and :func:`sparsedp.gossip.batched.refined_bounds` (multistart ascent for the lower bound,
+the certified diagonal shift ``T lambda_max(M - diag d) + sum d`` with N eigen-decompositions
+for the upper).  The pairs left have ``u`` at most the result, which therefore equals the
+one with every pair refined.
 
 Cost: the c = 1 map's propagation (``T`` sparse products per observer) plus ``T' `` more,
 ``O(T n)`` for the box bounds, ``O(T^3)`` per observer (its smallest eigenvalue, and the
-certified inverses of the c = 1 and entrywise bounds) and ``T^3`` per evaluated pair.
-Memory: one batch of lags and a few arrays of length n.
+certified inverses of the c = 1 and entrywise bounds), ``T^3`` per evaluated pair and a few
+ms per refined pair (T = 100).  Memory: one batch of lags, a few arrays of length n, and with
+refinement the kept pairs' lags and one ``K_hat`` per observer (``8 T^2`` bytes).
 """
 
 from __future__ import annotations
