@@ -8,13 +8,15 @@ seed 1, giant component), Metropolis weights, every observer against every targe
 epsilons at sigma = 1, delta = 1e-5.  Each mode in a fresh process (``--upper`` picks one), so
 the peak RSS is its own; the time of one scipy ``W @ x`` on the same W is printed next to it.
 ``--upper worst-case``: no table, the certified per-target worst case over all observers at
-T = 100 (:func:`sparsedp.per_target_worst_case`), with the number of evaluated pairs and the
-median / max relative gap ``(upper - lower) / lower`` over the targets.  The load average
+T = 100 (:func:`sparsedp.per_target_worst_case`; ``--prepass``, ``--refine`` its options), with
+the numbers of evaluated and refined pairs and the median / 90th percentile / max relative
+gap ``(upper - lower) / lower`` over the targets.  The load average
 (``os.getloadavg``) at the start and the end is printed too.
 
     python bench/privacy_map_full.py --upper none        # about 2.5 minutes, 4.3 GB
     python bench/privacy_map_full.py --upper entrywise   # about 7.5 minutes, 4.1 GB
-    python bench/privacy_map_full.py --upper worst-case
+    python bench/privacy_map_full.py --upper worst-case               # about 2.2 minutes, 0.5 GB
+    python bench/privacy_map_full.py --upper worst-case --refine 5    # about 7.5 minutes, 1.4 GB
 """
 
 from __future__ import annotations
