@@ -386,7 +386,7 @@ def _certify(batch, i, tgt, zero, do_exact, backend, lower, upper, kind) -> None
 
 
 def upper_epsilons(upper: np.ndarray, sigma: float, delta: float, float32: bool = False
-              ) -> tuple[np.ndarray, str | None]:
+                   ) -> tuple[np.ndarray, str | None]:
     """``gaussian_epsilon`` of each certified upper bound (float32 rounded up when
     ``float32``), and a note when it is rounded up.
 
