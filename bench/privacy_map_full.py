@@ -7,15 +7,23 @@ seed 1, giant component), Metropolis weights, every observer against every targe
 ``--upper entrywise``: certified upper bounds ``sum |M_T|`` for every pair at T = 30, with
 epsilons at sigma = 1, delta = 1e-5.  Each mode in a fresh process (``--upper`` picks one), so
 the peak RSS is its own; the time of one scipy ``W @ x`` on the same W is printed next to it.
+``--upper worst-case``: no table, the certified per-target worst case over all observers at
+T = 100 (:func:`sparsedp.per_target_worst_case`; ``--prepass``, ``--refine`` its options), with
+the numbers of evaluated and refined pairs and the median / 90th percentile / max relative
+gap ``(upper - lower) / lower`` over the targets.  The load average
+(``os.getloadavg``) at the start and the end is printed too.
 
     python bench/privacy_map_full.py --upper none        # about 2.5 minutes, 4.3 GB
     python bench/privacy_map_full.py --upper entrywise   # about 7.5 minutes, 4.1 GB
+    python bench/privacy_map_full.py --upper worst-case               # about 2.2 minutes, 0.5 GB
+    python bench/privacy_map_full.py --upper worst-case --refine 5    # about 7.5 minutes, 1.4 GB
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import time
 
@@ -28,8 +36,11 @@ from sparsedp.graphs import large
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10_000)
-    parser.add_argument("--upper", choices=("none", "entrywise"), default="none")
+    parser.add_argument("--upper", choices=("none", "entrywise", "worst-case"), default="none")
+    parser.add_argument("--prepass", type=int, default=None, help="prepass_T (worst-case)")
+    parser.add_argument("--refine", type=int, default=None, help="refine (worst-case)")
     args = parser.parse_args()
+    load_start = os.getloadavg()
     graph = large.largest_component(large.erdos_renyi_large(args.n, 20, seed=1))
     W = sparsedp.gossip_matrix(graph)
     x = np.random.default_rng(0).random(W.shape[0])
@@ -38,6 +49,9 @@ def main() -> None:
         start = time.perf_counter()
         W @ x
         matvec = min(matvec, time.perf_counter() - start)
+    if args.upper == "worst-case":
+        _worst_case(W, matvec, load_start, args.prepass, args.refine)
+        return
     T, sigma, delta = (100, None, None) if args.upper == "none" else (30, 1.0, 1e-5)
     start = time.perf_counter()
     m = sparsedp.privacy_map(W, "all", "all", T, sigma, delta, upper=args.upper, float32=True,
@@ -47,7 +61,31 @@ def main() -> None:
         "n": int(W.shape[0]), "pairs": len(m), "T": T, "upper": args.upper,
         "seconds": seconds, "matvec_seconds": matvec, "seconds_per_matvec": seconds / matvec,
         "table_bytes": int(sum(v.nbytes for v in m.columns.values())),
-        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "load_average_start": load_start, "load_average_end": os.getloadavg()}))
+
+
+def _worst_case(W, matvec: float, load_start, prepass, refine) -> None:
+    T = 100
+    options = {} if refine is None else {"refine": refine}
+    start = time.perf_counter()
+    w = sparsedp.per_target_worst_case(W, T, 1.0, 1e-5, prepass_T=prepass, progress=False,
+                                       **options)
+    seconds = time.perf_counter() - start
+    lower, upper = w.columns["lower"], w.columns["upper"]
+    gap = (upper - lower) / lower
+    print(json.dumps({
+        "n": int(W.shape[0]), "T": T, "upper": "worst-case", "targets": len(w),
+        "pairs": w.info["pairs"], "evaluated_pairs": w.info["evaluated_pairs"],
+        "refined_pairs": w.info["refined_pairs"], "refine": w.parameters["refine"],
+        "prepass_T": w.parameters["prepass_T"], "prepass_seconds": w.info["prepass_seconds"],
+        "evaluation_seconds": w.info["evaluation_seconds"],
+        "seconds": seconds, "matvec_seconds": matvec, "seconds_per_matvec": seconds / matvec,
+        "gap_median": float(np.median(gap)), "gap_p90": float(np.percentile(gap, 90)),
+        "gap_max": float(gap.max()),
+        "worst_lower_median": float(np.median(lower)), "worst_upper_max": float(upper.max()),
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "load_average_start": load_start, "load_average_end": os.getloadavg()}))
 
 
 if __name__ == "__main__":

@@ -298,7 +298,7 @@ def test_epsilons_of_many_distinct_bounds_stay_upper_bounds():
     module = importlib.import_module("sparsedp.maps.privacy_map")
     rng = np.random.default_rng(0)
     upper = np.concatenate([rng.uniform(0, 30, 25_000), [0.0, 1e-30, 30.0]])
-    eps, note = module._epsilons(upper, 2.0, 1e-5)
+    eps, note = module.upper_epsilons(upper, 2.0, 1e-5)
     assert note is not None and "upper bound" in note
     picked = np.concatenate([rng.choice(upper.size, 200), [upper.size - 1]])
     exact = np.array([sparsedp.gaussian_epsilon(float(upper[i]), 2.0, 1e-5) for i in picked])

@@ -68,7 +68,15 @@ import scipy.sparse as sp
 
 from sparsedp.linalg import certified, gram, kernels
 from sparsedp.linalg.certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
-from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
+from sparsedp.linalg.sign_bounds import (
+    TOP_EIGENPAIRS,
+    Bound,
+    certified_shift_bound,
+    evaluate_bounds,
+    minimise_diagonal_shift,
+    sign_candidates,
+    top_pairs,
+)
 from sparsedp.linalg.stochastic import matrix_facts
 
 
@@ -192,14 +200,17 @@ def ones_interval(batch: ObserverBatch, targets=None) -> tuple[np.ndarray, np.nd
     width = batch.lags.shape[2] if targets is None else len(targets)
     buffer = np.empty((batch.T, width))
     for i in range(batch.K.shape[0]):
-        low, high = _ones_certified(batch, i, targets, buffer)
+        low, high = ones_certified(batch, i, targets, buffer)
         lows.append(low)
         highs.append(high)
     return np.stack(lows), np.stack(highs)
 
 
-def _ones_certified(batch: ObserverBatch, i: int, targets, buffer
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def ones_certified(batch: ObserverBatch, i: int, targets=None, buffer=None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Certified ``(low, high)`` around ``1^T M_j 1`` for observer ``i`` of the batch and each
+    target (``None``: all rows): :func:`ones_interval` for one observer, whose targets may
+    differ from the other observers'; ``buffer``: an optional (T, targets) work array."""
     z2, r2, P = _ones_row(batch, i, targets, buffer)
     return certify_ones(batch.K[i], batch.L[i], float(batch.dK[i]), batch.lam, P, z2, r2,
                         gamma(batch.lag_depth))
@@ -300,3 +311,26 @@ def pair_bounds(
     lower = max(0.0, max(b.value for b in bounds if b.kind in ("lower", "exact")))
     upper = min(b.value for b in bounds if b.kind == "certified upper")
     return float(lower), float(upper), any(b.kind == "exact" for b in bounds), bounds
+
+
+def refined_bounds(sandwich: MatrixSandwich, evaluations: int, backend: str = "auto"
+                   ) -> tuple[float, float]:
+    """``(lower, upper)`` of ``max_c c^T M c`` from a certified sandwich, on a budget of
+    ``evaluations`` eigen-decompositions (``O(T^3)`` each): the pieces of
+    :func:`sparsedp.linalg.sign_bounds.evaluate_bounds` that matter when ``M`` has negative
+    entries, without the exhaustive search, the spectral and entrywise bounds.
+
+    ``lower``: single-flip ascents on ``low`` from c = 1, from the signs of the top
+    eigenvectors and from the roundings of :func:`~sparsedp.linalg.sign_bounds.
+    sign_candidates`, less ``sandwich.quadratic_slack()``; ``upper``: the certified diagonal
+    shift ``T lambda_max(M - diag d) + sum d`` (:func:`~sparsedp.linalg.sign_bounds.
+    certified_shift_bound`) at the best ``d`` of :func:`~sparsedp.linalg.sign_bounds.
+    minimise_diagonal_shift` within the budget, capped at T (``M <= I``)."""
+    T = sandwich.T
+    start = top_pairs(sandwich.up, min(TOP_EIGENPAIRS, T))
+    search = minimise_diagonal_shift(sandwich.up, evaluations=evaluations, start=start)
+    starts = np.vstack([np.ones((1, T)), sign_candidates(search)])
+    value, _ = kernels.local_sign_search(sandwich.low, starts, backend=backend)
+    upper = certified_shift_bound(sandwich, search.d, backend=backend,
+                                  vector=search.best[1][:, -1])
+    return max(0.0, float(value - sandwich.quadratic_slack())), min(float(upper), float(T))

@@ -343,7 +343,7 @@ def privacy_map(
     epsilon = np.full(pairs, np.nan, dtype=value_type)
     epsilon_note = None
     if sigma is not None and upper != "none":  # from the stored (outward-rounded) uppers
-        epsilon, epsilon_note = _epsilons(upper_col, sigma, delta, float32)
+        epsilon, epsilon_note = upper_epsilons(upper_col, sigma, delta, float32)
     rows_type = np.int32 if n < 2**31 else np.int64
     names = ((graph.ids_of(obs), graph.ids_of(tgt)) if graph is not None
              else (obs.astype(rows_type), tgt.astype(rows_type)))
@@ -400,8 +400,8 @@ def _certify(batch, i, tgt, zero, do_exact, backend, lower, upper, kind) -> None
         kind[k] = KIND_CODE["exact" if is_exact else "certified upper"]
 
 
-def _epsilons(upper: np.ndarray, sigma: float, delta: float, float32: bool = False
-              ) -> tuple[np.ndarray, str | None]:
+def upper_epsilons(upper: np.ndarray, sigma: float, delta: float, float32: bool = False
+                   ) -> tuple[np.ndarray, str | None]:
     """``gaussian_epsilon`` of each certified upper bound (float32 rounded up when
     ``float32``), and a note when it is rounded up.
 
