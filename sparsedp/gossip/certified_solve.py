@@ -309,18 +309,20 @@ def _gram_sandwich(
         power_offset=system.power_offset,
         known_noise=system.known_noise,
     )
-    K, G = assembly.K, assembly.G
-    if not keep.all():
-        K, G = K[keep][:, keep], G[keep]
     # what depends on K only is shared by the targets of a reuse scope
     key = gram.observer_key(system.observers, system.T, system.power_offset,
                             system.known_noise) + (keep.tobytes(),)
+    K, G = assembly.K, assembly.G
+    if not keep.all():
+        K = query_memo("gram K kept", system.W, key, lambda: K[keep][:, keep])
+        G = G[keep]
     dK = query_memo("gram K rounding", system.W, key, lambda: assembly.K_rounding(K))
+    K_norm = query_memo("gram K frobenius", system.W, key, lambda: frobenius(K))
     G_error = assembly.G_relative_error * G  # G >= 0
     if lambda_lb is not None and lambda_lb > 2 * dK:
         factor = query_memo("gram cholesky", system.W, key, lambda: cholesky_factor(K))
         sandwich, _ = _dense_sandwich(
-            K, G, lambda_lb, lambda_lb - dK, dK, dK, np.zeros_like, G_error, factor
+            K, G, lambda_lb, lambda_lb - dK, dK, dK, np.zeros_like, G_error, factor, K_norm
         )
     else:
         tau = query_memo("gram lambda_min", system.W, key,
@@ -328,7 +330,8 @@ def _gram_sandwich(
         factor = None
         if tau - dK > 0:
             factor = query_memo("gram cholesky", system.W, key, lambda: cholesky_factor(K))
-        sandwich, lambda_lb = _certified_dense_sandwich(K, G, dK, G_error, tau, factor)
+        sandwich, lambda_lb = _certified_dense_sandwich(K, G, dK, G_error, tau, factor,
+                                                        K_norm)
     return sandwich, lambda_lb, assembly, dK
 
 
@@ -408,6 +411,7 @@ def _operator_rounding(system: GossipSystem) -> float:
 def _certified_dense_sandwich(
     K: np.ndarray, G: np.ndarray, dK_rounding: float, G_error: np.ndarray | None = None,
     tau: float | None = None, factor: np.ndarray | None = None,
+    K_norm: float | None = None,
 ) -> tuple[MatrixSandwich, float]:
     """Sandwich of ``M = G^T K^+ G`` from a dense K with no analytic ``lambda_min`` bound.
 
@@ -418,9 +422,9 @@ def _certified_dense_sandwich(
     of K charged as ``||fl(K) - K|| ||X||_F^2``; the returned lambda is 0 and the caller keeps
     only the lower bounds.  ``G_error`` (optional): ``|G_true - G| <= G_error`` entrywise,
     charged as a model error (:func:`_dense_sandwich`), or as ``2 ||G_error||_F ||X||_F`` on
-    the least-squares lower bound (``2 b^T x`` is linear in b).  ``tau``, ``factor``: the
-    certified ``lambda_min(fl(K))`` and K's Cholesky factor when already known (the same K
-    for another target).
+    the least-squares lower bound (``2 b^T x`` is linear in b).  ``tau``, ``factor``,
+    ``K_norm``: the certified ``lambda_min(fl(K))``, K's Cholesky factor and ``||K||_F`` when
+    already known (the same K for another target).
     """
     if tau is None:
         tau = certified.certified_lambda_min(K)
@@ -428,7 +432,7 @@ def _certified_dense_sandwich(
     if lambda_lb > 0:
         sandwich, _ = _dense_sandwich(K, G, lambda_lb, tau, dK_rounding, dK_rounding,
                                       None if G_error is None else np.zeros_like, G_error,
-                                      factor)
+                                      factor, K_norm)
         return sandwich, lambda_lb
     X = np.linalg.lstsq(K, G, rcond=None)[0]
     sandwich = certified.sandwich_from_solve(G, X, K @ X, np.inf, K_dense=K)
@@ -505,24 +509,27 @@ def _dense_sandwich(
     apply_E_abs=None,
     F_abs: np.ndarray | None = None,
     factor: np.ndarray | None = None,
+    K_norm: float | None = None,
 ) -> tuple[MatrixSandwich, float]:
     """Certified sandwich of ``M = G^T K^{-1} G`` from the computed ``K_hat``, ``G_hat``.
 
     ``lambda_min(K) >= lambda_lb`` and ``lambda_min(K_hat) >= lambda_hat_lb``;
     ``||K - K_hat|| <= dK``, of which ``dK_rounding`` is bounded in norm only and the rest
     entrywise through ``apply_E_abs``; ``|G - G_hat| <= F_abs`` (both ``None``: no such
-    part; ``factor``: K_hat's Cholesky factor when already known).  The solve's error goes
-    into the sandwich (:func:`certified.sandwich_from_solve`)
+    part; ``factor``, ``K_norm``: K_hat's Cholesky factor and ``||K_hat||_F`` when already
+    known).  The solve's error goes into the sandwich (:func:`certified.sandwich_from_solve`)
     and the model's into its ``model`` (:func:`certified.model_perturbation`).  Returns the
     sandwich and the share of ``model_sum`` due to ``dK_rounding``.
     """
     X = cholesky_solve(K, G, factor)
     KX = K @ X
-    sandwich = certified.sandwich_from_solve(G, X, KX, lambda_hat_lb, K_dense=K)
+    K_norm = frobenius(K) if K_norm is None else K_norm
+    sandwich = certified.sandwich_from_solve(G, X, KX, lambda_hat_lb, K_dense=K,
+                                             K_frobenius=K_norm)
     if apply_E_abs is None and F_abs is not None:  # G inexact only
         apply_E_abs = np.zeros_like
     model, rounding_share = certified.model_perturbation(
-        X, G - KX, frobenius(K), lambda_lb, dK, dK_rounding, apply_E_abs, F_abs
+        X, G - KX, K_norm, lambda_lb, dK, dK_rounding, apply_E_abs, F_abs
     )
     return dataclasses.replace(sandwich, model=model), rounding_share
 

@@ -154,6 +154,7 @@ def sandwich_from_solve(
     KX: np.ndarray,
     lambda_lb: float,
     K_dense: np.ndarray | None = None,
+    K_frobenius: float | None = None,
 ) -> MatrixSandwich:
     """Build the certified sandwich of ``M = G^T K^{-1} G`` from ``X ~ K^{-1} G`` and ``K X``.
 
@@ -161,7 +162,7 @@ def sandwich_from_solve(
     ``excess = R^T R / lambda_lb``.  When ``K X`` was formed as a dense product with
     ``K_dense``, its rounding ``E`` (``||E||_F <= gamma_k ||K||_F ||X||_F``) is charged too:
     ``||X^T E||_F`` to ``eta_low`` and ``(2 ||R||_F ||E||_F + ||E||_F^2) / lambda_lb`` to
-    ``eta_excess``.
+    ``eta_excess`` (``K_frobenius``: ``||K_dense||_F`` when already known).
     """
     GX = G.T @ X
     XKX = X.T @ KX
@@ -182,7 +183,8 @@ def sandwich_from_solve(
     # rounding of ``up = low + excess`` itself
     eta_excess += UNIT_ROUNDOFF * (frobenius(low) + frobenius(excess))
     if K_dense is not None:
-        e_norm = gamma(K_dense.shape[0] + 1) * frobenius(K_dense) * x_norm
+        k_norm = frobenius(K_dense) if K_frobenius is None else K_frobenius
+        e_norm = gamma(K_dense.shape[0] + 1) * k_norm * x_norm
         eta_low += x_norm * e_norm
         eta_excess += (2 * r_norm * e_norm + e_norm**2) / lambda_lb
     return MatrixSandwich(low=low, excess=excess, eta_low=eta_low, eta_excess=eta_excess)
