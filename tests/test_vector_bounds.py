@@ -96,3 +96,22 @@ def test_vector_gradients_gap_is_closed_in_the_mf_accounting():
     assert any("SDP primal" in note and "coordinates" in note for note in r.notes)
     scalar = mf_sensitivity(W, target, [0], 40, exact=False, gradients="scalar")
     assert r.lower >= scalar.lower * (1 - 1e-9)  # vectors leak at least as much as signs
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_both_solvers_bracket_the_reference(seed, monkeypatch):
+    """The interior-point solve (T <= BARRIER_MAX_T) and the mixing method (forced here by
+    BARRIER_MAX_T = 0, the path for large T) both give a certified bracket of the SDP value."""
+    from sparsedp.linalg import vector_bounds as vb
+
+    T = [6, 15, 30][seed % 3]
+    M = random_psd(T, 100 + seed, rank=None if seed % 2 else 2)
+    ref_low, ref_high = sdp_max(M)
+    for limit in (vb.BARRIER_MAX_T, 0):
+        monkeypatch.setattr(vb, "BARRIER_MAX_T", limit)
+        bounds = {b.name: b for b in vb.vector_bounds(exact_sandwich(M))}
+        low, high = bounds["sdp_primal"].value, bounds["sdp_dual"].value
+        solver = "interior-point" if limit else "mixing"
+        assert solver in bounds["sdp_primal"].description
+        assert low <= ref_high * (1 + 1e-9) + 1e-13 and high >= ref_low * (1 - 1e-9) - 1e-13
+        assert high - low <= 1e-6 * high

@@ -281,12 +281,27 @@ def _moment_system(system: GossipSystem, lags: LagSequence) -> tuple[np.ndarray,
     dK = gamma(T + 1) * float(K.sum(axis=1).max())
     if system.noise_removed:
         known = np.flatnonzero(np.isin(system.observers, system.known_noise))
-        N = toeplitz_blocks(lags.mu[p : p + T][:, :, known])
-        NNt = N @ N.T
-        K = K - NNt
+        NNt = _toeplitz_gram(lags.mu[p : p + T][:, :, known])
+        K -= NNt
         dK += gamma(T * m + 1) * float(NNt.sum(axis=1).max())
         dK += UNIT_ROUNDOFF * float(np.abs(K).sum(axis=1).max())
     return K, toeplitz_blocks(shifted.a), dK
+
+
+def _toeplitz_gram(c: np.ndarray) -> np.ndarray:
+    """``N N^T`` for the block lower-triangular Toeplitz ``N`` with blocks ``c[t - k]``
+    (``c``: T x m x q; :func:`toeplitz_blocks`), by the diagonal recursion
+    ``(N N^T)[t, s] = c_t c_s^T + (N N^T)[t-1, s-1]``: ``O((T m)^2 q)`` instead of the
+    ``O((T m)^2 T q)`` product.  Every entry is a sum of at most ``T q`` products of
+    non-negative lags, each added once (within ``gamma_(T q + 1)`` relative, as the product's
+    entries)."""
+    T, m, q = c.shape
+    flat = np.ascontiguousarray(c, dtype=np.float64).reshape(T * m, q)
+    P = flat @ flat.T
+    blocks = P.reshape(T, m, T, m)
+    for t in range(1, T):
+        blocks[t, :, 1:, :] += blocks[t - 1, :, :-1, :]
+    return P
 
 
 def _gram_sandwich(
@@ -325,11 +340,8 @@ def _gram_sandwich(
             K, G, lambda_lb, lambda_lb - dK, dK, dK, np.zeros_like, G_error, factor, K_norm
         )
     else:
-        tau = query_memo("gram lambda_min", system.W, key,
-                         lambda: certified.certified_lambda_min(K))
-        factor = None
-        if tau - dK > 0:
-            factor = query_memo("gram cholesky", system.W, key, lambda: cholesky_factor(K))
+        tau, factor = query_memo("gram lambda_min", system.W, key,
+                                 lambda: certified.certified_lambda_min_and_factor(K))
         sandwich, lambda_lb = _certified_dense_sandwich(K, G, dK, G_error, tau, factor,
                                                         K_norm)
     return sandwich, lambda_lb, assembly, dK
@@ -427,7 +439,7 @@ def _certified_dense_sandwich(
     already known (the same K for another target).
     """
     if tau is None:
-        tau = certified.certified_lambda_min(K)
+        tau, factor = certified.certified_lambda_min_and_factor(K)
     lambda_lb = tau - dK_rounding
     if lambda_lb > 0:
         sandwich, _ = _dense_sandwich(K, G, lambda_lb, tau, dK_rounding, dK_rounding,

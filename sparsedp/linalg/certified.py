@@ -67,9 +67,10 @@ def column_norms(A: np.ndarray) -> np.ndarray:
 
 
 def frobenius(A: np.ndarray) -> float:
-    """``||A||_F`` (the 2-norm of a vector) as ``np.linalg.norm`` computes it,
-    ``sqrt(dot(a, a))`` over the flattened array, without its per-call overhead."""
-    a = A.ravel()
+    """``||A||_F`` (the 2-norm of a vector), ``sqrt(dot(a, a))`` over the array flattened in
+    memory order (no copy for a C- or F-contiguous array), without ``np.linalg.norm``'s
+    per-call overhead."""
+    a = A.ravel(order="K")
     return math.sqrt(float(a @ a))
 
 
@@ -288,10 +289,22 @@ def certified_lambda_max(
 
 
 def certified_lambda_min(K: np.ndarray, iterations: int = 30) -> float:
-    """Certified lower bound on ``lambda_min`` of a symmetric dense ``K`` (0.0 if none found).
+    """Certified lower bound on ``lambda_min`` of a symmetric dense ``K`` (0.0 if none found):
+    :func:`certified_lambda_min_and_factor` without the factor."""
+    return certified_lambda_min_and_factor(K, iterations)[0]
+
+
+def certified_lambda_min_and_factor(K: np.ndarray, iterations: int = 30
+                                    ) -> tuple[float, np.ndarray | None]:
+    """Certified lower bound on ``lambda_min`` of a symmetric dense ``K`` (0.0 if none found),
+    and the lower Cholesky factor of K it computed (LAPACK ``potrf``, upper triangle not
+    cleared; ``None`` when K is not positive definite to working precision), which a solve
+    with K can reuse.
 
     Inverse iteration with the Cholesky factor of ``K`` estimates ``lambda_min`` from above
-    (``1 / ||K^{-1} v||`` for a unit v); the shift ``tau`` = half the estimate is certified when
+    (``1 / ||K^{-1} v||`` for a unit v, and Rayleigh-Ritz for ``K^{-1}`` on the span of the
+    iterates, much closer when the lowest eigenvalues cluster); the shift ``tau`` = half the
+    estimate is certified when
     Cholesky of ``K - tau I`` succeeds (quartered until it does, five tries), less the
     Cholesky backward-error allowance ``gamma_{N+1} N (||K||_F + tau)`` as in
     :func:`certified_lambda_max`.  A K that is singular to working precision gets 0.0.
@@ -301,21 +314,35 @@ def certified_lambda_min(K: np.ndarray, iterations: int = 30) -> float:
     try:
         factor = scipy.linalg.cho_factor(K, lower=True, check_finite=False)
     except np.linalg.LinAlgError:
-        return 0.0
+        return 0.0, None
     v = kernels._start_vector(N)
     estimate = np.inf
-    for _ in range(iterations):
+    inputs, images = np.empty((N, iterations)), np.empty((N, iterations))
+    for k in range(iterations):
         w = scipy.linalg.cho_solve(factor, v, check_finite=False)
+        inputs[:, k], images[:, k] = v, w
         norm = frobenius(w)
         estimate, v = 1.0 / norm, w / norm
+    # Rayleigh-Ritz for K^{-1} on the iterates' span: B = Q^T K^{-1} Q with Q R = inputs and
+    # K^{-1} Q = images R^{-1}; 1 / lambda_max(B) >= lambda_min(K), close when the power
+    # iterates alone converge slowly (clustered low eigenvalues)
+    Q, R = np.linalg.qr(inputs)
+    if N > iterations and np.all(np.abs(np.diag(R)) > 1e-12 * np.abs(R).max()):
+        B = Q.T @ scipy.linalg.solve_triangular(R.T, images.T, lower=True).T
+        theta = float(np.linalg.eigvalsh(0.5 * (B + B.T))[-1])
+        if theta > 0:
+            estimate = min(estimate, 1.0 / theta)
     scale = frobenius(K)
     tau = 0.5 * estimate
-    identity = np.eye(N)
+    diagonal = np.diag_indices(N)
     for _ in range(5):
-        if cholesky_succeeds(K - tau * identity):
-            return max(tau - gamma(N + 1) * N * (scale + tau), 0.0)
+        shifted = K.copy(order="K")  # K - tau I, the diagonal shifted in place
+        shifted[diagonal] -= tau
+        if cholesky_succeeds(shifted):
+            return max(tau - gamma(N + 1) * N * (scale + tau), 0.0), factor[0]
+        del shifted
         tau *= 0.25
-    return 0.0
+    return 0.0, factor[0]
 
 
 def sigma_min_lower_bound(W: sp.spmatrix) -> float:
