@@ -112,7 +112,7 @@ def mf_sensitivity(
     >>> W = sparsedp.gossip_matrix(nx.cycle_graph(8), scheme="row-normalised-self-loops")
     >>> r = mf_sensitivity(W, 0, [1], 6)
     >>> round(r.lower, 6), round(r.upper, 6)
-    (5.617935, 5.617936)
+    (5.617935, 5.617935)
     """
     algorithm = algorithms.resolve(algorithm)
     scheme = participation.resolve(participation_scheme)
