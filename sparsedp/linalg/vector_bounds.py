@@ -46,7 +46,7 @@ from sparsedp.linalg.certified import MatrixSandwich, gamma
 from sparsedp.linalg.sign_bounds import Bound, certified_shift_bound
 
 SEED = 20_261_125  # of the random start: the bounds are reproducible
-BARRIER_MAX_T = 2000  # the interior-point solve (O(T^3) a Newton step) up to this T
+BARRIER_MAX_T = 1200  # the interior-point solve (O(T^3) a Newton step: ~4 s at T = 1000)
 BARRIER_RTOL = 1e-10  # its duality gap T mu, relative
 BARRIER_NEWTON, BARRIER_MAX_STEPS = 50, 400
 SWEEP_WORK = 2e10  # multiply-adds of the mixing method: SWEEP_WORK / (T^2 r) sweeps, clipped
