@@ -1,3 +1,5 @@
+import math
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -131,3 +133,22 @@ def small_graph(rng):
             return G
         s += 1
     return nx.cycle_graph(n)
+
+
+def random_family_graph(k: int, seed_base: int, low: int = 20, high: int = 201) -> nx.Graph:
+    """The k-th random connected graph of ``low`` to ``high - 1`` nodes, cycling through four
+    families (Erdos-Renyi, random geometric, Barabasi-Albert, Watts-Strogatz); its size drawn
+    from ``numpy.random.default_rng(seed_base + k)``; largest component, labels 0..n-1."""
+    rng = np.random.default_rng(seed_base + k)
+    n = int(rng.integers(low, high))
+    family = k % 4
+    if family == 0:
+        G = nx.erdos_renyi_graph(n, min(1.0, 6.0 / n), seed=k)
+    elif family == 1:
+        G = nx.random_geometric_graph(n, math.sqrt(8.0 / (math.pi * n)), seed=k)
+    elif family == 2:
+        G = nx.barabasi_albert_graph(n, 2, seed=k)
+    else:
+        G = nx.watts_strogatz_graph(n, 4, 0.2, seed=k)
+    G = G.subgraph(max(nx.connected_components(G), key=len)).copy()
+    return nx.convert_node_labels_to_integers(G)

@@ -4,7 +4,6 @@ squared_sensitivity calls, the summaries, node labels, bad input and the Parquet
 from __future__ import annotations
 
 import json
-import math
 
 import networkx as nx
 import numpy as np
@@ -15,23 +14,12 @@ import sparsedp
 from sparsedp.errors import GraphError, ParameterError, SparseDPError
 from sparsedp.gossip import batched
 from sparsedp.maps import store
+from tests.conftest import random_family_graph
 
 
 def _random_graph(k: int) -> nx.Graph:
     """The k-th of 20 random connected graphs of 20 to 200 nodes (four families)."""
-    rng = np.random.default_rng(1000 + k)
-    n = int(rng.integers(20, 201))
-    family = k % 4
-    if family == 0:
-        G = nx.erdos_renyi_graph(n, min(1.0, 6.0 / n), seed=k)
-    elif family == 1:
-        G = nx.random_geometric_graph(n, math.sqrt(8.0 / (math.pi * n)), seed=k)
-    elif family == 2:
-        G = nx.barabasi_albert_graph(n, 2, seed=k)
-    else:
-        G = nx.watts_strogatz_graph(n, 4, 0.2, seed=k)
-    G = G.subgraph(max(nx.connected_components(G), key=len)).copy()
-    return nx.convert_node_labels_to_integers(G)
+    return random_family_graph(k, 1000)
 
 
 def _ones_bound(result) -> float:

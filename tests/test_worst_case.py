@@ -4,8 +4,6 @@ and the unpruned computation."""
 
 from __future__ import annotations
 
-import math
-
 import networkx as nx
 import numpy as np
 import pytest
@@ -16,25 +14,14 @@ from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.gossip import batched
 from sparsedp.gossip.batched_box import box_radius, box_upper
 from sparsedp.testing import brute_force_max, dense_M
+from tests.conftest import random_family_graph
 
 SCHEMES = ("metropolis", "max-degree", "row-normalised", "row-normalised-self-loops")
 
 
 def _graph(k: int, low: int = 20, high: int = 201) -> nx.Graph:
     """The k-th random connected graph (four families) of ``low`` to ``high - 1`` nodes."""
-    rng = np.random.default_rng(2000 + k)
-    n = int(rng.integers(low, high))
-    family = k % 4
-    if family == 0:
-        G = nx.erdos_renyi_graph(n, min(1.0, 6.0 / n), seed=k)
-    elif family == 1:
-        G = nx.random_geometric_graph(n, math.sqrt(8.0 / (math.pi * n)), seed=k)
-    elif family == 2:
-        G = nx.barabasi_albert_graph(n, 2, seed=k)
-    else:
-        G = nx.watts_strogatz_graph(n, 4, 0.2, seed=k)
-    G = G.subgraph(max(nx.connected_components(G), key=len)).copy()
-    return nx.convert_node_labels_to_integers(G)
+    return random_family_graph(k, 2000, low, high)
 
 
 def _matrix(k: int, low: int = 20, high: int = 201) -> sp.csr_matrix:

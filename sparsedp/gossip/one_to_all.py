@@ -99,6 +99,7 @@ def one_to_all(W, observer: int, T: int, *, tol: float = TRUNCATION_TOL,
     PC = scipy.linalg.solve_triangular(L, C, lower=True, check_finite=False)
     tail = np.full(T - 1 - P, 1.0 / n)
     p = PC[:, P + 1:] @ tail
+    tail_sq = float(tail @ tail)
     z2 = np.empty(n)
     r2 = np.empty(n)
     for start in range(0, n, TARGET_BLOCK):
@@ -106,7 +107,7 @@ def one_to_all(W, observer: int, T: int, *, tol: float = TRUNCATION_TOL,
         Z = PC[:, :P + 1] @ block
         Z += p[:, None]
         z2[start:start + block.shape[1]] = np.einsum("tj,tj->j", Z, Z)
-        r2[start:start + block.shape[1]] = np.einsum("tj,tj->j", block, block) + tail @ tail
+        r2[start:start + block.shape[1]] = np.einsum("tj,tj->j", block, block) + tail_sq
     eps = float(lags.eps[0]) if lags.truncated else 0.0
     shift = 0.0
     if P < T - 1:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sparsedp.errors import ParameterError
-from sparsedp.linalg.kernels import mlp_clipped_mean, mlp_mean_losses
+from sparsedp.linalg.kernels import clip_weights, mlp_clipped_mean, mlp_mean_losses
 
 
 @dataclass(frozen=True)
@@ -66,19 +66,9 @@ class Model:
         return total / X.shape[0]
 
 
-def _clip_weights(sq_norms: np.ndarray, clip: float | None) -> np.ndarray:
-    """``w_e = min(1, c / ||g_e||) / B`` from the squared per-example norms (n x B)."""
-    B = sq_norms.shape[1]
-    if clip is None:
-        return np.full(sq_norms.shape, 1.0 / B)
-    if not clip > 0:
-        raise ValueError(f"clip must be > 0 (or None: no clipping), got {clip!r}")
-    return np.minimum(1.0, clip / np.maximum(np.sqrt(sq_norms), 1e-300)) / B
-
-
 def _affine_clipped_mean(X, factor, clip):
     """Clipped mean of ``g_e = f_e [x_e, 1]``: ``[sum_e w_e f_e x_e, sum_e w_e f_e]``."""
-    wf = _clip_weights(factor * factor * (np.einsum("nbd,nbd->nb", X, X) + 1.0), clip) * factor
+    wf = clip_weights(factor * factor * (np.einsum("nbd,nbd->nb", X, X) + 1.0), clip) * factor
     return np.concatenate([np.einsum("nbd,nb->nd", X, wf), wf.sum(axis=1)[:, None]], axis=1)
 
 

@@ -150,7 +150,12 @@ def calibrate_noise(noise, T: int, scheme, *, mu=None, epsilon=None, delta=None,
     participating step without noise)."""
     mu = _target_mu(mu, epsilon, delta)
     sens2 = _sens2(noise, T, scheme)
-    return {"mu": mu, "sens2": sens2, "noise_std": float(np.sqrt(sens2) * delta_per_step / mu)}
+    return {"mu": mu, "sens2": sens2, "noise_std": _noise_std(sens2, delta_per_step, mu)}
+
+
+def _noise_std(sens2: float, delta_per_step: float, mu: float) -> float:
+    """``s = sqrt(sens_Pi(C)^2) Delta / mu`` (module docstring)."""
+    return float(np.sqrt(sens2) * delta_per_step / mu)
 
 
 @limit_blas_threads
@@ -333,7 +338,7 @@ def _plan(run: RunSpec, correlations: _Correlations, T: int, scheme, clip, B: in
     mu = _target_mu(run.mu, run.epsilon, run.delta)
     sens2 = correlations.sens2(key, scheme)
     return {"key": key, "mu": mu, "sens2": sens2,
-            "noise_std": float(np.sqrt(sens2) * (2.0 * clip / B) / mu)}
+            "noise_std": _noise_std(sens2, 2.0 * clip / B, mu)}
 
 
 class _NoiseBlocks:

@@ -146,7 +146,7 @@ def assemble(
     known_noise = np.asarray(known_noise, dtype=np.int64)
     if target in set(known_noise.tolist()):
         raise ParameterError("the target's own noise is removed: no finite K^+ G")
-    V, K, products = query_memo(
+    V, K, products, d = query_memo(
         "gram", source, observer_key(observers, T, p, known_noise) + (backend,),
         lambda: _observer_gram(W, observers, T, p, known_noise, backend))
     # G[t, tau] = V_(t-tau+p)[j, :]: the impulse response a_(l+p) = S W^(l+p) e_j, l = 0..T-1
@@ -155,7 +155,6 @@ def assemble(
     G = np.zeros((T, m, T))
     for tau in range(T):
         G[tau:, :, tau] = impulse[: T - tau]
-    d = int(np.bincount(W.indices, minlength=W.shape[0]).max())  # longest row of W^T
     depth = 2 * (T - 1 + p) * (d + 1) + W.shape[0] + T
     return GramSystem(
         K=K,
@@ -173,8 +172,10 @@ def observer_key(observers: np.ndarray, T: int, power_offset: int, known_noise) 
 
 
 def _observer_gram(W: sp.csr_matrix, observers: np.ndarray, T: int, p: int,
-                   known_noise: np.ndarray, backend: str) -> tuple[np.ndarray, np.ndarray, int]:
-    """The lags ``V`` (known-noise columns zeroed), ``K`` and the number of sparse products."""
+                   known_noise: np.ndarray, backend: str
+                   ) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """The lags ``V`` (known-noise columns zeroed), ``K``, the number of sparse products and
+    ``d``, the longest row of ``W^T`` (for the rounding depth)."""
     m = observers.size
     V, products = observer_lags(W, observers, T, p, backend)
     V[:, :, known_noise] = 0.0  # D: the known-noise rows of every V_l
@@ -185,7 +186,7 @@ def _observer_gram(W: sp.csr_matrix, observers: np.ndarray, T: int, p: int,
         blocks[t, :, 1:, :] += blocks[t - 1, :, :-1, :]
     # (exactly symmetric: the Gram is, and entries (t, t') and (t', t) add the same numbers
     # in the same order)
-    return V, K, products
+    return V, K, products, int(np.bincount(W.indices, minlength=W.shape[0]).max())
 
 
 def rounding_norm_bound(K: np.ndarray, depth: int) -> float:

@@ -430,6 +430,17 @@ def mlp_mean_losses(theta: np.ndarray, X: np.ndarray, y: np.ndarray, h: int,
     return _numba_module().mlp_mean_losses(theta, XT, y, int(h), d)
 
 
+def clip_weights(sq_norms: np.ndarray, clip: float | None) -> np.ndarray:
+    """``w_e = min(1, clip / ||g_e||) / B`` from the squared per-example gradient norms
+    (``... x B``); ``clip=None``: ``1 / B`` (no clipping).  ValueError for ``clip <= 0``."""
+    B = sq_norms.shape[-1]
+    if clip is None:
+        return np.full(sq_norms.shape, 1.0 / B)
+    if not clip > 0:
+        raise ValueError(f"clip must be > 0 (or None: no clipping), got {clip!r}")
+    return np.minimum(1.0, clip / np.maximum(np.sqrt(sq_norms), 1e-300)) / B
+
+
 def _mlp_clipped_mean_numpy(theta, X, y, clip: float, h: int) -> np.ndarray:
     R, B, d = X.shape
     W1 = theta[:, : d * h].reshape(R, d, h)
@@ -442,7 +453,7 @@ def _mlp_clipped_mean_numpy(theta, X, y, clip: float, h: int) -> np.ndarray:
     if clip > 0:
         sq = ((np.einsum("nbd,nbd->nb", X, X) + 1.0) * np.einsum("nbh,nbh->nb", da, da)
               + r * r * (np.einsum("nbh,nbh->nb", hid, hid) + 1.0))
-        w = np.minimum(1.0, clip / np.maximum(np.sqrt(sq), 1e-300)) / B
+        w = clip_weights(sq, clip)
     wda = da * w[..., None]
     wr = w * r
     return np.concatenate([np.matmul(X.transpose(0, 2, 1), wda).reshape(R, d * h),

@@ -72,32 +72,25 @@ def vector_bounds(sandwich: MatrixSandwich, backend: str = "auto") -> list[Bound
     if solved is not None:
         d, V, steps = solved
         value = float(((low @ V) * V).sum())
-        slack += gamma(T * V.shape[1] + 1) * float(np.abs(low).sum())
-        upper = certified_shift_bound(sandwich, d, backend=backend)
-        return [
-            Bound("sdp_primal", value - slack, "lower",
-                  f"Gram matrix of unit vectors (interior-point solve, {steps} Newton steps): "
+        primal = (f"Gram matrix of unit vectors (interior-point solve, {steps} Newton steps): "
                   f"the SDP's maximum, attained at rank <= {r}, is at least this, so it bounds "
-                  f"gradients with at least {r} coordinates"),
-            Bound("sdp_dual", upper, "certified upper",
-                  "T lambda_max(M_up - diag d) + sum d, d the interior-point dual"),
-        ]
-    V = np.random.default_rng(SEED).standard_normal((T, r))
-    V /= np.linalg.norm(V, axis=1, keepdims=True)
-    sweeps = int(np.clip(SWEEP_WORK / (T * T * r), MIN_SWEEPS, MAX_SWEEPS))
-    V, MV, done = kernels.mixing_sweeps(low, V, sweeps, backend=backend)
-    value = float((MV * V).sum())
-    slack += gamma(T * r + 1) * float(np.abs(low).sum())
-    diagonal = np.diag(low)
-    multipliers = diagonal + np.linalg.norm(MV - diagonal[:, None] * V, axis=1)
-    upper = certified_shift_bound(sandwich, multipliers, backend=backend)
-    return [
-        Bound("sdp_primal", value - slack, "lower",
-              f"Gram matrix of unit vectors in R^{r} (mixing method, {done} sweeps): "
-              f"feasible for gradients with at least {r} coordinates"),
-        Bound("sdp_dual", upper, "certified upper",
-              "T lambda_max(M_up - diag l) + sum l, l the SDP primal's multipliers"),
-    ]
+                  f"gradients with at least {r} coordinates")
+        dual = "T lambda_max(M_up - diag d) + sum d, d the interior-point dual"
+    else:
+        V = np.random.default_rng(SEED).standard_normal((T, r))
+        V /= np.linalg.norm(V, axis=1, keepdims=True)
+        sweeps = int(np.clip(SWEEP_WORK / (T * T * r), MIN_SWEEPS, MAX_SWEEPS))
+        V, MV, done = kernels.mixing_sweeps(low, V, sweeps, backend=backend)
+        value = float((MV * V).sum())
+        diagonal = np.diag(low)
+        d = diagonal + np.linalg.norm(MV - diagonal[:, None] * V, axis=1)  # the multipliers
+        primal = (f"Gram matrix of unit vectors in R^{r} (mixing method, {done} sweeps): "
+                  f"feasible for gradients with at least {r} coordinates")
+        dual = "T lambda_max(M_up - diag l) + sum l, l the SDP primal's multipliers"
+    slack += gamma(T * V.shape[1] + 1) * float(np.abs(low).sum())
+    upper = certified_shift_bound(sandwich, d, backend=backend)
+    return [Bound("sdp_primal", value - slack, "lower", primal),
+            Bound("sdp_dual", upper, "certified upper", dual)]
 
 
 def _barrier(M: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
@@ -127,8 +120,8 @@ def _barrier(M: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
     steps = 0
     try:
         while True:
+            value, factor = potential(d)  # at this mu
             for _ in range(BARRIER_NEWTON):
-                value, factor = potential(d)
                 S_inv = scipy.linalg.cho_solve(factor, identity, check_finite=False)
                 gradient = 1.0 - mu * np.diag(S_inv)
                 step = -scipy.linalg.solve(mu * S_inv * S_inv, gradient, assume_a="pos",
@@ -137,14 +130,17 @@ def _barrier(M: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
                 if decrement <= 1e-3 * mu:
                     break
                 a = 1.0
-                while potential(d + a * step)[0] > value - 0.25 * a * decrement and a > 1e-12:
+                trial = potential(d + a * step)
+                while trial[0] > value - 0.25 * a * decrement and a > 1e-12:
                     a *= 0.5
+                    trial = potential(d + a * step)
                 d = d + a * step
+                value, factor = trial  # the accepted point's factor serves the next step
                 steps += 1
             if T * mu <= BARRIER_RTOL * float(d.sum()) or steps > BARRIER_MAX_STEPS:
                 break
             mu *= 0.1
-        X = mu * scipy.linalg.cho_solve(potential(d)[1], identity, check_finite=False)
+        X = mu * scipy.linalg.cho_solve(factor, identity, check_finite=False)
         w, Q = np.linalg.eigh(0.5 * (X + X.T))
     except (np.linalg.LinAlgError, ValueError, TypeError):
         return None

@@ -124,9 +124,7 @@ class PrivacyMap:
 
     def rows(self) -> list[dict]:
         """The table as a list of row dicts (plain Python values)."""
-        names = list(self.columns)
-        values = [self.columns[n].tolist() for n in names]
-        return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
+        return table_rows(self.columns)
 
     def per_target(self) -> list[dict]:
         """Per target, the worst case over the map's observers other than the target itself
@@ -179,6 +177,13 @@ class PrivacyMap:
         if table:
             record["table"] = {k: v for k, v in self.columns.items()}
         return plain(record)
+
+
+def table_rows(columns: dict) -> list[dict]:
+    """A table of equal-length numpy columns as a list of row dicts (plain Python values)."""
+    names = list(columns)
+    values = [columns[n].tolist() for n in names]
+    return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
 
 
 def _item(value):

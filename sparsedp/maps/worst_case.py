@@ -78,6 +78,7 @@ from sparsedp.maps.privacy_map import (
     _batch_size,
     _describe,
     _source,
+    table_rows,
     upper_epsilons,
 )
 from sparsedp.maps.selection import select_nodes
@@ -131,9 +132,7 @@ class WorstCase:
 
     def rows(self) -> list[dict]:
         """One dict per target (plain Python values)."""
-        names = list(self.columns)
-        values = [self.columns[n].tolist() for n in names]
-        return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
+        return table_rows(self.columns)
 
     def to_dict(self) -> dict:
         """Parameters, notes, info and the rows, as strict-JSON plain data."""
