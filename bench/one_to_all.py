@@ -26,6 +26,7 @@ import numpy as np
 from scipy.sparse.csgraph import shortest_path
 
 import sparsedp
+from sparsedp.gossip.one_to_all import one_to_all
 from sparsedp.graphs import large as lg
 
 FIGURES = pathlib.Path(__file__).resolve().parents[1] / "docs" / "figures"
@@ -40,6 +41,7 @@ def main() -> None:
     warm = sparsedp.gossip_matrix(lg.erdos_renyi_large(300, 10, seed=0))
     sparsedp.squared_sensitivity(warm, 1, [0], 50, exact=False)  # compile / load kernels
     sparsedp.privacy_map(warm, [0], "all", T=50, upper="none")
+    one_to_all(warm, 0, 50)  # the one-column kernel
     start = time.perf_counter()
     graph = lg.largest_component(lg.erdos_renyi_large(args.n, 20, seed=1))
     W = sparsedp.gossip_matrix(graph)

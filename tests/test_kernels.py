@@ -214,13 +214,16 @@ def test_is_symmetric_edge_cases(backend):
     assert kernels.is_symmetric(sp.csr_matrix((3, 3)), backend=backend)
 
 
-def test_two_column_fused_kernel_equals_the_general_one():
-    """The scalar two-column specialisation does the same additions in the same order."""
+@pytest.mark.parametrize("b", [1, 2])
+def test_one_and_two_column_fused_kernels_equal_the_general_one(b):
+    """The scalar one- and two-column specialisations do the same additions in the same
+    order as the general kernel."""
     W = _random_csr(5000, 9, 2)
-    X = np.ascontiguousarray(np.random.default_rng(2).random((5000, 2)))
+    X = np.ascontiguousarray(np.random.default_rng(2).random((5000, b)))
     module = kernels._numba_module()
+    special = module.csr_spmm_fused_one if b == 1 else module.csr_spmm_fused_pair
     Y_pair, Y_general = np.empty_like(X), np.empty_like(X)
-    pair = module.csr_spmm_fused_pair(W.indptr, W.indices, W.data, X, Y_pair, 0.3, 16)
+    pair = special(W.indptr, W.indices, W.data, X, Y_pair, 0.3, 16)
     general = module.csr_spmm_fused(W.indptr, W.indices, W.data, X, Y_general, 0.3, 16)
     np.testing.assert_array_equal(Y_pair, Y_general)
     for got, want in zip(pair, general, strict=True):

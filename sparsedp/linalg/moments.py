@@ -102,6 +102,64 @@ class LagSequence:
         )
 
 
+class ColumnStore:
+    """Rows ``y_l`` (n-vectors) appended one at a time into blocks of ``BLOCK_ROWS`` rows, so
+    that a row block is one strided matrix for BLAS without a final copy of the whole
+    ``rows x n`` array (memory for the rows actually appended, rounded up to a block; numpy
+    leaves a block's unused rows untouched).
+
+    Rows of a mixing chain approach a constant ``centre`` (``1/n``): from the first row with
+    ``max |y_l - centre| <= narrow`` on (``narrow = 0``: never), every row is kept as its
+    float32 deviation ``d_l = fl32(fl(y_l - centre))``, half the memory.  The row it stands
+    for, ``centre + d_l``, is within ``NARROW_ERROR |d_l| + NARROW_FLOOR`` of ``y_l`` entrywise
+    (one rounding of the float64 subtraction, one of the float32 conversion, subnormals)."""
+
+    BLOCK_ROWS = 128
+    NARROW_ERROR = (2.0**-24 + 2.0 * UNIT_ROUNDOFF) * (1.0 + 2.0**-22)
+    NARROW_FLOOR = 2.0**-148
+
+    def __init__(self, n: int, centre: float = 0.0, narrow: float = 0.0):
+        self.n, self.centre, self.narrow = n, float(centre), float(narrow)
+        self.wide_rows = self.narrow_rows = 0
+        self._wide, self._narrow = [], []
+
+    @property
+    def rows(self) -> int:
+        return self.wide_rows + self.narrow_rows
+
+    def append(self, row: np.ndarray) -> None:
+        if self.narrow_rows == 0:
+            deviation = np.abs(row - self.centre).max() if self.narrow > 0 else np.inf
+            if not deviation <= self.narrow:
+                self.wide_rows = self._put(self._wide, self.wide_rows, row, np.float64)
+                return
+        self.narrow_rows = self._put(self._narrow, self.narrow_rows, row, np.float32)
+
+    def _put(self, blocks: list, count: int, row: np.ndarray, dtype) -> int:
+        if count % self.BLOCK_ROWS == 0:
+            blocks.append(np.empty((self.BLOCK_ROWS, self.n), dtype=dtype))
+        if dtype is np.float64:
+            blocks[-1][count % self.BLOCK_ROWS] = row
+        else:  # fl(row - centre) in float64, then rounded to nearest float32
+            np.subtract(row, self.centre, out=blocks[-1][count % self.BLOCK_ROWS],
+                        casting="same_kind")
+        return count + 1
+
+    def wide_blocks(self):
+        """``(first_row, block)`` for each float64 block of rows ``y_l``, ``block`` its
+        filled rows (a view)."""
+        return self._blocks(self._wide, self.wide_rows, 0)
+
+    def narrow_blocks(self):
+        """``(first_row, block)`` for each float32 block of deviations ``d_l``."""
+        return self._blocks(self._narrow, self.narrow_rows, self.wide_rows)
+
+    def _blocks(self, blocks: list, count: int, offset: int):
+        for k, block in enumerate(blocks):
+            first = k * self.BLOCK_ROWS
+            yield offset + first, block[: min(self.BLOCK_ROWS, count - first)]
+
+
 class LagPropagator:
     """Resumable propagation of ``V_l = W^l [S^T, e_j]`` producing the lag sequence.
 
@@ -113,9 +171,9 @@ class LagPropagator:
     ``target_column=False`` propagates only the observers' columns and reads ``a_l`` off
     their target rows: half the work for one observer, but ``a`` then reaches only the
     lags actually propagated, so the propagation must run through every lag.
-    ``keep_columns=True`` keeps every propagated column of the first observer,
-    ``columns[l] = W^l e_a`` (what one observer against every target needs: its row of
-    ``W^l`` for symmetric W), one n-vector per product.
+    ``columns``: a :class:`ColumnStore` that receives every propagated column of the first
+    observer, ``W^l e_a`` (what one observer against every target needs: its row of ``W^l``
+    for symmetric W), one n-vector per product.
     """
 
     def __init__(
@@ -128,7 +186,7 @@ class LagPropagator:
         progress: bool | None = None,
         frontier: bool = True,
         target_column: bool = True,
-        keep_columns: bool = False,
+        columns: ColumnStore | None = None,
     ):
         self.W, self.T, self.backend = W, T, backend
         self.bar = progress_bar(progress, total=T - 1, desc="sparse products", unit="product")
@@ -157,7 +215,9 @@ class LagPropagator:
         longest_row = int((W.indptr[1:] - W.indptr[:-1]).max())
         self.step_rounding = 8.0 * np.sqrt(longest_row + 1.0) * UNIT_ROUNDOFF
         self.drift = 0.0  # accumulated rounding in the propagated columns (2-norm)
-        self.columns = [self.V[:, 0].copy()] if keep_columns else None
+        self.columns = columns
+        if columns is not None:
+            columns.append(self.V[:, 0])
 
     @property
     def finished(self) -> bool:
@@ -206,8 +266,8 @@ class LagPropagator:
         return self
 
     def _keep(self) -> None:
-        if self.columns is not None and len(self.columns) < self.T:
-            self.columns.append(self.V[:, 0].copy())
+        if self.columns is not None and self.columns.rows < self.T:
+            self.columns.append(self.V[:, 0])
 
     def _record(
         self, cross: np.ndarray, gram: np.ndarray, centred: np.ndarray, rows: np.ndarray
