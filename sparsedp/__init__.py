@@ -34,7 +34,14 @@ from sparsedp.gossip.closed_forms import (
 from sparsedp.graphs import Graph, as_graph, gossip_matrix, read_edge_list, synthetic_social_graph
 from sparsedp.linalg.spectral import SpectralInfo, spectral_info
 from sparsedp.linalg.stochastic import check_gossip_matrix, gossip_properties, lock_gossip_matrix
-from sparsedp.maps import PrivacyMap, WorstCase, per_target_worst_case, privacy_map
+from sparsedp.maps import (
+    PrivacyMap,
+    WorstCase,
+    mf_map,
+    per_target_worst_case,
+    privacy_map,
+    random_walk_map,
+)
 from sparsedp.mf import MFResult, mf_sensitivity
 from sparsedp.ppac import laplacian_consensus_matrix, ppac_layout
 from sparsedp.ppac import leakage as ppac_leakage
@@ -91,12 +98,14 @@ __all__ = [
     "lock_gossip_matrix",
     "log_green_columns",
     "log_pseudo_determinant",
+    "mf_map",
     "mf_sensitivity",
     "muffliato_rdp",
     "ppac_layout",
     "privacy_map",
     "per_target_worst_case",
     "ppac_leakage",
+    "random_walk_map",
     "random_walk_mean_rdp",
     "random_walk_rdp",
     "rdp_epsilon",

@@ -62,6 +62,45 @@ def test_map_agrees_with_single_calls_pair_by_pair(k):
             sparsedp.gaussian_epsilon(row["upper"], 1.0, 1e-5))
 
 
+@pytest.mark.parametrize("k", range(20))
+def test_neighbourhood_map_agrees_with_single_calls_pair_by_pair(k):
+    """The neighbourhood view (the observer's closed neighbourhood as one colluding set) on
+    20 random graphs, symmetric and not: the batched c = 1 lower bound equals the single
+    call's ``ones`` bound to 1e-9 relative, and the certified rows are the single call's
+    bounds; pairs beyond T hops are the exact 0."""
+    G = _random_graph(k)
+    scheme = "metropolis" if k % 2 else "row-normalised-self-loops"
+    W = sparsedp.gossip_matrix(G, scheme=scheme)
+    n = W.shape[0]
+    T = 2 + k % 4
+    rng = np.random.default_rng(100 + k)
+    observers = [int(v) for v in rng.choice(n, 2, replace=False)]
+    targets = [int(v) for v in rng.choice(n, 4, replace=False)] + [observers[0]]
+    fast = sparsedp.privacy_map(W, observers, "all", T, view="neighbourhood", upper="none")
+    certified = sparsedp.privacy_map(W, observers, targets, T, view="neighbourhood",
+                                     exact="auto")
+    fast_rows = {(r["observer"], r["target"]): r for r in fast.rows()}
+    assert fast.parameters["view"] == "neighbourhood" and len(fast_rows) == 2 * n
+    for row in fast_rows.values():
+        if row["distance"] > T:
+            assert row["lower"] == 0.0 and row["kind"] == "exact"
+    for row in certified.rows():
+        a, j = row["observer"], row["target"]
+        single = sparsedp.squared_sensitivity(W, j, [a], T, view="neighbourhood")
+        assert _close(fast_rows[a, j]["lower"], _ones_bound(single)), (a, j)
+        if row["distance"] <= T:
+            assert (row["lower"], row["upper"]) == (single.lower, single.upper)
+            assert row["kind"] == "exact"
+
+
+def test_the_map_refuses_an_unknown_view_and_entrywise_neighbourhood_bounds():
+    W = sparsedp.gossip_matrix(nx.cycle_graph(6))
+    with pytest.raises(ParameterError, match="view must be one of"):
+        sparsedp.privacy_map(W, [0], "all", 3, view="local-dp")
+    with pytest.raises(ParameterError, match="secure-summation view"):
+        sparsedp.privacy_map(W, [0], "all", 3, view="neighbourhood", upper="entrywise")
+
+
 def test_map_without_exact_search_and_longer_T():
     """T = 30 (no exhaustive search): the certified interval still contains the single
     call's (lower <= other upper both ways), kind 'certified upper'."""
@@ -335,23 +374,29 @@ def test_a_float32_table_of_rows_takes_40_bytes_a_pair():
     assert m.columns["distance"].dtype == np.int32 and m.columns["observer"].dtype == np.int32
 
 
-@pytest.mark.parametrize("T", [8, 120])
-def test_one_to_all_with_truncated_lags_brackets_the_full_lag_values(T, monkeypatch):
+@pytest.mark.parametrize(("T", "p", "seed"), [(8, 0.04, 3), (120, 0.04, 3), (600, 0.012, 7)])
+def test_one_to_all_with_truncated_lags_brackets_the_full_lag_values(T, p, seed, monkeypatch):
     """One observer against every target from lags truncated where the chain has mixed
-    (T = 120: truncated; T = 8: not): the certified interval contains the c = 1 value computed
-    from every lag, is narrow, and privacy_map takes this route when the lags are large."""
+    (T >= 120: truncated; T = 8: not): the certified interval contains the c = 1 value computed
+    from every lag, is narrow, and privacy_map takes this route when the lags are large.  The
+    kept columns come in blocks of 16 rows here, so that T >= 120 spans several, and its mixed
+    lags are stored as float32 deviations from 1/n."""
     import importlib
 
     from sparsedp.gossip.one_to_all import one_to_all
+    from sparsedp.linalg.moments import ColumnStore
+
+    monkeypatch.setattr(ColumnStore, "BLOCK_ROWS", 16)
 
     pm = importlib.import_module("sparsedp.maps.privacy_map")
-    G = nx.gnp_random_graph(400, 0.04, seed=3)
+    G = nx.gnp_random_graph(400, p, seed=seed)  # p = 0.012: 14 pendant nodes, slow mixing
     G = nx.convert_node_labels_to_integers(G.subgraph(max(nx.connected_components(G), key=len)))
     W = sparsedp.gossip_matrix(G, scheme="metropolis")
     r = one_to_all(W, 3, T)
     batch = batched.observer_batch(W, [3], T, batched.lambda_min_lower_bound(W))
     values = batched.ones_values(batch)[0]
-    assert (r.truncated_at < T - 1) == (T == 120)
+    assert (r.truncated_at < T - 1) == (T > 8)
+    assert (r.float32_lags > 16) == (T > 8)  # float32 rows, over several blocks
     assert np.all(r.low <= values) and np.all(values <= r.high)
     assert np.all(r.high - r.low <= 1e-6 * r.high)
     monkeypatch.setattr(pm, "TRUNCATED_LAG_BYTES", 0)

@@ -60,6 +60,34 @@ def test_a_sweep_is_privacy_map_at_every_grid_point_and_resumes(tmp_path):
     assert (again.computed, again.skipped, again.rows) == (0, 32, result.rows)
 
 
+def test_a_sweep_over_families_is_each_family_map(tmp_path):
+    """The family axis: each family's rows equal its map, the table names the family, and a
+    gossip-only sweep records no family (sweeps stored before families resume)."""
+    families = ["gossip", "gossip:neighbourhood", "random-walk", "mf:antipgd"]
+    result = sweep(tmp_path / "f", ["ring:8"], [4], [4.0], [1e-5], families=families,
+                   observer_block=5, workers=1, progress=False)
+    assert result.chunks == 4 * 2
+    table = _table(tmp_path / "f")
+    graph = graph_from_spec("ring:8")
+    direct = {
+        "gossip": sparsedp.privacy_map(graph, T=4, sigma=4.0, delta=1e-5, upper="none"),
+        "gossip:neighbourhood": sparsedp.privacy_map(graph, T=4, sigma=4.0, delta=1e-5,
+                                                     upper="none", view="neighbourhood"),
+        "random-walk": sparsedp.random_walk_map(graph, T=4, sigma=4.0, delta=1e-5),
+        "mf:antipgd": sparsedp.mf_map(graph, T=4, sigma=4.0, delta=1e-5, algorithm="antipgd"),
+    }
+    for family, m in direct.items():
+        rows = table["family"].astype(str) == family
+        order = np.lexsort([m.columns["target"], m.columns["observer"]])
+        for name in ("observer", "target", "distance", "lower", "upper", "epsilon"):
+            np.testing.assert_array_equal(table[name][rows], m.columns[name][order])
+    sweep(tmp_path / "g", ["ring:8"], [4], [4.0], [1e-5], workers=1, progress=False)
+    assert "families" not in json.loads((tmp_path / "g" / "sweep.json").read_text())
+    with pytest.raises(ParameterError, match="unknown family 'mf:decor'"):
+        sweep(tmp_path / "h", ["ring:8"], [4], [4.0], [1e-5], families=["mf:decor"],
+              progress=False)
+
+
 def test_another_sweep_or_a_foreign_directory_is_refused(tmp_path):
     sweep(tmp_path / "s", ["ring:8"], [3], [1.0], [1e-5], workers=1, progress=False)
     with pytest.raises(ParameterError, match="other parameters"):

@@ -1,10 +1,12 @@
 """``sparsedp map``: a privacy map of a whole graph (:func:`sparsedp.maps.privacy_map`).
 
 Bounds on ``Delta_T(target -> observer)^2`` of gossip averaging (secure-summation view, one
-observer) for every selected pair; prints the summaries (per-target worst case over the
-observers, min / mean / max per hop distance) and with ``--out PATH`` writes the whole pair
-table as Parquet (needs pyarrow: ``pip install 'sparsedp[map]'``).  A path holding a map with
-other parameters is refused before any work, never overwritten.  ``--per-target``: only the
+observer) for every selected pair (``--family random-walk`` / ``mf``: the same table for
+the random-walk and matrix-factorisation families, :mod:`sparsedp.maps.families`); prints
+the summaries (per-target worst case over the observers, min / mean / max per hop distance)
+and with ``--out PATH`` writes the whole pair table as Parquet (needs pyarrow: ``pip install
+'sparsedp[map]'``).  A path holding a map with other parameters is refused before any work,
+never overwritten.  ``--per-target``: only the
 certified per-target worst case over the observers, without the pair table
 (:func:`sparsedp.maps.worst_case.per_target_worst_case`: pruned, fast at large T).
 
@@ -24,11 +26,16 @@ from sparsedp.cli.options import add_memory_option, add_progress_option, exact_f
 from sparsedp.errors import ParameterError
 from sparsedp.graphs.weights import SCHEMES
 from sparsedp.maps import store
+from sparsedp.maps.families import mf_map, random_walk_map
 from sparsedp.maps.plots import PLOT_KINDS, plot_map
-from sparsedp.maps.privacy_map import UPPER_MODES, privacy_map
+from sparsedp.maps.privacy_map import MAP_VIEWS, UPPER_MODES, privacy_map
 from sparsedp.maps.sweep import sweep
 from sparsedp.maps.worst_case import per_target_worst_case
+from sparsedp.mf.sensitivity import GRADIENTS
+from sparsedp.mf.trust import TRUST_MODELS
 
+FAMILIES = ("gossip", "random-walk", "mf")
+MF_ALGORITHMS = ("dp-d-sgd", "antipgd", "zip-dl")  # the ones named by a plain string
 DEFAULT_GRAPH_NODES = 2000  # the embedded synthetic social graph, as for randomwalk
 SHOWN = 10  # rows of each summary in the text report (--json has all)
 
@@ -66,8 +73,9 @@ def add_parser(sub) -> None:
     p.add_argument("--rounds", "-T", type=int, default=10, help="number of rounds T")
     p.add_argument("--sigma", type=float, default=1.0, help="noise standard deviation")
     p.add_argument("--delta", type=float, default=1e-5, help="target delta")
-    p.add_argument("--upper", choices=UPPER_MODES, default="entrywise",
-                   help="entrywise: the certified sum |M_T| of every target at once (T^3 n "
+    p.add_argument("--upper", choices=UPPER_MODES, default=None,
+                   help="default: entrywise (certified for --view neighbourhood). "
+                        "entrywise: the certified sum |M_T| of every target at once (T^3 n "
                         "work per observer; tight when M_T >= 0 entrywise: all 4 million pairs "
                         "of the default graph in about 25 s); certified: the single-pair "
                         "bounds per pair (one T x T solve and bound evaluation each, about a "
@@ -76,6 +84,10 @@ def add_parser(sub) -> None:
     p.add_argument("--exact", type=exact_flag, default=False,
                    help="exhaustive sign search per pair: auto (T <= 24), true, false "
                         "(default: false)")
+    p.add_argument("--view", choices=MAP_VIEWS, default="secure-summation",
+                   help="secure-summation (the observer alone) or neighbourhood (its closed "
+                        "neighbourhood's plain messages: c = 1 batched per observer; "
+                        "--upper certified per pair; no entrywise)")
     p.add_argument("--float32", action="store_true",
                    help="store lower, upper and epsilon as float32, rounded outward (still "
                         "bounds)")
@@ -98,6 +110,22 @@ def add_parser(sub) -> None:
                         "bound (single-pair sandwich, multistart ascent, certified diagonal "
                         "shift with N eigen-decompositions; 0: off). Narrows the gap where "
                         "M_T has negative entries, at a few ms a refined pair")
+    p.add_argument("--family", choices=FAMILIES, default="gossip",
+                   help="gossip (default: bounds on Delta^2); random-walk (Renyi losses at "
+                        "--alpha, one walk column per target: observer = receiver); mf "
+                        "(matrix-factorisation bounds on sens^2 of --algorithm under --trust, "
+                        "attacker set {observer}). --upper, --exact, --float32 and "
+                        "--per-target are gossip options")
+    p.add_argument("--alpha", type=float, default=2.0,
+                   help="random-walk: Renyi order (sigma^2 >= 2 alpha (alpha - 1))")
+    p.add_argument("--contributions", type=float, default=None,
+                   help="random-walk: cap on each source's contributions (certified; default "
+                        "the expectation T/n, an estimate)")
+    p.add_argument("--algorithm", default="dp-d-sgd", choices=MF_ALGORITHMS,
+                   help="mf: the algorithm (muffliato-sgd(K) through the library)")
+    p.add_argument("--trust", default="pndp", choices=TRUST_MODELS, help="mf: trust model")
+    p.add_argument("--gradients", default="vector", choices=GRADIENTS,
+                   help="mf: vector or scalar gradients (scalar: exact sign search at small T)")
     p.add_argument("--json", action="store_true", help="print one JSON object (summaries)")
     add_memory_option(p)
     add_progress_option(p)
@@ -140,6 +168,9 @@ def _add_sweep_parser(sub) -> None:
                    help="all, sample:K:SEED or a comma-separated list of node ids")
     p.add_argument("--observer-block", type=int, default=64,
                    help="observers per task (one Parquet chunk each)")
+    p.add_argument("--family", type=_values(str), default=["gossip"], dest="families",
+                   help="families, comma-separated: gossip, gossip:neighbourhood, "
+                        "random-walk, mf:dp-d-sgd, mf:antipgd, mf:zip-dl (default gossip)")
     p.add_argument("--upper", choices=UPPER_MODES, default="none",
                    help="upper bounds of each map (see sparsedp map)")
     p.add_argument("--workers", type=int, default=2,
@@ -163,7 +194,8 @@ def run_sweep(args: argparse.Namespace) -> dict:
     result = sweep(args.out, args.graphs or ["er:200:0.05:1"], args.rounds, args.sigma,
                    args.delta, schemes=args.scheme, observers=args.observers,
                    targets=args.targets, observer_block=args.observer_block, upper=args.upper,
-                   scheduler=args.scheduler, workers=args.workers, progress=args.progress)
+                   families=args.families, scheduler=args.scheduler, workers=args.workers,
+                   progress=args.progress)
     return {**result.to_dict(), "elapsed_seconds": time.perf_counter() - start}
 
 
@@ -179,22 +211,32 @@ def run(args: argparse.Namespace) -> dict:
     validation.sigma(args.sigma)
     validation.probability_delta(args.delta)
     validation.rounds(args.rounds)
+    if args.family != "gossip":
+        return _run_family(args, start)
+    if args.upper is None:
+        args.upper = "entrywise" if args.view == "secure-summation" else "certified"
     if args.per_target:
         return _run_per_target(args, start)
     graph, source = load_graph(args, DEFAULT_GRAPH_NODES)
     parameters = {"graph": source, "scheme": args.scheme, "observers": args.observers,
                   "targets": args.targets, "T": args.rounds, "sigma": args.sigma,
                   "delta": args.delta, "upper": args.upper, "exact": args.exact,
-                  "view": "secure-summation", "float32": args.float32}
+                  "view": args.view, "float32": args.float32}
     existed = False
     if args.out is not None:  # before any work
         store.require_pyarrow()
         existed = store.check_store(args.out, parameters)
     result = privacy_map(graph, observers=args.observers, targets=args.targets, T=args.rounds,
                          sigma=args.sigma, delta=args.delta, scheme=args.scheme,
-                         upper=args.upper, exact=args.exact, float32=args.float32,
+                         upper=args.upper, view=args.view, exact=args.exact,
+                         float32=args.float32,
                          progress=args.progress,
                          max_memory=args.max_memory)
+    return _finish(args, start, result, parameters, graph, source, existed)
+
+
+def _finish(args, start, result, parameters, graph, source, existed) -> dict:
+    """Store and draw the map as asked; the JSON-ready summary record."""
     if args.out is not None:
         store.write_map(result, args.out, parameters)
     if args.plot is not None:
@@ -206,6 +248,39 @@ def run(args: argparse.Namespace) -> dict:
                                                      "replaced": existed}
     record["elapsed_seconds"] = time.perf_counter() - start
     return record
+
+
+def _run_family(args: argparse.Namespace, start: float) -> dict:
+    """``--family random-walk`` or ``mf``: the same table for the other paper families."""
+    gossip_only = [flag for flag, used in (("--per-target", args.per_target),
+                                           ("--float32", args.float32),
+                                           ("--upper", args.upper is not None),
+                                           ("--view", args.view != "secure-summation"),
+                                           ("--exact", args.exact is not False)) if used]
+    if gossip_only:
+        raise ParameterError(f"{', '.join(gossip_only)} is for --family gossip only")
+    graph, source = load_graph(args, DEFAULT_GRAPH_NODES)
+    parameters = {"family": args.family, "graph": source, "scheme": args.scheme,
+                  "observers": args.observers, "targets": args.targets, "T": args.rounds,
+                  "sigma": args.sigma, "delta": args.delta}
+    if args.family == "random-walk":
+        parameters.update(alpha=args.alpha, contributions=args.contributions)
+    else:
+        parameters.update(algorithm=args.algorithm, trust=args.trust, gradients=args.gradients)
+    existed = False
+    if args.out is not None:  # before any work
+        store.require_pyarrow()
+        existed = store.check_store(args.out, parameters)
+    common = {"observers": args.observers, "targets": args.targets, "T": args.rounds,
+              "sigma": args.sigma, "delta": args.delta, "scheme": args.scheme,
+              "progress": args.progress, "max_memory": args.max_memory}
+    if args.family == "random-walk":
+        result = random_walk_map(graph, alpha=args.alpha, contributions=args.contributions,
+                                 **common)
+    else:
+        result = mf_map(graph, algorithm=args.algorithm, trust_model=args.trust,
+                        gradients=args.gradients, **common)
+    return _finish(args, start, result, parameters, graph, source, existed)
 
 
 def _run_per_target(args: argparse.Namespace, start: float) -> dict:
@@ -247,12 +322,16 @@ def format_report(record: dict) -> str:
     if "rows" in record:
         return _format_per_target(record)
     g, p = record["graph"], record["parameters"]
+    quantity = {"random-walk": f"Renyi loss at alpha = {p.get('alpha', 0):g}: min / mean / "
+                               "max of the upper bounds",
+                "mf": "sens^2: min / mean / max of the lower and certified upper bounds"}.get(
+        p.get("family"), "Delta^2: min / mean / max of the lower and certified upper bounds")
     lines = [
         f"graph     {g['source']}: {g['nodes']} nodes, {g['edges']} edges; {p['scheme']} "
         f"weights; T = {p['T']} rounds; {record['pairs']} pairs "
         f"({record['elapsed_seconds']:.2f} s)",
-        "by hop distance (Delta^2: min / mean / max of the lower and certified upper bounds; "
-        f"epsilon at sigma = {p['sigma']:g}, delta = {p['delta']:g})",
+        f"by hop distance ({quantity}; epsilon at sigma = {p['sigma']:g}, "
+        f"delta = {p['delta']:g})",
     ]
     for row in record["by_distance"][:SHOWN]:
         parts = [f"  d = {row['distance']:>3}  {row['pairs']:>8} pairs"]
@@ -266,7 +345,8 @@ def format_report(record: dict) -> str:
     for row in worst[:SHOWN]:
         upper = "" if row["worst_upper"] is None else f"  certified upper {row['worst_upper']:.6g}"
         eps = "" if row["worst_epsilon"] is None else f"  epsilon <= {row['worst_epsilon']:.4g}"
-        lines.append(f"  target {row['target']}: lower {row['worst_lower']:.6g}{upper}{eps} "
+        lower = "" if row["worst_lower"] is None else f"  lower {row['worst_lower']:.6g}"
+        lines.append(f"  target {row['target']}:{lower}{upper}{eps} "
                      f"(observer {row['worst_observer']})")
     if record["store"] is not None:
         lines.append(f"table     written to {record['store']['path']} (Parquet)")

@@ -55,13 +55,15 @@ from sparsedp import resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip import batched
 from sparsedp.gossip.batched_entrywise import entrywise_upper
+from sparsedp.gossip.batched_sets import set_ones
 from sparsedp.gossip.certified_solve import doubly_stochastic_to_rounding
 from sparsedp.gossip.one_to_all import one_to_all
-from sparsedp.gossip.sensitivity import gossip_sequence
+from sparsedp.gossip.sensitivity import gossip_sequence, squared_sensitivity
+from sparsedp.gossip.views import closed_neighbourhood
 from sparsedp.graphs.graph import Graph, as_graph
 from sparsedp.graphs.weights import gossip_matrix
-from sparsedp.linalg.matrix_facts import one_query
-from sparsedp.linalg.stochastic import matrix_facts
+from sparsedp.linalg.matrix_facts import is_locked, one_query, reuse_scope
+from sparsedp.linalg.stochastic import lock_gossip_matrix, matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.maps.selection import select_nodes
 from sparsedp.plain import plain
@@ -69,13 +71,14 @@ from sparsedp.privacy.gaussian import gaussian_epsilon
 from sparsedp.progress import progress_bar
 
 UPPER_MODES = ("certified", "entrywise", "none")
+MAP_VIEWS = ("secure-summation", "neighbourhood")
 BATCH_BYTES = 256 << 20  # lags and right-hand sides of one observer batch
 TRUNCATED_LAG_BYTES = 1 << 30  # one observer's T x n lags above which upper="none" truncates
 MAX_BATCH = 32
 SPARSE_BACKEND = "numpy"  # scipy's CSR x block: 0.12 ms a column at n = 10^4, b = 32 on the
 # 2-core machine, against 0.25 ms for the parallel numba kernel (0.09 ms on one thread)
 COLUMNS = ("observer", "target", "distance", "lower", "upper", "kind", "epsilon")
-KINDS = ("exact", "certified upper", "lower")
+KINDS = ("exact", "certified upper", "lower", "estimate")  # estimate: the random-walk family
 KIND_CODE = {name: code for code, name in enumerate(KINDS)}
 KIND_NAMES = np.array(KINDS, dtype=np.dtypes.StringDType())  # 16 bytes a pair, inline
 EXACT_EPSILONS = 20_000  # distinct upper bounds converted one by one (80 us each)
@@ -128,9 +131,10 @@ class PrivacyMap:
 
     def per_target(self) -> list[dict]:
         """Per target, the worst case over the map's observers other than the target itself
-        (module docstring): the largest lower bound, the largest certified upper bound
-        (``None`` without uppers), the observer attaining it, and its epsilon.  A target
-        whose only observer is itself is left out."""
+        (module docstring): the largest lower bound (``None`` without lowers: the
+        random-walk family), the largest certified upper bound (``None`` without uppers),
+        the observer attaining it, and its epsilon.  A target whose only observer is itself
+        is left out."""
         c = self.columns
         targets, others = c["target"], c["observer"] != c["target"]
         uniq, first = np.unique(targets, return_index=True)
@@ -143,10 +147,11 @@ class PrivacyMap:
             key = c["upper"] if has_upper else c["lower"]
             worst = rows[np.argmax(key[rows])]
             epsilon = c["epsilon"][rows]
+            lows = c["lower"][rows]
             out.append({
                 "target": _item(label),
                 "observers": int(rows.size),
-                "worst_lower": float(c["lower"][rows].max()),
+                "worst_lower": None if np.isnan(lows).all() else float(np.nanmax(lows)),
                 "worst_upper": float(c["upper"][rows].max()) if has_upper else None,
                 "worst_observer": _item(c["observer"][worst]),
                 "worst_epsilon": None if np.isnan(epsilon).any() else float(epsilon.max()),
@@ -202,6 +207,7 @@ def privacy_map(
     *,
     scheme: str = "metropolis",
     upper: str = "certified",
+    view: str = "secure-summation",
     exact=False,
     batch_size: int | None = None,
     float32: bool = False,
@@ -231,6 +237,14 @@ def privacy_map(
         when one observer's lags would exceed :data:`TRUNCATED_LAG_BYTES` and W is symmetric
         and doubly stochastic, the lags are truncated where the chain has mixed, one observer
         at a time, :mod:`sparsedp.gossip.one_to_all`).
+    view : ``"secure-summation"`` (the observer alone, the default) or ``"neighbourhood"``
+        (the observer reads its closed neighbourhood's plain messages: the secure-summation
+        view of that set, v2 Remark 11).  The neighbourhood view's c = 1 values come from one
+        propagation and factorisation per observer for every target
+        (:mod:`sparsedp.gossip.batched_sets`); its ``upper="certified"`` bounds are the
+        single-pair ones (:func:`sparsedp.squared_sensitivity` per pair, the observer's work
+        shared through :func:`sparsedp.linalg.matrix_facts.reuse_scope`);
+        ``upper="entrywise"`` is for the secure-summation view only.
     exact : exhaustive search over sign vectors per pair (``"auto"``: T <= 24, ``True``,
         ``False``, the default); with ``upper="certified"`` only.
     float32 : store ``lower``, ``upper`` and ``epsilon`` as float32, rounded outward (lower
@@ -279,10 +293,21 @@ def privacy_map(
     if sigma is not None:
         sigma = validation.sigma(sigma)
         delta = validation.probability_delta(delta)
+    if view not in MAP_VIEWS:
+        raise ParameterError(f"the map's view must be one of {MAP_VIEWS}, got {view!r}")
+    if view == "neighbourhood" and upper == "entrywise":
+        raise ParameterError("upper='entrywise' is for the secure-summation view; use "
+                             "'certified' or 'none' with the neighbourhood view")
     graph, W = _source(source, scheme)
     n = W.shape[0]
     obs = select_nodes(observers, graph, n, "observers")
     tgt = select_nodes(targets, graph, n, "targets")
+    if view == "neighbourhood":
+        return _neighbourhood_map(graph, W, obs, tgt, T, sigma, delta, upper, do_exact,
+                                  float32, progress, backend, max_memory,
+                                  {"observers": _describe(observers),
+                                   "targets": _describe(targets), "exact": exact,
+                                   "scheme": scheme if graph is not None else None})
     facts = matrix_facts(W)
     # c = 1 only, on a large mixing graph: one observer at a time from truncated lags
     truncate = (upper == "none" and 8 * T * n > TRUNCATED_LAG_BYTES and facts.symmetric
@@ -345,9 +370,24 @@ def privacy_map(
     finally:
         if bar is not None:
             bar.close()
-    epsilon = np.full(pairs, np.nan, dtype=value_type)
+    parameters = {"T": T, "sigma": sigma, "delta": delta, "view": "secure-summation",
+                  "upper": upper, "exact": exact, "nodes": n,
+                  "observers": _describe(observers), "targets": _describe(targets),
+                  "scheme": scheme if graph is not None else None, "float32": bool(float32)}
+    info = {"sparse_matrix_vector_products": products, "batch_size": b,
+            "lambda_min_lower_bound": lam, "truncated_lags": bool(truncate)}
+    return _assemble(graph, n, obs, tgt, distance, lower, upper_col, kind, sigma, delta,
+                     upper, float32, parameters, info)
+
+
+def _assemble(graph, n, obs, tgt, distance, lower, upper_col, kind, sigma, delta, upper,
+              float32, parameters, info) -> PrivacyMap:
+    """The :class:`PrivacyMap` from the filled columns (observers major): names, epsilons
+    from the stored (outward-rounded) uppers, notes."""
+    value_type = np.float32 if float32 else np.float64
+    epsilon = np.full(lower.size, np.nan, dtype=value_type)
     epsilon_note = None
-    if sigma is not None and upper != "none":  # from the stored (outward-rounded) uppers
+    if sigma is not None and upper != "none":
         epsilon, epsilon_note = upper_epsilons(upper_col, sigma, delta, float32)
     rows_type = np.int32 if n < 2**31 else np.int64
     names = ((graph.ids_of(obs), graph.ids_of(tgt)) if graph is not None
@@ -361,17 +401,85 @@ def privacy_map(
         "kind": KIND_NAMES[kind],
         "epsilon": epsilon,
     }
-    parameters = {"T": T, "sigma": sigma, "delta": delta, "view": "secure-summation",
-                  "upper": upper, "exact": exact, "nodes": n,
-                  "observers": _describe(observers), "targets": _describe(targets),
-                  "scheme": scheme if graph is not None else None, "float32": bool(float32)}
     notes = ("per-target worst case: max over the map's observers (the target itself "
              "excluded) of the certified upper bounds (each bounds its own pair, so their "
              "maximum bounds the worst case over these observers); lower: max of the lower "
              "bounds",) + ((epsilon_note,) if epsilon_note else ())
-    info = {"sparse_matrix_vector_products": products, "batch_size": b,
-            "lambda_min_lower_bound": lam, "truncated_lags": bool(truncate)}
     return PrivacyMap(columns=columns, parameters=parameters, notes=notes, info=info)
+
+
+def _neighbourhood_map(graph, W, obs, tgt, T, sigma, delta, upper, do_exact, float32,
+                       progress, backend, max_memory, described) -> PrivacyMap:
+    """:func:`privacy_map` with ``view="neighbourhood"``: per observer a, the c = 1 interval
+    of every target against the set ``N[a]`` (:func:`batched_sets.set_ones`), and with
+    ``upper="certified"`` the single-pair bounds of each pair (the observer's K shared by
+    the memo).  ``G_T = 0`` (exact 0) when the hop distance exceeds T (the set reaches one
+    hop further than a) or the target is in another component."""
+    n = W.shape[0]
+    if upper == "certified" and not is_locked(W):
+        W = lock_gossip_matrix(W)  # a private copy that the memo may key on
+    facts = matrix_facts(W)
+    pattern = W if facts.symmetric else abs(W) + abs(W).T
+    degrees = np.diff(pattern.indptr)
+    m = int(degrees.max()) + 1  # the largest closed neighbourhood
+    work = 8 * (2 * T * m * n + 4 * (m * T) ** 2)  # lags and Z; K, L, P and the sandwich
+    resources.require_within(obs.size * tgt.size * _bytes_per_pair(float32) + work,
+                             resources.memory_budget(max_memory),
+                             f"the neighbourhood map of {obs.size} x {tgt.size} pairs at T = "
+                             f"{T}", "select fewer observers or targets")
+    every_target = tgt.size == n and bool(np.all(tgt == np.arange(n)))
+    value_type = np.float32 if float32 else np.float64
+    pairs = obs.size * tgt.size
+    lower = np.empty(pairs, dtype=value_type)
+    upper_col = np.full(pairs, np.nan, dtype=value_type)
+    kind = np.full(pairs, KIND_CODE["lower"], dtype=np.int8)
+    distance = np.empty(pairs, dtype=np.int32)
+    component = facts.weak_components
+    bar = progress_bar(progress, total=obs.size, desc="observers", unit="observer")
+    products = 0
+    try:
+        for i, a in enumerate(obs):
+            rows = slice(i * tgt.size, (i + 1) * tgt.size)
+            d = shortest_path(pattern, unweighted=True, indices=[int(a)])[0, tgt]
+            distance[rows] = np.where(np.isfinite(d), d, -1)
+            zero = (component[tgt] != component[a]) | (d > T)
+            ones = set_ones(W, closed_neighbourhood(W, [int(a)]), T,
+                            None if every_target else tgt, backend=backend,
+                            symmetric=facts.symmetric)
+            products += ones.products
+            low_i, up_i = ones.low.copy(), np.full(tgt.size, np.nan)
+            kind_i = np.full(tgt.size, KIND_CODE["lower"], dtype=np.int8)
+            if upper == "certified":
+                with reuse_scope():  # the observer's lags, K and factor: once (locked W)
+                    for k in np.flatnonzero(~zero):
+                        single = squared_sensitivity(W, int(tgt[k]), [int(a)], T,
+                                                     view="neighbourhood", exact=do_exact,
+                                                     backend=backend, max_memory=max_memory)
+                        low_i[k] = max(low_i[k], single.lower)
+                        up_i[k] = single.upper
+                        kind_i[k] = KIND_CODE["exact" if single.exact is not None
+                                              else "certified upper"]
+            low_i[zero] = 0.0
+            kind_i[zero] = KIND_CODE["exact"]
+            if upper != "none":
+                up_i[zero] = 0.0
+            lower[rows] = _narrow(low_i, down=True) if float32 else low_i
+            upper_col[rows] = _narrow(up_i, down=False) if float32 else up_i
+            kind[rows] = kind_i
+            if bar is not None:
+                bar.update()
+    finally:
+        if bar is not None:
+            bar.close()
+    parameters = {"T": T, "sigma": sigma, "delta": delta, "view": "neighbourhood",
+                  "upper": upper, "exact": described["exact"], "nodes": n,
+                  "observers": described["observers"], "targets": described["targets"],
+                  "scheme": described["scheme"], "float32": bool(float32)}
+    info = {"sparse_matrix_vector_products": products, "batch_size": 1,
+            "lambda_min_lower_bound": batched.lambda_min_lower_bound(W),
+            "truncated_lags": False}
+    return _assemble(graph, n, obs, tgt, distance, lower, upper_col, kind, sigma, delta,
+                     upper, float32, parameters, info)
 
 
 def _bytes_per_pair(float32: bool) -> int:

@@ -1,10 +1,14 @@
 """Sweeps: privacy maps over a grid of parameters, run as Dask tasks, stored chunk by chunk.
 
 A sweep is the product of graph specs (an edge-list path or a generator spec,
-:mod:`sparsedp.graphs.specs`), gossip weight schemes, rounds ``T``, noise ``sigma`` and
-``delta``, with the observers of each graph split into blocks of ``observer_block``.  Each
-(grid point, observer block) is one task: a :func:`sparsedp.privacy_map` of that block
-against the targets, written as its own Parquet chunk ``DIR/chunks/<key>.parquet`` by
+:mod:`sparsedp.graphs.specs`), protocol families, gossip weight schemes, rounds ``T``, noise
+``sigma`` and ``delta``, with the observers of each graph split into blocks of
+``observer_block``.  A family is ``"gossip"`` (:func:`sparsedp.privacy_map`, the default),
+``"gossip:neighbourhood"`` (its neighbourhood view), ``"random-walk"``
+(:func:`sparsedp.random_walk_map` at ``alpha = 2``) or ``"mf:NAME"``
+(:func:`sparsedp.mf_map` with the algorithm NAME: ``dp-d-sgd``, ``antipgd``, ``zip-dl``).
+Each (grid point, observer block) is one task: the family's map of that block against the
+targets, written as its own Parquet chunk ``DIR/chunks/<key>.parquet`` by
 :func:`sparsedp.maps.store.write_map` (a temporary file, then ``os.replace``: a chunk is
 either whole or absent).  ``key`` is a digest of the task's parameters.
 
@@ -15,7 +19,9 @@ either whole or absent).  ``key`` is a digest of the task's parameters.
   ``LocalCluster`` with ``workers`` single-threaded worker processes by default, or an
   existing cluster at ``scheduler`` (``tcp://host:port``).  No scheduler of our own.
 * :func:`read_sweep` gives the whole table (every chunk, with the grid's columns ``graph``,
-  ``scheme``, ``T``, ``sigma``, ``delta``) in a fixed order, so two runs compare equal.
+  ``family``, ``scheme``, ``T``, ``sigma``, ``delta``) in a fixed order, so two runs compare
+  equal.  (A gossip-only sweep records no family in its task keys and manifest: sweeps
+  stored before families existed resume unchanged.)
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import numpy as np
 from sparsedp.errors import ParameterError
 from sparsedp.graphs.specs import graph_from_spec
 from sparsedp.maps import store
+from sparsedp.maps.families import mf_map, random_walk_map
 from sparsedp.maps.privacy_map import UPPER_MODES, PrivacyMap, privacy_map
 from sparsedp.maps.selection import select_nodes
 from sparsedp.progress import progress_bar
@@ -41,7 +48,9 @@ from sparsedp.progress import progress_bar
 __all__ = ["SweepResult", "read_sweep", "sweep"]
 
 MANIFEST = "sweep.json"
-GRID_COLUMNS = ("graph", "scheme", "T", "sigma", "delta")
+GRID_COLUMNS = ("graph", "family", "scheme", "T", "sigma", "delta")
+FAMILIES = ("gossip", "gossip:neighbourhood", "random-walk", "mf:dp-d-sgd", "mf:antipgd",
+            "mf:zip-dl")
 CONNECT_TIMEOUT = "5s"
 
 
@@ -62,15 +71,17 @@ class SweepResult:
 
 def sweep(out, graphs, T, sigma, delta, *, schemes=("metropolis",), observers="all",
           targets="all", observer_block: int = 64, upper: str = "none",
-          scheduler: str | None = None, workers: int = 2, progress=None) -> SweepResult:
+          families=("gossip",), scheduler: str | None = None, workers: int = 2,
+          progress=None) -> SweepResult:
     """Run (or finish) the sweep stored in the directory ``out`` (module docstring).
 
-    ``graphs``: specs (strings); ``T``, ``sigma``, ``delta``, ``schemes``: lists of values;
-    ``observers`` and ``targets``: as for :func:`sparsedp.privacy_map` (labels of each graph);
-    ``upper``: the map's upper-bound mode.
+    ``graphs``: specs (strings); ``T``, ``sigma``, ``delta``, ``schemes``, ``families``
+    (:data:`FAMILIES`): lists of values; ``observers`` and ``targets``: as for
+    :func:`sparsedp.privacy_map` (labels of each graph); ``upper``: the gossip map's
+    upper-bound mode.
     """
     store.require_pyarrow()
-    grid = _grid(graphs, T, sigma, delta, schemes, upper, observer_block, workers)
+    grid = _grid(graphs, T, sigma, delta, schemes, upper, observer_block, workers, families)
     parameters = {**grid, "observers": _plain(observers), "targets": _plain(targets)}
     out = Path(out)
     chunks_dir = out / "chunks"
@@ -102,9 +113,10 @@ def read_sweep(out) -> PrivacyMap:
     return PrivacyMap(columns={k: v[order] for k, v in columns.items()}, parameters=parameters)
 
 
-def _grid(graphs, T, sigma, delta, schemes, upper, observer_block, workers) -> dict:
-    """The validated grid as plain lists."""
-    lists = {"graphs": graphs, "T": T, "sigma": sigma, "delta": delta, "schemes": schemes}
+def _grid(graphs, T, sigma, delta, schemes, upper, observer_block, workers, families) -> dict:
+    """The validated grid as plain lists (``families`` only when not gossip alone)."""
+    lists = {"graphs": graphs, "T": T, "sigma": sigma, "delta": delta, "schemes": schemes,
+             "families": families}
     grid = {}
     for name, values in lists.items():
         values = [values] if isinstance(values, (str, int, float)) else list(values)
@@ -117,6 +129,11 @@ def _grid(graphs, T, sigma, delta, schemes, upper, observer_block, workers) -> d
         raise ParameterError(f"observer_block must be a positive integer, got {observer_block!r}")
     if not isinstance(workers, int) or workers < 1:
         raise ParameterError(f"workers must be a positive integer, got {workers!r}")
+    unknown = [f for f in grid["families"] if f not in FAMILIES]
+    if unknown:
+        raise ParameterError(f"unknown family {unknown[0]!r}; known: {', '.join(FAMILIES)}")
+    if grid["families"] == ["gossip"]:
+        del grid["families"]
     return {**grid, "upper": upper, "observer_block": observer_block}
 
 
@@ -134,10 +151,13 @@ def _tasks(grid: dict, observers, targets) -> list[dict]:
         labels = graph.ids_of(rows).tolist()
         blocks = [labels[i:i + grid["observer_block"]]
                   for i in range(0, len(labels), grid["observer_block"])]
-        for scheme, T, sigma, delta, block in itertools.product(
-                grid["schemes"], grid["T"], grid["sigma"], grid["delta"], blocks):
+        for family, scheme, T, sigma, delta, block in itertools.product(
+                grid.get("families", ["gossip"]), grid["schemes"], grid["T"], grid["sigma"],
+                grid["delta"], blocks):
             task = {"graph": spec, "scheme": scheme, "T": T, "sigma": sigma, "delta": delta,
                     "upper": grid["upper"], "observers": block, "targets": _plain(targets)}
+            if family != "gossip":
+                task["family"] = family
             digest = hashlib.sha256(json.dumps(task, sort_keys=True).encode()).hexdigest()
             tasks.append({**task, "key": digest[:24]})
     return tasks
@@ -164,11 +184,20 @@ def compute_chunk(task: dict, chunks_dir: str) -> int:
     """One task, in a worker: the map of its observer block, with the grid's columns, written
     atomically to its chunk.  Returns its row count."""
     graph = _graph(task["graph"])
-    result = privacy_map(graph, observers=task["observers"], targets=_selection(task["targets"]),
-                         T=task["T"], sigma=task["sigma"], delta=task["delta"],
-                         scheme=task["scheme"], upper=task["upper"], progress=False)
+    family = task.get("family", "gossip")
+    common = {"observers": task["observers"], "targets": _selection(task["targets"]),
+              "T": task["T"], "sigma": task["sigma"], "delta": task["delta"],
+              "scheme": task["scheme"], "progress": False}
+    if family.startswith("gossip"):
+        view = "neighbourhood" if family == "gossip:neighbourhood" else "secure-summation"
+        result = privacy_map(graph, upper=task["upper"], view=view, **common)
+    elif family == "random-walk":
+        result = random_walk_map(graph, **common)
+    else:
+        result = mf_map(graph, algorithm=family.split(":", 1)[1], **common)
     rows = len(result)
-    columns = {name: np.full(rows, task[name]) for name in GRID_COLUMNS}
+    columns = {name: np.full(rows, family if name == "family" else task[name])
+               for name in GRID_COLUMNS}
     table = PrivacyMap(columns={**columns, **result.columns}, parameters=result.parameters)
     store.write_map(table, Path(chunks_dir) / f"{task['key']}.parquet",
                     parameters={k: v for k, v in task.items() if k != "key"})
