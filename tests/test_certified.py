@@ -62,3 +62,38 @@ def test_fast_norms_are_numpys_bit_for_bit(shape):
     assert certified.frobenius(A) == float(np.linalg.norm(A))
     if A.ndim == 2:
         np.testing.assert_array_equal(certified.column_norms(A), np.linalg.norm(A, axis=0))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_stochastic_drift_covers_a_w_that_is_doubly_stochastic_only_nearly(seed):
+    """A symmetric W whose row sums miss 1 by up to rho (some edge weights scaled by
+    1 + 1e-4): for every pair of nodes and every power, the truncated lag ``e_a^T W^k e_b``
+    differs from ``1/n + d_a^T W^(k-2P) d_b`` (``d = W^P e - 1/n``) by at most the drift's
+    first term, and ``|d_a^T W^j d_b| <= (1 + g) eps_a eps_b`` (exact arithmetic emulated in
+    extended precision)."""
+    import math
+
+    import networkx as nx
+    import scipy.sparse as sp
+
+    G = nx.connected_watts_strogatz_graph(12, 4, 0.3, seed=seed)
+    W = gossip_matrix(G, scheme="metropolis").toarray()
+    rng = np.random.default_rng(seed)
+    for u, v in list(G.edges())[::3]:
+        W[u, v] = W[v, u] = W[u, v] * (1 + 1e-4 * rng.random())
+    n, P, power = W.shape[0], 3, 14
+    rho = certified.row_sum_deviation(sp.csr_matrix(W))
+    assert rho > 1e-6
+    Wl = W.astype(np.longdouble)
+    U = np.linalg.matrix_power(Wl, P)  # columns W^P e_a
+    D = U - np.longdouble(1) / n
+    eps = float(np.sqrt((D * D).sum(axis=0)).max())
+    drift = certified.stochastic_drift(rho, power, n, eps)
+    g = math.expm1(power * math.log1p(rho))
+    for k in range(2 * P, power + 1):
+        Wj = np.linalg.matrix_power(Wl, k - 2 * P)
+        mu = np.linalg.matrix_power(Wl, k)
+        inner = D.T @ Wj @ D
+        assert np.abs(mu - np.longdouble(1) / n - inner).max() <= drift
+        bound = (1 + g) * np.outer(np.sqrt((D * D).sum(axis=0)), np.sqrt((D * D).sum(axis=0)))
+        assert np.all(np.abs(inner) <= bound * (1 + 1e-12))

@@ -102,6 +102,16 @@ def test_family_maps_refuse_bad_input_in_one_line():
         sparsedp.mf_map(G, observers=("sample", 7, 0), T=3)
     with pytest.raises(ParameterError, match="both sigma and delta"):
         sparsedp.mf_map(G, T=3, sigma=1.0)
+    # checked before any pair (a map of self pairs only computes none)
+    with pytest.raises(ParameterError, match="sigma"):
+        sparsedp.random_walk_map(G, observers=[0], targets=[0], T=5, sigma=1.0, alpha=3.0)
+    with pytest.raises(ParameterError, match="contributions"):
+        sparsedp.random_walk_map(G, observers=[0], targets=[0], T=5, sigma=8.0,
+                                 contributions=0.5)
+    with pytest.raises(ParameterError, match="trust_model"):
+        sparsedp.mf_map(G, observers=[0], targets=[0], T=3, trust_model="nobody")
+    with pytest.raises(ParameterError):
+        sparsedp.mf_map(G, observers=[0], targets=[0], T=3, algorithm="no-such-algorithm")
 
 
 def test_a_family_map_round_trips_through_the_parquet_store(tmp_path):

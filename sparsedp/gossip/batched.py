@@ -66,6 +66,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from sparsedp.errors import ParameterError
 from sparsedp.linalg import certified, gram, kernels
 from sparsedp.linalg.certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
 from sparsedp.linalg.sign_bounds import (
@@ -135,8 +136,9 @@ def observer_batch(
     ``backend`` of the sparse products (:func:`sparsedp.linalg.kernels.spmm`); ``out``: a
     buffer of at least ``b T n`` floats for the lags, reused from batch to batch (a fresh
     array costs a page fault per 4 KiB on first write, more than the copy itself).
-    ``ValueError`` when the rounding of some K is not small against ``lam`` (then the
-    analytic bound cannot carry it; never seen for row-stochastic W).
+    ``ParameterError`` when the rounding of some K is not small against ``lam`` (then the
+    analytic bound cannot carry it; seen only for long chains far from mixing, such as every
+    node sending half its weight to one hub at T = 800).
     """
     observers = np.asarray(observers, dtype=np.int64)
     n, b = W.shape[0], observers.size
@@ -165,7 +167,9 @@ def observer_batch(
     depth = 2 * (T - 1) * (d + 1) + n + T
     dK = np.array([gram.rounding_norm_bound(k, depth) for k in K])
     if np.any(dK >= 0.25 * lam):
-        raise ValueError("rounding of K too large for the analytic lambda_min bound")
+        raise ParameterError("the rounding of K_T is too large for the analytic lambda_min "
+                             "bound (a long chain far from mixing): query these pairs one by "
+                             "one with squared_sensitivity, which certifies lambda_min itself")
     L = np.linalg.cholesky(K)
     return ObserverBatch(
         observers=observers, lags=lags, K=K, L=L, dK=dK, lam=float(lam),

@@ -31,6 +31,8 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from sparsedp import validation
+from sparsedp.errors import ParameterError
 from sparsedp.gossip.batched import certify_ones, lambda_min_lower_bound
 from sparsedp.linalg import gram, kernels
 from sparsedp.linalg.certified import gamma
@@ -54,8 +56,10 @@ def set_ones(W: sp.csr_matrix, observers, T: int, targets=None, *, backend: str 
     """The certified c = 1 interval of every target (``None``: all rows; else row indices)
     against the set ``observers`` (distinct rows of W; module docstring).  ``W``: a checked
     gossip matrix (canonical CSR, non-negative, row-stochastic)."""
-    observers = np.asarray(observers, dtype=np.int64)
-    n, m = W.shape[0], observers.size
+    T = validation.rounds(T)
+    n = W.shape[0]
+    observers = validation.node_set(observers, n, "observers")  # distinct, at least one
+    m = observers.size
     facts = matrix_facts(W)
     symmetric = facts.symmetric if symmetric is None else symmetric
     WT = W if symmetric else W.T.tocsr()
@@ -71,7 +75,9 @@ def set_ones(W: sp.csr_matrix, observers, T: int, targets=None, *, backend: str 
     dK = gram.rounding_norm_bound(K, 2 * (T - 1) * (d + 1) + n + T)
     lam = lambda_min_lower_bound(W)
     if dK >= 0.25 * lam:
-        raise ValueError("rounding of K too large for the analytic lambda_min bound")
+        raise ParameterError("the rounding of K_T is too large for the analytic lambda_min "
+                             "bound (a long chain far from mixing): query these pairs one by "
+                             "one with squared_sensitivity, which certifies lambda_min itself")
     L = np.linalg.cholesky(K)
     C = np.kron(np.tril(np.ones((T, T))), np.eye(m))
     P = scipy.linalg.solve_triangular(L, C, lower=True, check_finite=False)

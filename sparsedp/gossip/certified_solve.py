@@ -473,11 +473,12 @@ def truncation_pattern(lags: LagSequence, T: int) -> np.ndarray:
 
 
 def truncation_norm_bound(lags: LagSequence, T: int) -> float:
-    """``||K - K_hat||_2 <= max_t (N 1)_t max_a eps_a sum_b eps_b`` (largest row sum)."""
+    """``||K - K_hat||_2 <= max_t (N 1)_t max_a sum_b (eps_a eps_b + drift)`` (largest row
+    sum)."""
     if not lags.truncated:
         return 0.0
     N = truncation_pattern(lags, T)
-    return float(N.sum(axis=1).max()) * float(lags.eps.max()) * float(lags.eps.sum())
+    return float(N.sum(axis=1).max()) * float(lags.mu_error.sum(axis=1).max())
 
 
 def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float) -> tuple[MatrixSandwich, float]:
@@ -500,9 +501,13 @@ def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float) -> tuple[MatrixSa
         eps = lags.eps
 
         def apply_truncation_abs(V: np.ndarray) -> np.ndarray:
-            """``(N kron eps eps^T) V`` for ``V`` of shape (T m, k)."""
-            weighted = np.einsum("tbk,b->tk", V.reshape(T, m, -1), eps)
-            return ((N @ weighted)[:, None, :] * eps[None, :, None]).reshape(T * m, -1)
+            """``(N kron (eps eps^T + drift 1 1^T)) V`` for ``V`` of shape (T m, k)."""
+            blocks = V.reshape(T, m, -1)
+            weighted = np.einsum("tbk,b->tk", blocks, eps)
+            out = (N @ weighted)[:, None, :] * eps[None, :, None]
+            if lags.drift:
+                out = out + lags.drift * (N @ blocks.sum(axis=1))[:, None, :]
+            return out.reshape(T * m, -1)
 
         F_abs = toeplitz_blocks(np.outer(lags.a_truncated, lags.a_error))
     sandwich, rounding_share = _dense_sandwich(

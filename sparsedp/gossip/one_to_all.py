@@ -9,7 +9,8 @@ n = 10^6, T = 1000).  For W symmetric and doubly stochastic the chain mixes: wit
 
 (for a W doubly stochastic only to rounding, row sums within rho of 1: ``r_l = W^(l-P) r_P``
 with ``||W^k x||_2 <= (1 + rho)^k ||x||_2`` and ``|W^k 1 / n - 1 / n| <= ((1 + rho)^k - 1) / n``,
-so eps grows to ``(1 + rho)^T eps + ((1 + rho)^T - 1) / n``, which is what is charged), so the
+so eps grows to ``(1 + rho)^T eps + ((1 + rho)^T - 1) / n``, which is what is charged, and
+K's truncated moments carry the lag sequence's ``drift``), so the
 propagation stops at the lag P where the chain has mixed (the structured path's
 criterion ``n eps^2 <= tol``, :class:`sparsedp.linalg.moments.LagPropagator`, which also gives
 the moments of K with their truncation bound) and keeps only the columns ``W^l e_a``, l <= P
@@ -53,11 +54,12 @@ import numpy as np
 import scipy.linalg
 from scipy.linalg import blas
 
+from sparsedp import validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.batched import certify_ones, lambda_min_lower_bound
 from sparsedp.gossip.certified_solve import doubly_stochastic_to_rounding, truncation_norm_bound
 from sparsedp.linalg import gram
-from sparsedp.linalg.certified import UNIT_ROUNDOFF, gamma
+from sparsedp.linalg.certified import UNIT_ROUNDOFF, gamma, row_sum_deviation
 from sparsedp.linalg.moments import ColumnStore, LagPropagator
 from sparsedp.linalg.operators import k_from_moments
 from sparsedp.linalg.stochastic import matrix_facts
@@ -91,6 +93,8 @@ def one_to_all(W, observer: int, T: int, *, tol: float = TRUNCATION_TOL,
     """The certified c = 1 interval of every target against ``observer`` (module
     docstring).  ``W``: a checked gossip matrix (canonical CSR, non-negative), symmetric and
     doubly stochastic; ``tol``: the mixing level ``n eps^2`` at which lags are truncated."""
+    T = validation.rounds(T)
+    observer = validation.node_index(observer, W.shape[0], "observer")
     facts = matrix_facts(W)
     if not (facts.symmetric and doubly_stochastic_to_rounding(W)):
         raise ParameterError("one observer against every target with truncated lags needs a "
@@ -141,9 +145,7 @@ def one_to_all(W, observer: int, T: int, *, tol: float = TRUNCATION_TOL,
     shift = 0.0
     if P < T - 1:
         # W doubly stochastic to rounding: row sums within rho of 1, ||W||_2 <= 1 + rho
-        sums = facts.line_sums[0]
-        rho = (float(np.abs(sums - 1.0).max())
-               + gamma(facts.longest_row + 1) * float(sums.max())) * (1 + 8 * UNIT_ROUNDOFF)
+        rho = row_sum_deviation(W)
         growth = math.exp(T * math.log1p(rho)) * (1 + 8 * UNIT_ROUNDOFF)  # >= (1 + rho)^T
         eps_all = (growth * (eps + UNIT_ROUNDOFF / n) + (growth - 1.0) / n) * (1 + gamma(4))
         k = np.arange(1, T - P, dtype=np.float64)

@@ -90,6 +90,33 @@ def gossip_lambda_min_lower_bound(W: sp.spmatrix) -> float:
     return (1.0 / (1.0 + norm_2) ** 2) / inflate
 
 
+def row_sum_deviation(W: sp.spmatrix) -> float:
+    """``rho >= max_i |sum_j W_ij - 1|`` for the exact row sums of a non-negative W: the
+    computed sums' largest deviation plus their rounding (``gamma_(d+1)`` of each sum, d the
+    longest row)."""
+    facts = matrix_facts(W)
+    rows = facts.line_sums[0]
+    return (float(np.abs(rows - 1.0).max())
+            + gamma(facts.longest_row + 1) * float(rows.max())) * (1 + 8 * UNIT_ROUNDOFF)
+
+
+def stochastic_drift(rho: float, power: int, n: int, eps: float) -> float:
+    """The additive error of taking a lag ``e_a^T W^k e_b`` (k <= ``power``) of a symmetric
+    non-negative W with row sums within ``rho`` of 1 as ``1/n + <R^i e_a, R^i' e_b>``-type
+    truncations, beyond the product of mixing distances: with ``u = W^P e = 1/n + d``,
+    ``||d|| <= eps``, ``g = (1 + rho)^power - 1 >= |(W^j 1)_i - 1|`` and ``||W^j||_2 <= 1 + g``,
+
+        |<W^j u_a, u_b> - 1/n - <W^j d_a, d_b>|  <=  g (3 + 2 sqrt(n) eps) / n,
+        |<W^j d_a, d_b>| <= (1 + g) eps_a eps_b,
+
+    so ``g (3 + 2 sqrt(n) eps) / n + g eps^2`` covers what the mixing bound ``eps_a eps_b``
+    misses (0 for an exactly doubly stochastic W)."""
+    if rho == 0.0:
+        return 0.0
+    g = math.expm1(power * math.log1p(rho)) * (1 + 8 * UNIT_ROUNDOFF)
+    return (g * (3.0 + 2.0 * math.sqrt(n) * eps) / n + g * eps * eps) * (1 + 8 * UNIT_ROUNDOFF)
+
+
 @dataclass(frozen=True)
 class MatrixSandwich:
     """``M = low + D + F + E`` with ``||D||_F <= eta_low``, ``0 <= F <= excess + eta_excess I``

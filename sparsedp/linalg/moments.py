@@ -40,7 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsedp.linalg import kernels
-from sparsedp.linalg.certified import UNIT_ROUNDOFF
+from sparsedp.linalg.certified import UNIT_ROUNDOFF, row_sum_deviation, stochastic_drift
 from sparsedp.progress import progress_bar
 
 FRONTIER_FRACTION = 0.125  # use row-restricted products while the frontier is below this
@@ -53,9 +53,11 @@ class LagSequence:
     ``mu[l] = mu_(l + 2 offset)`` and ``a[l] = a_(l + offset)`` (``offset`` = 1 for the v1
     views, :meth:`shifted`).  Lags below ``exact_lags`` (in the unshifted numbering) are
     computed (error 0 up to rounding); for larger lags ``|mu_l - mu[l]| <= mu_error =
-    eps eps^T`` and ``|a_l - a[l]| <= a_error = eps eps_target`` entrywise, with ``eps`` (m,)
-    the observers' and ``eps_target`` the target's mixing distance ``||W^L e - 1/n||`` at the
-    truncation (zero when nothing is truncated).
+    eps eps^T + drift`` and ``|a_l - a[l]| <= a_error = eps eps_target + drift`` entrywise,
+    with ``eps`` (m,) the observers' and ``eps_target`` the target's mixing distance
+    ``||W^L e - 1/n||`` at the truncation (zero when nothing is truncated) and ``drift`` what
+    a W doubly stochastic only to rounding adds
+    (:func:`sparsedp.linalg.certified.stochastic_drift`; 0 for an exact one).
     """
 
     mu: np.ndarray
@@ -66,6 +68,7 @@ class LagSequence:
     products: int
     frontier_products: int
     offset: int = 0
+    drift: float = 0.0
 
     @property
     def mu_truncated(self) -> np.ndarray:
@@ -84,11 +87,11 @@ class LagSequence:
 
     @property
     def mu_error(self) -> np.ndarray:
-        return np.outer(self.eps, self.eps)
+        return np.outer(self.eps, self.eps) + self.drift
 
     @property
     def a_error(self) -> np.ndarray:
-        return self.eps * self.eps_target
+        return self.eps * self.eps_target + self.drift
 
     def shifted(self, offset: int, T: int) -> LagSequence:
         """The lags ``mu_(l + 2 offset)``, ``a_(l + offset)`` for T rounds (from T + offset)."""
@@ -305,6 +308,10 @@ class LagPropagator:
         C[self.exact :] = 1.0 / self.n
         eps = np.zeros_like(self.eps) if self.finished else self.eps
         m = self.m  # the observers are the block's first m columns
+        drift = 0.0
+        if not self.finished:  # truncated lags compared with 1/n: W 1 = 1 up to rho
+            drift = stochastic_drift(row_sum_deviation(self.W), self.C.shape[0], self.n,
+                                     float(eps.max()))
         if self.tcol is None:
             if not self.finished:
                 raise ValueError("without a target column the propagation cannot be truncated")
@@ -319,6 +326,7 @@ class LagPropagator:
             exact_lags=self.exact,
             products=self.products,
             frontier_products=self.frontier_products,
+            drift=drift,
         )
 
 

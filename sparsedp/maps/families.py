@@ -32,6 +32,8 @@ as for gossip maps); its ``parameters["family"]`` names the family.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.sparse.csgraph import shortest_path
 
@@ -41,9 +43,11 @@ from sparsedp.linalg.matrix_facts import is_locked, reuse_scope
 from sparsedp.linalg.stochastic import lock_gossip_matrix, matrix_facts
 from sparsedp.maps.privacy_map import KIND_CODE, KIND_NAMES, PrivacyMap, _describe, _source
 from sparsedp.maps.selection import select_nodes
-from sparsedp.mf.sensitivity import mf_sensitivity
+from sparsedp.mf import algorithms, participation
+from sparsedp.mf.sensitivity import GRADIENTS, mf_sensitivity
+from sparsedp.mf.trust import TRUST_MODELS
 from sparsedp.progress import progress_bar
-from sparsedp.randomwalk.accounting import random_walk_rdp
+from sparsedp.randomwalk.accounting import METHODS, random_walk_rdp, require_noise_condition
 
 __all__ = ["mf_map", "random_walk_map"]
 
@@ -96,6 +100,14 @@ def random_walk_map(source, observers="all", targets="all", T: int = 100,
     T = validation.rounds(T)
     if delta is not None:
         delta = validation.probability_delta(delta)
+    require_noise_condition(sigma, alpha)  # checked here: a map may compute no pair
+    if contributions is not None:
+        contributions = validation.real("contributions", contributions)
+        if not (math.isfinite(contributions) and contributions >= 1.0):
+            raise ParameterError(f"contributions must be a finite number >= 1, got "
+                                 f"{contributions!r}")
+    if method not in METHODS:
+        raise ParameterError(f"method must be one of {METHODS}, got {method!r}")
     graph, W = _source(source, scheme)
     n = W.shape[0]
     obs = select_nodes(observers, graph, n, "observers")
@@ -180,6 +192,14 @@ def mf_map(source, observers="all", targets="all", T: int = 20, sigma: float | N
     if sigma is not None:
         sigma = validation.sigma(sigma)
         delta = validation.probability_delta(delta)
+    algorithms.resolve(algorithm)  # checked here: a map may compute no pair
+    participation.resolve(participation_scheme)
+    if trust_model not in TRUST_MODELS:
+        raise ParameterError(f"trust_model must be one of {TRUST_MODELS}, got {trust_model!r}")
+    if gradients not in GRADIENTS:
+        raise ParameterError(f"gradients must be one of {GRADIENTS}, got {gradients!r}")
+    if exact not in ("auto", True, False):
+        raise ParameterError(f"exact must be 'auto', True or False, got {exact!r}")
     graph, W = _source(source, scheme)
     if not is_locked(W):  # the shared work needs a W that cannot change in place
         W = lock_gossip_matrix(W)

@@ -421,7 +421,7 @@ def _neighbourhood_map(graph, W, obs, tgt, T, sigma, delta, upper, do_exact, flo
     facts = matrix_facts(W)
     pattern = W if facts.symmetric else abs(W) + abs(W).T
     degrees = np.diff(pattern.indptr)
-    m = int(degrees.max()) + 1  # the largest closed neighbourhood
+    m = int(degrees[obs].max()) + 1  # the chosen observers' largest closed neighbourhood
     work = 8 * (2 * T * m * n + 4 * (m * T) ** 2)  # lags and Z; K, L, P and the sandwich
     resources.require_within(obs.size * tgt.size * _bytes_per_pair(float32) + work,
                              resources.memory_budget(max_memory),
