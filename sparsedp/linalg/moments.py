@@ -24,23 +24,27 @@ L), every lag ``l >= 2L`` satisfies
 
 So once ``max_a eps_a(L)^2 <= tol / n`` the propagation stops, the remaining lags are set to
 ``1/n`` and the entrywise error bound ``eps_a eps_b`` is returned with them; the caller
-carries it into the reported bounds.  ``eps`` is the computed centred norm plus the rounding
-accumulated by the products, modelled as ``8 sqrt(d + 1) u ||v_{l+1}||`` per product
-(``d`` the longest row; the probabilistic rounding model of Higham & Mary, 2019, with a wide
-margin; the columns ``v_l = W^l e_a`` are non-negative so ``|W| |v_l| = v_{l+1}``): the
-truncation stays meaningful when the chain has mixed down to rounding level.
+carries it into the reported bounds.  ``eps`` is the computed centred norm (with its own
+rounding) plus the rounding accumulated by the products, bounded in the worst case by
+``gamma_(d+1) ||v_{l+1}||`` per product (``d`` the longest row; the columns ``v_l = W^l e_a``
+are non-negative so ``|W| |v_l| = v_{l+1}``), each earlier error growing by at most
+``||W||_2`` per later product: the truncation stays meaningful when the chain has mixed down
+to rounding level.  A W doubly stochastic only to rounding adds the lag sequence's ``drift``
+(:func:`sparsedp.linalg.certified.stochastic_drift`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from sparsedp.linalg import kernels
-from sparsedp.linalg.certified import UNIT_ROUNDOFF, row_sum_deviation, stochastic_drift
+from sparsedp.linalg.certified import UNIT_ROUNDOFF, gamma, row_sum_deviation, stochastic_drift
+from sparsedp.linalg.stochastic import matrix_facts
 from sparsedp.progress import progress_bar
 
 FRONTIER_FRACTION = 0.125  # use row-restricted products while the frontier is below this
@@ -215,9 +219,17 @@ class LagPropagator:
         self.support = np.unique(np.concatenate([observers, [target]])) if frontier else None
         self.products = self.frontier_products = 0
         self.exact = 1  # lags 0 .. exact-1 are computed
-        longest_row = int((W.indptr[1:] - W.indptr[:-1]).max())
-        self.step_rounding = 8.0 * np.sqrt(longest_row + 1.0) * UNIT_ROUNDOFF
-        self.drift = 0.0  # accumulated rounding in the propagated columns (2-norm)
+        # the columns are non-negative, so |W| |v| = W v: ||fl(W v) - W v||_2 <= gamma_(d+1)
+        # ||W v||_2 <= gamma_(d+1) / (1 - gamma_(d+1)) ||fl(W v)||_2 (worst case, d the longest
+        # row); an error made at one product grows by at most ||W||_2 <= sqrt(||W||_1
+        # ||W||_inf) at each later one
+        facts = matrix_facts(W)
+        row_sums, column_sums = facts.absolute_line_sums
+        self.norm_2 = (math.sqrt(float(row_sums.max()) * float(column_sums.max()))
+                       * (1 + gamma(n + 2)))
+        g = gamma(facts.longest_row + 1)
+        self.step_rounding = g / (1 - g) * (1 + gamma(n + 2))  # times the computed ||fl(W v)||
+        self.rounding_drift = 0.0  # accumulated rounding in the propagated columns (2-norm)
         self.columns = columns
         if columns is not None:
             columns.append(self.V[:, 0])
@@ -288,9 +300,14 @@ class LagPropagator:
         self.exact = 2 * (self.products - 1) + 3
         if self.bar is not None:
             self.bar.update(k)
-        norms = np.sqrt(np.diagonal(gram, axis1=1, axis2=2).max(axis=1))
-        self.drift += self.step_rounding * float(norms.sum())
-        self.eps = np.sqrt(np.maximum(centred[-1], 0.0)) + self.drift
+        for norm in np.sqrt(np.diagonal(gram, axis1=1, axis2=2).max(axis=1)):
+            self.rounding_drift = (self.rounding_drift * self.norm_2
+                                   + self.step_rounding * float(norm)) * (1 + 4 * UNIT_ROUNDOFF)
+        # the computed sum of fl(y - fl(1/n))^2: the subtraction, square and n-term sum
+        # within gamma_(n+4) relative, and fl(1/n) within u/n of 1/n (u / sqrt(n) in 2-norm)
+        centred_norm = np.sqrt(np.maximum(centred[-1], 0.0) * (1 + gamma(self.n + 4)))
+        self.eps = ((centred_norm + UNIT_ROUNDOFF / math.sqrt(self.n)) * (1 + 4 * UNIT_ROUNDOFF)
+                    + self.rounding_drift)
 
     def close(self) -> None:
         """Close the progress bar (the propagation may stop before the last lag)."""
