@@ -224,3 +224,27 @@ def test_distance_summary_shares_the_attackers_work_and_equals_single_queries(sc
         single = mf_sensitivity(W.copy(), u, attackers, T, method="gram")
         assert (r.lower, r.upper) == (single.lower, single.upper)
         assert r.lower <= r.upper
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_row_sum_deviation_bounds_the_exact_row_sums_closely(seed):
+    """The extended-precision row-sum deviation is at least the exact one (math.fsum, exact
+    for floats) and at most a rounding-level above it, far below the float64 sums' own
+    rounding allowance for long rows."""
+    import math
+
+    import scipy.sparse as sp
+
+    from sparsedp.linalg.matrix_facts import MatrixFacts
+
+    rng = np.random.default_rng(seed)
+    n, d = 300, 40
+    rows = np.repeat(np.arange(n), d)
+    cols = rng.integers(0, n, n * d)
+    W = sp.csr_matrix((rng.random(n * d), (rows, cols)), shape=(n, n))
+    W.sum_duplicates()
+    W = sp.csr_matrix(W.multiply(1.0 / np.asarray(W.sum(axis=1))))  # rows sum to 1 in float
+    exact = max(abs(math.fsum([*W.data[W.indptr[i]:W.indptr[i + 1]], -1.0])) for i in range(n))
+    rho = MatrixFacts(W).row_sum_deviation
+    assert exact <= rho <= exact + 1e-17
+    assert rho < 45 * np.finfo(float).eps / 2  # below gamma_(d+1) of float64 sums

@@ -29,6 +29,7 @@ first (:meth:`sparsedp.linalg.operators.GossipSystem.redundant_rows`).  ``docs/b
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import scipy.linalg
@@ -201,7 +202,9 @@ def _structured_sandwich(
     if the certified widening caused by the truncation (``sum |E|`` of the model error) exceeds
     ``truncation_rtol`` times the c = 1 lower bound, it resumes (never restarts) down to the
     level predicted to suffice — the widening is proportional to ``eps_a eps_b`` — with a
-    factor 2 of margin, until it passes or every lag is computed.
+    factor 2 of margin, until it passes, every lag is computed, or a stop lowers the widening
+    by less than half (a floor: the drift of a W doubly stochastic only to rounding, which
+    more lags do not lower).
     """
     T, p = system.T, system.power_offset
     small = system.W.nnz * (system.m + 1) * (T + p) <= SMALL_PROPAGATION_WORK
@@ -211,6 +214,7 @@ def _structured_sandwich(
     )
     truncate = not small and doubly_stochastic_to_rounding(system.W)
     level = _first_level(system, truncation_rtol) if truncate else None
+    previous = math.inf  # the widening at the previous stop
     try:
         while True:
             lags = _shifted(propagator.advance(level).result(), p, T)
@@ -220,8 +224,11 @@ def _structured_sandwich(
                 if not lags.truncated:
                     return sandwich, lags, None
                 lower = float(sandwich.low.sum()) - sandwich.quadratic_slack()
-                if widening <= truncation_rtol * max(lower, 0.0):
+                if widening <= truncation_rtol * max(lower, 0.0) or widening > 0.5 * previous:
+                    # met, or a floor that more lags do not lower (the drift of a W doubly
+                    # stochastic only to rounding): the sandwich is certified either way
                     return sandwich, lags, level
+                previous = widening
                 tightening = 0.5 * truncation_rtol * max(lower, 0.0) / widening
             level = propagator.mixing_level * min(max(tightening, 1e-8), 0.5)
             if level < LAST_MIXING_LEVEL:

@@ -91,13 +91,9 @@ def gossip_lambda_min_lower_bound(W: sp.spmatrix) -> float:
 
 
 def row_sum_deviation(W: sp.spmatrix) -> float:
-    """``rho >= max_i |sum_j W_ij - 1|`` for the exact row sums of a non-negative W: the
-    computed sums' largest deviation plus their rounding (``gamma_(d+1)`` of each sum, d the
-    longest row)."""
-    facts = matrix_facts(W)
-    rows = facts.line_sums[0]
-    return (float(np.abs(rows - 1.0).max())
-            + gamma(facts.longest_row + 1) * float(rows.max())) * (1 + 8 * UNIT_ROUNDOFF)
+    """``rho >= max_i |sum_j W_ij - 1|`` for the exact row sums of W
+    (:attr:`sparsedp.linalg.matrix_facts.MatrixFacts.row_sum_deviation`, memoised)."""
+    return matrix_facts(W).row_sum_deviation
 
 
 def stochastic_drift(rho: float, power: int, n: int, eps: float) -> float:

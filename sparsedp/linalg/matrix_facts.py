@@ -64,6 +64,23 @@ class MatrixFacts:
         return kernels.csr_line_sums(self.W, absolute=True)
 
     @cached_property
+    def row_sum_deviation(self) -> float:
+        """``rho >= max_i |sum_j W_ij - 1|`` for the exact sums of the stored values: the sums
+        in extended precision (``np.longdouble``; ``|error| <= gamma'_(d+1) sum_j |W_ij|``
+        with that type's unit roundoff, charged) instead of the float64 sums' own rounding,
+        which for weights built in float64 is about as large as the deviation itself."""
+        W = self.W
+        u = float(np.finfo(np.longdouble).eps) / 2
+        k = (self.longest_row + 2) * u
+        starts = W.indptr[:-1][np.diff(W.indptr) > 0]
+        sums = np.add.reduceat(W.data.astype(np.longdouble), starts)
+        absolute = np.add.reduceat(np.abs(W.data).astype(np.longdouble), starts)
+        empty_rows = W.shape[0] - starts.size  # an empty row sums to 0: deviation 1
+        deviation = float(np.abs(sums - 1).max()) if sums.size else 1.0
+        error = k / (1 - k) * float(absolute.max()) if sums.size else 0.0
+        return max(deviation + error, 1.0 if empty_rows else 0.0) * (1 + 8 * 2.0**-53)
+
+    @cached_property
     def symmetric(self) -> bool:
         """``W == W^T`` entry for entry (:func:`sparsedp.linalg.kernels.is_symmetric`)."""
         return kernels.is_symmetric(self.W)
