@@ -42,6 +42,13 @@ def minimal_memory(T: int, m: int = 1) -> int:
     return 8 * (16 * T * T + 4 * m * T * T)
 
 
+def banded_memory(n: int, T: int) -> int:
+    """What ``method="banded"`` may hold (:mod:`sparsedp.gossip.banded`): the propagated
+    vectors, the lags (``2T`` floats) and about eight band arrays of at most ``T (T / 2 + 2)``
+    floats (the band is refused wider than T / 2)."""
+    return 8 * (8 * n + 8 * T * (T // 2 + 2) + 4 * T)
+
+
 def structured_memory(m: int, T: int) -> int:
     """Bytes the structured path's dense work may hold at once, with a margin:
     ``8 (2 (mT)^2 + 4 mT T + 16 T^2)`` (K and its Cholesky factor, the mT x T blocks G, X,

@@ -42,8 +42,15 @@ from scipy.sparse.csgraph import connected_components
 
 from sparsedp import resources, validation
 from sparsedp.errors import ParameterError
+from sparsedp.gossip.banded import banded_interval
 from sparsedp.gossip.certified_solve import solve
-from sparsedp.gossip.cost import Cost, method_cost, minimal_memory, structured_memory
+from sparsedp.gossip.cost import (
+    Cost,
+    banded_memory,
+    method_cost,
+    minimal_memory,
+    structured_memory,
+)
 from sparsedp.gossip.inputs import (  # the EXHAUSTIVE_* limits are re-exported
     EXHAUSTIVE_AUTO_MAX_T,  # noqa: F401
     EXHAUSTIVE_MAX_T,  # noqa: F401
@@ -62,7 +69,7 @@ from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.plain import plain
 from sparsedp.privacy.interop import gaussian_dp_event
 
-METHODS = ("auto", "structured", "gram", "dense", "matrix-free")
+METHODS = ("auto", "structured", "gram", "dense", "matrix-free", "banded")
 PRECONDITIONERS = ("auto", "stationary", "gram")
 STRUCTURED_MEMORY_FRACTION = 0.5  # of physical memory, for the structured path's dense work
 
@@ -198,7 +205,11 @@ def squared_sensitivity(
         from H — in the neighbourhood view those of the given nodes only, not of the
         neighbours whose messages they read.  Infinite sensitivity when the target is one of
         them (the attacker is the target and holds its data; docs/views.md).
-    method : ``"structured"`` (W exactly symmetric: K_T from the moments ``S W^l S^T``,
+    method : ``"banded"`` (one observer, secure-summation view, one symmetric doubly
+        stochastic W: the banded form ``K = C F C^T`` once the chain has mixed,
+        :mod:`sparsedp.gossip.banded`; O(T w) work and memory, so T = 10^4 in seconds; its
+        upper bound is the spectral one), ``"structured"`` (W exactly symmetric: K_T from
+        the moments ``S W^l S^T``,
         dense Cholesky), ``"gram"`` (one constant W, symmetric or not: K_T and G_T from the
         Gram of the lags ``(W^T)^l S^T``, :mod:`sparsedp.linalg.gram`, dense Cholesky),
         ``"matrix-free"`` (preconditioned block CG on the matrix-free K_T; any W, also
@@ -272,6 +283,8 @@ def squared_sensitivity(
     do_exact = _resolve_exact(exact, validation.rounds(T))
     if not validation.nonnegative("truncation_rtol", truncation_rtol) > 0:
         raise ParameterError(f"truncation_rtol must be > 0, got {truncation_rtol!r}")
+    if method == "banded":
+        return _banded(W, target, observers, T, view, noise_removed, progress, max_memory)
     plan = _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
                  max_memory)
     if plan.closed_form is not None:
@@ -291,6 +304,48 @@ def squared_sensitivity(
             "view: the only certified upper bound is T (M_T <= I)"
         )
     return _assemble(target, model, T, method, sandwich, bounds, signs, solver_info, notes)
+
+
+def _banded(W, target, observers, T, view, noise_removed, progress, max_memory
+            ) -> SensitivityResult:
+    """``method="banded"``: the banded form of K_T once the chain has mixed
+    (:mod:`sparsedp.gossip.banded`): one observer, the secure-summation view, one constant
+    symmetric doubly stochastic W; the certified c = 1 lower bound and the spectral upper
+    bound ``T lambda_max(M_T)``, in O(T w) memory."""
+    T = validation.rounds(T)
+    Ws, precision_notes = gossip_sequence(W, T)
+    if len(Ws) != 1:
+        raise ParameterError("method='banded' needs one constant W")
+    W = Ws[0]
+    n = W.shape[0]
+    target = validation.node_index(target, n, "target")
+    observers = validation.node_set(observers, n, "observers")
+    if view != "secure-summation" or noise_removed or observers.size != 1:
+        raise ParameterError("method='banded' is for one observer in the secure-summation "
+                             "view without noise removal")
+    resources.require_within(banded_memory(n, T), resources.memory_budget(max_memory),
+                             f"method 'banded' at T = {T}", "raise max_memory")
+    model = resolve_view(view, W, target, observers, noise_removed)
+    if not _reaches_observers(Ws, W, target, model.observers):
+        return _different_components(target, model, T)
+    b = banded_interval(W, target, int(observers[0]), T, progress=progress)
+    bounds = (
+        Bound("ones", b.lower, "lower", "c = 1 (the papers' choice), from the banded form"),
+        Bound("spectral", b.upper, "certified upper",
+              "T lambda_max(M_T) (v2 Sec. 3.4), certified by a banded Cholesky of "
+              "F - B B^T / s"),
+        Bound("local_dp", float(T), "certified upper", "T, since M_T <= I (local DP)"),
+    )
+    solver = {"solver": "banded form K = C F C^T, M_T = B^T F^-1 B (banded Cholesky)",
+              "bandwidth": b.bandwidth, "sparse_products": b.products,
+              "lambda_max_upper": b.lambda_max, "upper_certified": True,
+              "estimated_memory_bytes": banded_memory(n, T)}
+    notes = list(precision_notes) + [
+        "banded form: the upper bound is the spectral one (the entrywise and diagonal-shift "
+        "bounds need the T x T matrix M_T)"]
+    return _result(target, model, T, lower=float(b.lower), upper=float(b.upper), exact=None,
+                   exact_error=None, method="banded", signs=(1,) * T, bounds=bounds,
+                   solver=solver, notes=tuple(notes))
 
 
 def solve_planned(plan: _Plan, rtol, maxiter, progress, truncation_rtol, preconditioner):
@@ -354,6 +409,16 @@ def estimate_cost(
     >>> plan["method"], plan["fits"], plan["sparse_products"]
     ('structured', True, 20)
     """
+    if method == "banded":  # O(T w): its own bound, not the dense paths' T x T floor
+        T = validation.rounds(T)
+        n = gossip_sequence(W, T)[0][0].shape[0]
+        budget = resources.memory_budget(max_memory)
+        memory = banded_memory(n, T)
+        return {"method": "banded", "memory_bytes": memory, "sparse_products": T - 1,
+                "observed_rows": 1, "budget_bytes": budget, "fits": memory <= budget,
+                "largest_T": resources.largest_fitting(lambda t: banded_memory(n, t), budget),
+                "notes": ["sparse products: at most T - 1 (the propagation stops where the "
+                          "chain has mixed)"]}
     plan = _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
                  max_memory)
     if plan.closed_form is not None:

@@ -1,0 +1,77 @@
+"""Long horizons on the banded form (issue 18): one observer, n = 10^5, T = 10^4 and
+2 x 10^4, in the same process as a calibration.
+
+    python bench/banded_scale.py [--n 100000] [--T 10000 20000] [--out FILE.json]
+
+ER graph with average degree 20 (largest component, the ``bench/scaling.py`` generator),
+Metropolis weights, observer 0, target 303; ``squared_sensitivity(..., method="banded")``
+(:mod:`sparsedp.gossip.banded`).  Records, per T: the wall time, its ratio to one scipy
+``W @ x`` on the same W (best of 20), the certified interval and its relative gap, the band,
+the sparse products, the peak RSS so far, and the ratio to one dense LAPACK Cholesky
+(``dpotrf``) of the same T (T <= 10^4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import resource
+import time
+
+import numpy as np
+import scipy.linalg.lapack
+
+import sparsedp
+from sparsedp.graphs import large as lg
+
+DPOTRF_MAX_T = 10_000
+FIGURES = pathlib.Path(__file__).resolve().parents[1] / "docs" / "figures"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--T", type=int, nargs="+", default=[10_000, 20_000])
+    ap.add_argument("--out", type=pathlib.Path, default=FIGURES / "banded_scale.json")
+    args = ap.parse_args()
+    W = sparsedp.gossip_matrix(lg.largest_component(lg.erdos_renyi_large(args.n, 20, seed=1)))
+    x = np.random.default_rng(0).standard_normal(W.shape[0])
+    matvec = min(_timed(lambda: W @ x)[0] for _ in range(20))
+    rows = []
+    for T in args.T:
+        seconds, r = _timed(lambda T=T: sparsedp.squared_sensitivity(W, 303, [0], T,
+                                                                     method="banded"))
+        rows.append({"T": T, "seconds": seconds, "over_matvec": seconds / matvec,
+                     "lower": r.lower, "upper": r.upper,
+                     "relative_gap": r.upper / r.lower - 1.0,
+                     "bandwidth": r.solver["bandwidth"],
+                     "sparse_products": r.solver["sparse_products"],
+                     "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+                     "over_dense_cholesky": seconds / dpotrf if (dpotrf := _dpotrf(T)) else None,
+                     "dense_cholesky_seconds": dpotrf})
+        print(json.dumps(rows[-1]))
+    record = {"n": W.shape[0], "nnz": int(W.nnz), "matvec_seconds": matvec, "runs": rows}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=1))
+
+
+def _dpotrf(T: int) -> float | None:
+    """One LAPACK Cholesky of a T x T SPD matrix (the dense path's smallest step), for
+    T <= DPOTRF_MAX_T (larger ones cost minutes and gigabytes: None)."""
+    if T > DPOTRF_MAX_T:
+        return None
+    A = np.eye(T) * T + np.random.default_rng(1).random((T, T)) * 0.01
+    A = A + A.T
+    seconds, _ = _timed(lambda: scipy.linalg.lapack.dpotrf(A, lower=1, overwrite_a=1))
+    return seconds
+
+
+def _timed(f):
+    t0 = time.perf_counter()
+    value = f()
+    return time.perf_counter() - t0, value
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""The banded form of K_T once the chain has mixed (:mod:`sparsedp.gossip.banded`): the
+algebra against dense matrices, the certified interval against the dense single-pair path,
+refusals."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.linalg
+
+import sparsedp
+from sparsedp.errors import ParameterError
+from sparsedp.gossip import banded
+from sparsedp.graphs import large as lg
+from sparsedp.linalg.operators import k_from_moments
+
+
+def _band_to_dense(ab: np.ndarray) -> np.ndarray:
+    p, T = ab.shape[0] - 1, ab.shape[1]
+    F = np.zeros((T, T))
+    for d in range(p + 1):
+        idx = np.arange(T - d)
+        F[idx, idx + d] = ab[p - d, d:]
+        F[idx + d, idx] = ab[p - d, d:]
+    return F
+
+
+@pytest.mark.parametrize("T", [5, 12, 40])
+def test_k_is_c_f_ct_and_m_is_bt_finv_b(T):
+    """K = C F C^T and G^T K^{-1} G = B^T F^{-1} B for lags that are constant (c) beyond a
+    band: the identities the banded path rests on, against dense matrices."""
+    rng = np.random.default_rng(T)
+    c, w, wa = 0.01, min(7, 2 * T - 2), min(4, T - 1)
+    mu = np.full(2 * T - 1, c)
+    mu[: w + 1] += rng.random(w + 1) * 0.2
+    mu[0] = 1.0
+    a = np.full(T, c)
+    a[: wa + 1] += rng.random(wa + 1) * 0.1
+    K = k_from_moments(mu.reshape(-1, 1, 1), T)
+    F_band, _ = banded._f_band(mu[: w + 1] - c, c, T)
+    F = _band_to_dense(F_band)
+    C = np.tril(np.ones((T, T)))
+    np.testing.assert_allclose(C @ F @ C.T, K, rtol=1e-12, atol=1e-13)
+    G = scipy.linalg.toeplitz(a, np.zeros(T))
+    B = banded._b_matrix(a[: wa + 1] - c, c, T).toarray()
+    np.testing.assert_allclose(B, np.linalg.solve(C, G), atol=1e-14)
+    M = G.T @ np.linalg.solve(K, G)
+    np.testing.assert_allclose(B.T @ np.linalg.solve(F, B), M, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(("n", "T", "seed"), [(400, 500, 1), (1500, 700, 2), (3000, 1500, 3)])
+def test_the_banded_interval_brackets_the_dense_single_pair_interval(n, T, seed):
+    """The certified [lower, upper] of the banded form against the dense path on the same
+    query: the intervals overlap (each side certified), the c = 1 lower bound within 1e-4
+    of the dense one, the spectral upper bound within 1% of the dense spectral bound."""
+    W = sparsedp.gossip_matrix(lg.largest_component(lg.erdos_renyi_large(n, 12, seed=seed)))
+    for target in (5, 17):
+        b = sparsedp.squared_sensitivity(W, target, [0], T, method="banded")
+        d = sparsedp.squared_sensitivity(W, target, [0], T, exact=False)
+        assert b.method == "banded"
+        assert b.lower <= d.upper and d.lower <= b.upper
+        ones = next(x.value for x in d.bounds if x.name == "ones")
+        spectral = next(x.value for x in d.bounds if x.name == "spectral")
+        assert b.lower == pytest.approx(ones, rel=1e-4)
+        assert b.upper == pytest.approx(spectral, rel=1e-2)
+
+
+def test_the_banded_path_refuses_what_it_cannot_certify():
+    W = sparsedp.gossip_matrix(lg.largest_component(lg.erdos_renyi_large(400, 12, seed=1)))
+    with pytest.raises(ParameterError, match="not mixed"):
+        sparsedp.squared_sensitivity(W, 5, [0], 40, method="banded")
+    with pytest.raises(ParameterError, match="one observer"):
+        sparsedp.squared_sensitivity(W, 5, [0, 1], 500, method="banded")
+    with pytest.raises(ParameterError, match="one observer"):
+        sparsedp.squared_sensitivity(W, 5, [0], 500, method="banded", view="neighbourhood")
+    R = sparsedp.gossip_matrix(nx.path_graph(30), scheme="row-normalised-self-loops")
+    with pytest.raises(ParameterError, match="symmetric doubly stochastic"):
+        sparsedp.squared_sensitivity(R, 5, [0], 200, method="banded")
+    plan = sparsedp.estimate_cost(W, 5, [0], 10_000, method="banded")
+    assert plan["method"] == "banded" and plan["fits"]
