@@ -25,9 +25,13 @@ So everything that the dense path does with T x T matrices reduces to banded one
   ``Delta^2 <= T lambda_max(M) <= T s`` (v2 Sec. 3.4's spectral bound).
 
 Work O(T w^2) and memory O(T w) instead of O(T^3) and O(T^2): T = 10^4 or 2 x 10^4 in
-seconds.  The upper bound is the spectral one (about 20% above the c = 1 value on ER graphs
-at T = 1000); the dense path's tighter bounds (entrywise, diagonal shift, SDP) need the
-T x T matrix M.
+seconds.  The truncation allowance ``4 dK`` with ``dK <= T (T + 1) / 2`` times the largest
+lag error grows like T^2 (T^3 in the lower bound's ``dF ||x||^2``): at T = 20000 on small
+graphs it costs a few percent of the lower bound; a structured bound on ``D dK D^T`` would be
+far tighter.  The lags' own working-precision rounding is the engine's documented model
+(docs/index.md), as on the dense path.  The upper bound is the spectral one (about 20%
+above the c = 1 value on ER graphs at T = 1000); the dense path's tighter bounds
+(entrywise, diagonal shift, SDP) need the T x T matrix M.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
 
-from sparsedp import validation
+from sparsedp import resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.certified_solve import doubly_stochastic_to_rounding
 from sparsedp.linalg.certified import UNIT_ROUNDOFF, gamma
@@ -48,6 +52,7 @@ from sparsedp.linalg.moments import LagPropagator
 from sparsedp.linalg.stochastic import matrix_facts
 
 MIXING_LEVEL = 1e-20  # n eps^2 at which the lags are truncated
+BAND_ARRAYS = 12  # band-sized arrays held at once (F, its factor, B B^T's band, Q, bounds)
 LANCZOS_STEPS = 60
 
 
@@ -64,12 +69,12 @@ class BandedInterval:
     products: int
 
 
-def banded_interval(W, target: int, observer: int, T: int, *, progress=None
-                    ) -> BandedInterval:
+def banded_interval(W, target: int, observer: int, T: int, *, progress=None,
+                    max_memory=None) -> BandedInterval:
     """Certified ``[lower, upper]`` on ``Delta_T(target -> observer)^2`` from the banded form
     (module docstring).  ``W``: a checked gossip matrix, symmetric and doubly stochastic.
-    ParameterError when W is not, or when the chain has not mixed by lag T / 4 (then the
-    band is not narrow: use :func:`sparsedp.squared_sensitivity`)."""
+    ParameterError when W is not, or when the lags are not constant beyond lag T / 4 (the
+    band would not be narrow: use :func:`sparsedp.squared_sensitivity`)."""
     T = validation.rounds(T)
     n = W.shape[0]
     target = validation.node_index(target, n, "target")
@@ -84,8 +89,11 @@ def banded_interval(W, target: int, observer: int, T: int, *, progress=None
         propagator.close()
     w = lags.exact_lags - 1  # moments above w are c
     if not lags.truncated or w > T // 2:
-        raise ParameterError(f"the chain has not mixed by lag {T // 4} (observer {observer}, "
-                             f"T = {T}): the band is not narrow; use squared_sensitivity")
+        raise ParameterError(f"the lags of observer {observer} are not constant beyond lag "
+                             f"{T // 4} (the chain mixes later, or T = {T} is too short for "
+                             "the band to be narrow); use squared_sensitivity")
+    resources.require_within(band_memory(T, w), resources.memory_budget(max_memory),
+                             f"the banded form at T = {T} (band {w})", "raise max_memory")
     c = float(lags.mu[-1, 0, 0])  # fl(1/n): every truncated moment
     eps = lags.mu[: w + 1, 0, 0] - c
     a = lags.a[:, 0]
@@ -93,6 +101,9 @@ def banded_interval(W, target: int, observer: int, T: int, *, progress=None
     alpha = a[: wa + 1] - c
     F, F_err = _f_band(eps, c, T)
     B = _b_matrix(alpha, c, T)
+    # B's own rounding: alpha = fl(a - c), its differences and + c, each entry within 3u of
+    # |a_k| + |a_(k-1)| + c; ||.||_2 <= its largest row sum (wa + 1 entries)
+    dB_round = 3 * gamma(1) * (wa + 1) * (2 * float(np.abs(a[: wa + 1]).max()) + c) * 1.01
     p = F.shape[0] - 1
     depth = gamma(w + 8)
     # ||K_true - K_hat||_2 <= largest row sum: each K[t, t'] sums at most min(t, t') + 1
@@ -103,9 +114,15 @@ def banded_interval(W, target: int, observer: int, T: int, *, progress=None
     dF = F_err + 4.0 * dK  # ||F_true - F_hat||_2 (rounding of the band, truncation)
     r_true_err = float(np.max(lags.a_error))  # |r_true - r| entrywise on truncated lags
     lower = _ones_lower(F, p, a, dF, r_true_err, depth)
-    lam = _certified_lambda_max(F, B, p, dF, 2.0 * dG)
+    lam = _certified_lambda_max(F, B, p, dF, 2.0 * dG + dB_round)
     return BandedInterval(lower=lower, upper=min(T * lam, float(T)), lambda_max=lam,
                           bandwidth=w, products=lags.products)
+
+
+def band_memory(T: int, w: int) -> int:
+    """Bytes of the band work: :data:`BAND_ARRAYS` arrays of ``T (w + 3)`` floats and the
+    sparse ``B`` and ``B B^T`` (about ``3 T (2 w + 3)`` entries, 12 bytes each)."""
+    return 8 * BAND_ARRAYS * T * (w + 3) + 36 * T * (2 * w + 3)
 
 
 def _f_band(eps: np.ndarray, c: float, T: int) -> tuple[np.ndarray, float]:

@@ -43,10 +43,10 @@ def minimal_memory(T: int, m: int = 1) -> int:
 
 
 def banded_memory(n: int, T: int) -> int:
-    """What ``method="banded"`` may hold (:mod:`sparsedp.gossip.banded`): the propagated
-    vectors, the lags (``2T`` floats) and about eight band arrays of at most ``T (T / 2 + 2)``
-    floats (the band is refused wider than T / 2)."""
-    return 8 * (8 * n + 8 * T * (T // 2 + 2) + 4 * T)
+    """What ``method="banded"`` holds before its band's width is known
+    (:mod:`sparsedp.gossip.banded`, which checks the band's own memory once it is): the
+    propagated vectors and the lags."""
+    return 8 * (8 * n + 8 * T)
 
 
 def structured_memory(m: int, T: int) -> int:

@@ -324,11 +324,13 @@ def _banded(W, target, observers, T, view, noise_removed, progress, max_memory
         raise ParameterError("method='banded' is for one observer in the secure-summation "
                              "view without noise removal")
     resources.require_within(banded_memory(n, T), resources.memory_budget(max_memory),
-                             f"method 'banded' at T = {T}", "raise max_memory")
+                             f"method 'banded' at T = {T}", "raise max_memory")  # the band's
+    # own memory is checked once its width is known (banded_interval)
     model = resolve_view(view, W, target, observers, noise_removed)
     if not _reaches_observers(Ws, W, target, model.observers):
         return _different_components(target, model, T)
-    b = banded_interval(W, target, int(observers[0]), T, progress=progress)
+    b = banded_interval(W, target, int(observers[0]), T, progress=progress,
+                        max_memory=max_memory)
     bounds = (
         Bound("ones", b.lower, "lower", "c = 1 (the papers' choice), from the banded form"),
         Bound("spectral", b.upper, "certified upper",

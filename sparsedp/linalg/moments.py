@@ -61,7 +61,8 @@ class LagSequence:
     with ``eps`` (m,) the observers' and ``eps_target`` the target's mixing distance
     ``||W^L e - 1/n||`` at the truncation (zero when nothing is truncated) and ``drift`` what
     a W doubly stochastic only to rounding adds
-    (:func:`sparsedp.linalg.certified.stochastic_drift`; 0 for an exact one).
+    (:func:`sparsedp.linalg.certified.stochastic_drift`) plus ``u / n`` (the truncated lags
+    are stored as ``fl(1/n)``).
     """
 
     mu: np.ndarray
@@ -326,9 +327,11 @@ class LagPropagator:
         eps = np.zeros_like(self.eps) if self.finished else self.eps
         m = self.m  # the observers are the block's first m columns
         drift = 0.0
-        if not self.finished:  # truncated lags compared with 1/n: W 1 = 1 up to rho
-            drift = stochastic_drift(row_sum_deviation(self.W), self.C.shape[0], self.n,
-                                     float(eps.max()))
+        if not self.finished:  # truncated lags compared with 1/n: W 1 = 1 up to rho, and
+            # stored as fl(1/n), within u/n of 1/n
+            drift = (stochastic_drift(row_sum_deviation(self.W), self.C.shape[0], self.n,
+                                      float(eps.max()))
+                     + UNIT_ROUNDOFF / self.n) * (1 + 4 * UNIT_ROUNDOFF)
         if self.tcol is None:
             if not self.finished:
                 raise ValueError("without a target column the propagation cannot be truncated")
