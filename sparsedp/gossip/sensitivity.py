@@ -420,7 +420,9 @@ def estimate_cost(
                 "observed_rows": 1, "budget_bytes": budget, "fits": memory <= budget,
                 "largest_T": resources.largest_fitting(lambda t: banded_memory(n, t), budget),
                 "notes": ["sparse products: at most T - 1 (the propagation stops where the "
-                          "chain has mixed)"]}
+                          "chain has mixed)",
+                          "memory: the propagation only; the band's own (about 12 T (w + 3) "
+                          "floats, w the mixing lag) is checked once w is known"]}
     plan = _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
                  max_memory)
     if plan.closed_form is not None:
