@@ -218,26 +218,21 @@ def _certified_lambda_max(F: np.ndarray, B: sp.csr_matrix, p: int, dF: float,
                                             maxiter=LANCZOS_STEPS * 10, tol=1e-8,
                                             return_eigenvectors=False)[0])
     BBt = (B @ B.T).tocsr()
-    q = max(p, int(np.max(np.abs(BBt.nonzero()[0] - BBt.nonzero()[1]))) if BBt.nnz else 0)
-    AbsB = abs(B)
-    absBBt = (AbsB @ AbsB.T).tocsr()
-    b_norm = math.sqrt(float(abs(B).sum(axis=1).max()) * float(abs(B).sum(axis=0).max()))
+    rows, cols = BBt.nonzero()
+    q = max(p, int(np.abs(rows - cols).max()) if BBt.nnz else 0)
+    bbt_band = [BBt.diagonal(d) for d in range(q + 1)]  # B B^T's upper band, once
+    absB = abs(B)
+    # rounding of B B^T (q + 1 terms per entry): largest row sum of |B| |B|^T
+    abs_row_sum = float(np.asarray((absB @ absB.T).sum(axis=1)).max())
+    b_norm = math.sqrt(float(absB.sum(axis=1).max()) * float(absB.sum(axis=0).max()))
     for margin in (1e-3, 1e-2, 1e-1, 1.0):
         s = max(theta, 0.0) * (1 + margin) + 1e-300
         Q = np.zeros((q + 1, T))
         Q[q - p:] = F
-        for d in range(0, q + 1):
-            diag = BBt.diagonal(d)
+        for d, diag in enumerate(bbt_band):
             Q[q - d, d:] -= diag / s
-        # rounding of BB^T (q + 1 terms), of / s and of the subtraction, entrywise
-        round_bbt = np.zeros(T)
-        for d in range(-q, q + 1):
-            vals = np.abs(absBBt.diagonal(d))
-            if d >= 0:
-                round_bbt[: T - d] += vals
-            else:
-                round_bbt[-d:] += vals
-        forming = (gamma(q + 4) / s) * float(round_bbt.max()) + gamma(2) * float(
+        # rounding of B B^T, of / s and of the subtraction, entrywise
+        forming = (gamma(q + 4) / s) * abs_row_sum + gamma(2) * float(
             np.abs(Q).max()) * (2 * q + 1)
         truncation = dF + (2 * b_norm * dB + dB * dB) / s
         cholesky = gamma(q + 2) * (q + 1) ** 2 * float(np.abs(Q[q]).max()) * 1.01

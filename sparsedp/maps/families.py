@@ -40,8 +40,15 @@ from scipy.sparse.csgraph import shortest_path
 from sparsedp import resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.linalg.matrix_facts import is_locked, reuse_scope
-from sparsedp.linalg.stochastic import lock_gossip_matrix, matrix_facts
-from sparsedp.maps.privacy_map import KIND_CODE, KIND_NAMES, PrivacyMap, _describe, _source
+from sparsedp.linalg.stochastic import lock_gossip_matrix
+from sparsedp.maps.privacy_map import (
+    KIND_CODE,
+    KIND_NAMES,
+    PrivacyMap,
+    _describe,
+    _source,
+    hop_pattern,
+)
 from sparsedp.maps.selection import select_nodes
 from sparsedp.mf import algorithms, participation
 from sparsedp.mf.sensitivity import GRADIENTS, mf_sensitivity
@@ -275,7 +282,7 @@ class _Table:
     def privacy_map(self, parameters: dict, notes: tuple, info: dict) -> PrivacyMap:
         obs, tgt, W = self.obs, self.tgt, self.W
         keep = (obs[:, None] != tgt[None, :]).ravel()
-        pattern = W if matrix_facts(W).symmetric else abs(W) + abs(W).T
+        pattern = hop_pattern(W)
         hops = shortest_path(pattern, unweighted=True, indices=obs)[:, tgt].ravel()[keep]
         rows_type = np.int32 if W.shape[0] < 2**31 else np.int64
         names = ((self.graph.ids_of(obs), self.graph.ids_of(tgt)) if self.graph is not None

@@ -319,7 +319,7 @@ def privacy_map(
                              f"the map of {obs.size} x {tgt.size} pairs at T = {T}",
                              "select fewer observers or targets")
     component = facts.weak_components
-    pattern = W if facts.symmetric else abs(W) + abs(W).T  # hop distances ignore direction
+    pattern = hop_pattern(W, facts)
     lam = batched.lambda_min_lower_bound(W)
     symmetric = facts.symmetric
     every_target = tgt.size == n and bool(np.all(tgt == np.arange(n)))
@@ -358,13 +358,8 @@ def privacy_map(
                 elif upper == "entrywise":
                     up_i = entrywise_upper(batch, i, None if every_target else tgt, backend)
                     kind_i[:] = KIND_CODE["certified upper"]
-                low_i[zero] = 0.0  # G_T = 0 exactly: Delta^2 = 0
-                kind_i[zero] = KIND_CODE["exact"]
-                if upper != "none":
-                    up_i[zero] = 0.0
-                lower[rows] = _narrow(low_i, down=True) if float32 else low_i
-                upper_col[rows] = _narrow(up_i, down=False) if float32 else up_i
-                kind[rows] = kind_i
+                _store_rows((lower, upper_col, kind), rows, zero, low_i, up_i, kind_i,
+                            upper, float32)
             if bar is not None:
                 bar.update(chunk.size)
     finally:
@@ -419,7 +414,7 @@ def _neighbourhood_map(graph, W, obs, tgt, T, sigma, delta, upper, do_exact, flo
     if upper == "certified" and not is_locked(W):
         W = lock_gossip_matrix(W)  # a private copy that the memo may key on
     facts = matrix_facts(W)
-    pattern = W if facts.symmetric else abs(W) + abs(W).T
+    pattern = hop_pattern(W, facts)
     degrees = np.diff(pattern.indptr)
     m = int(degrees[obs].max()) + 1  # the chosen observers' largest closed neighbourhood
     work = 8 * (2 * T * m * n + 4 * (m * T) ** 2)  # lags and Z; K, L, P and the sandwich
@@ -459,13 +454,8 @@ def _neighbourhood_map(graph, W, obs, tgt, T, sigma, delta, upper, do_exact, flo
                         up_i[k] = single.upper
                         kind_i[k] = KIND_CODE["exact" if single.exact is not None
                                               else "certified upper"]
-            low_i[zero] = 0.0
-            kind_i[zero] = KIND_CODE["exact"]
-            if upper != "none":
-                up_i[zero] = 0.0
-            lower[rows] = _narrow(low_i, down=True) if float32 else low_i
-            upper_col[rows] = _narrow(up_i, down=False) if float32 else up_i
-            kind[rows] = kind_i
+            _store_rows((lower, upper_col, kind), rows, zero, low_i, up_i, kind_i, upper,
+                        float32)
             if bar is not None:
                 bar.update()
     finally:
@@ -480,6 +470,26 @@ def _neighbourhood_map(graph, W, obs, tgt, T, sigma, delta, upper, do_exact, flo
             "truncated_lags": False}
     return _assemble(graph, n, obs, tgt, distance, lower, upper_col, kind, sigma, delta,
                      upper, float32, parameters, info)
+
+
+def _store_rows(columns, rows, zero, low, up, kind, upper: str, float32: bool) -> None:
+    """One observer's rows into the table's ``(lower, upper, kind)`` columns: the pairs with
+    ``G_T = 0`` set to the exact 0, float32 bounds rounded outward."""
+    low[zero] = 0.0  # G_T = 0 exactly: Delta^2 = 0
+    kind[zero] = KIND_CODE["exact"]
+    if upper != "none":
+        up[zero] = 0.0
+    lower_col, upper_col, kind_col = columns
+    lower_col[rows] = _narrow(low, down=True) if float32 else low
+    upper_col[rows] = _narrow(up, down=False) if float32 else up
+    kind_col[rows] = kind
+
+
+def hop_pattern(W, facts=None):
+    """W's pattern in both directions (hop distances ignore direction): W itself when
+    symmetric."""
+    facts = matrix_facts(W) if facts is None else facts
+    return W if facts.symmetric else abs(W) + abs(W).T
 
 
 def _bytes_per_pair(float32: bool) -> int:
