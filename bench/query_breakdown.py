@@ -1,6 +1,6 @@
 """Where a repeated single-pair query spends its time, as multiples of one scipy ``W @ x``.
 
-One structured query (observer 0, target n/2, ``truncation_rtol = 1e-7``) on a locked
+One structured query (observer 0, target n/2, ``truncation_rtol = 1e-7`` unless given) on a locked
 Metropolis W, then three more on the same W, each profiled: its time, the time inside the
 sparse product kernels, and the rest (dense T x T work and bookkeeping; no pass over W, see
 ``tests/test_matrix_facts.py``), each as a ratio to one ``W @ x`` timed just before it (best
@@ -8,6 +8,7 @@ of 5) in the same process (issue 18).
 
     python bench/query_breakdown.py --n 1000000 --T 1000
     python bench/query_breakdown.py --n 1000000 --T 1000 --graph chung-lu
+    python bench/query_breakdown.py --n 1000000 --T 1000 --truncation-rtol 8e-7  # gap <= 1e-6
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10**6)
     parser.add_argument("--T", type=int, default=1000)
     parser.add_argument("--graph", choices=sorted(GENERATORS), default="erdos-renyi")
+    parser.add_argument("--truncation-rtol", type=float, default=1e-7)
     args = parser.parse_args()
     graph = large.largest_component(GENERATORS[args.graph](args.n, 20, seed=1))
     W = sparsedp.gossip_matrix(graph)
@@ -47,7 +49,7 @@ def main() -> None:
 
     def query():
         return sparsedp.squared_sensitivity(W, graph.n // 2, [0], args.T, exact=False,
-                                            truncation_rtol=1e-7, progress=False)
+                                            truncation_rtol=args.truncation_rtol, progress=False)
 
     start = time.perf_counter()
     query()
@@ -64,7 +66,8 @@ def main() -> None:
         products = sum(v[2] for k, v in stats.items()
                        if "_numba_kernels" in k[0] and ("spmm" in k[2] or "propagate" in k[2]))
         print(json.dumps({
-            "graph": args.graph, "n": int(W.shape[0]), "T": args.T, "first_seconds": first,
+            "graph": args.graph, "n": int(W.shape[0]), "T": args.T,
+            "truncation_rtol": args.truncation_rtol, "first_seconds": first,
             "query_seconds": total, "matvec_seconds": calibration,
             "query_per_matvec": total / calibration, "products_seconds": products,
             "products_per_matvec": products / calibration,

@@ -311,7 +311,43 @@ def test_large_T_stops_first_where_the_truncation_is_expected_to_suffice(monkeyp
     assert len(calls) == 1 and deep.relative_gap <= 1e-8
     monkeypatch.setattr(certified_solve, "_first_level",
                         lambda system, rtol: certified_solve.FIRST_MIXING_LEVEL)
+    predictions = []
+    predict = certified_solve._predicted_widening
+
+    def predicting(*args):
+        predictions.append(predict(*args))
+        return predictions[-1]
+
+    monkeypatch.setattr(certified_solve, "_predicted_widening", predicting)
     calls.clear()
     shallow = sparsedp.squared_sensitivity(W, 5000, [0], 500, exact=False)
-    assert len(calls) >= 2  # the old first stop was too coarse
+    # the old first stop is too coarse: the prediction says so, and the only certified
+    # sandwich is at the deeper stop
+    widening, lower = predictions[0]
+    assert len(predictions) == 1 and widening > 0.5 * 1e-9 * lower
+    assert len(calls) == 1 and shallow.relative_gap <= 1e-8
     assert max(deep.lower, shallow.lower) <= min(deep.upper, shallow.upper)
+
+
+@pytest.mark.parametrize("n, T, level", [(10_000, 500, 1e-6), (20_000, 300, 1e-8),
+                                         (3_000, 100, 1e-3)])
+def test_predicted_widening_is_the_first_order_part_of_the_certified_one(n, T, level):
+    """The prediction that picks the truncation stop is the certified widening's first-order
+    part: never above it, and within a factor 2 of it once the chain has mixed (the
+    propagation's factor-2 margin relies on this); its c = 1 value is the sandwich's."""
+    import importlib
+
+    from sparsedp.graphs import large
+    from sparsedp.linalg.moments import LagPropagator
+
+    certified_solve = importlib.import_module("sparsedp.gossip.certified_solve")
+    graph = large.largest_component(large.erdos_renyi_large(n, 20, seed=2))
+    W = sparsedp.gossip_matrix(graph)
+    propagator = LagPropagator(W, [0], graph.n // 2, T, progress=None)
+    lags = propagator.advance(level).result()
+    propagator.close()
+    assert lags.truncated
+    predicted, lower = certified_solve._predicted_widening(lags, T)
+    sandwich, widening = certified_solve._lag_sandwich(lags, T, 1e-3)
+    assert 0.5 * widening <= predicted <= widening
+    assert lower == pytest.approx(float(sandwich.low.sum()), rel=1e-9)
