@@ -200,7 +200,7 @@ def _csr_row(indptr, indices, data, X, r, acc):
     """``acc = (W X)[r]``."""
     for q in range(acc.shape[0]):
         acc[q] = 0.0
-    for k in range(indptr[r], indptr[r + 1]):
+    for k in range(np.int64(indptr[r]), np.int64(indptr[r + 1])):
         col = indices[k]
         w = data[k]
         for q in range(acc.shape[0]):
@@ -218,7 +218,7 @@ def csr_spmm(indptr, indices, data, X, Y):
     for r in numba.prange(Y.shape[0]):
         for q in range(b):
             Y[r, q] = 0.0
-        for k in range(indptr[r], indptr[r + 1]):
+        for k in range(np.int64(indptr[r]), np.int64(indptr[r + 1])):
             col = indices[k]
             w = data[k]
             for q in range(b):
@@ -291,7 +291,7 @@ def csr_spmm_fused_pair(indptr, indices, data, X, Y, shift, n_chunks):
         for r in range(c * chunk, min(n, (c + 1) * chunk)):
             a0 = 0.0
             a1 = 0.0
-            for k in range(indptr[r], indptr[r + 1]):
+            for k in range(np.int64(indptr[r]), np.int64(indptr[r + 1])):
                 col = indices[k]
                 w = data[k]
                 a0 += w * X[col, 0]
@@ -331,7 +331,7 @@ def csr_spmm_fused_one(indptr, indices, data, X, Y, shift, n_chunks):
         c00 = g00 = e0 = 0.0
         for r in range(c * chunk, min(n, (c + 1) * chunk)):
             a0 = 0.0
-            for k in range(indptr[r], indptr[r + 1]):
+            for k in range(np.int64(indptr[r]), np.int64(indptr[r + 1])):
                 a0 += data[k] * X[indices[k], 0]
             Y[r, 0] = a0
             c00 += X[r, 0] * a0
@@ -363,7 +363,7 @@ def csr_propagate_fused(indptr, indices, data, X, steps, shift, watch):
             for r in range(n):
                 acc0 = 0.0
                 acc1 = 0.0
-                for k in range(indptr[r], indptr[r + 1]):
+                for k in range(np.int64(indptr[r]), np.int64(indptr[r + 1])):
                     col = indices[k]
                     acc0 += data[k] * V[q, col]
                     acc1 += data[k] * V[q + 1, col]
@@ -373,7 +373,7 @@ def csr_propagate_fused(indptr, indices, data, X, steps, shift, watch):
             for r in range(n):
                 acc0 = 0.0
                 acc1 = 0.0
-                k = indptr[r]
+                k = np.int64(indptr[r])
                 while k + 1 < indptr[r + 1]:
                     acc0 += data[k] * V[b - 1, indices[k]]
                     acc1 += data[k + 1] * V[b - 1, indices[k + 1]]
