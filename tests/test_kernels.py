@@ -230,6 +230,30 @@ def test_one_and_two_column_fused_kernels_equal_the_general_one(b):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("b", [1, 2, 3])
+def test_unsigned_index_view_changes_no_bit(b):
+    """The product kernels get the column indices as an unsigned view
+    (``kernels._product_parts``); they must give the same bits as with the signed indices."""
+    W = _random_csr(5000, 9, 2)
+    assert W.indices.dtype == np.int32
+    X = np.ascontiguousarray(np.random.default_rng(4).random((5000, b)))
+    module = kernels._numba_module()
+    fused = {1: module.csr_spmm_fused_one, 2: module.csr_spmm_fused_pair}.get(
+        b, module.csr_spmm_fused)
+    Y_signed = np.empty_like(X)
+    signed = fused(W.indptr, W.indices, W.data, X, Y_signed, 0.3, 16)
+    Y_view = np.empty_like(X)
+    view = fused(*kernels._product_parts(W), X, Y_view, 0.3, 16)
+    assert kernels._product_parts(W)[1].dtype == np.uint32
+    np.testing.assert_array_equal(Y_view, Y_signed)
+    for got, want in zip(view, signed, strict=True):
+        np.testing.assert_array_equal(got, want)
+    V_signed = module.csr_propagate_fused(W.indptr, W.indices, W.data, X, 3, 0.1, 7)
+    V_view = module.csr_propagate_fused(*kernels._product_parts(W), X, 3, 0.1, 7)
+    for got, want in zip(V_view, V_signed, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("symmetric", [True, False])
 def test_is_symmetric_on_a_larger_random_matrix(symmetric):
     A = sp.random(300, 300, density=0.05, random_state=np.random.default_rng(3), format="csr")
