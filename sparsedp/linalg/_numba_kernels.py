@@ -200,7 +200,7 @@ def _csr_row(indptr, indices, data, X, r, acc):
     """``acc = (W X)[r]``."""
     for q in range(acc.shape[0]):
         acc[q] = 0.0
-    for k in range(np.int64(indptr[r]), np.int64(indptr[r + 1])):
+    for k in range(np.uint64(indptr[r]), np.uint64(indptr[r + 1])):
         col = indices[k]
         w = data[k]
         for q in range(acc.shape[0]):
@@ -215,10 +215,11 @@ def csr_spmm(indptr, indices, data, X, Y):
     wide blocks).
     """
     b = X.shape[1]
-    for r in numba.prange(Y.shape[0]):
+    for i in numba.prange(Y.shape[0]):
+        r = np.uint64(i)
         for q in range(b):
             Y[r, q] = 0.0
-        for k in range(np.int64(indptr[r]), np.int64(indptr[r + 1])):
+        for k in range(np.uint64(indptr[r]), np.uint64(indptr[r + 1])):
             col = indices[k]
             w = data[k]
             for q in range(b):
@@ -261,7 +262,7 @@ def csr_spmm_fused(indptr, indices, data, X, Y, shift, n_chunks):
     centred = np.zeros((n_chunks, b))
     for c in numba.prange(n_chunks):
         acc = np.empty(b)
-        for r in range(c * chunk, min(n, (c + 1) * chunk)):
+        for r in range(np.uint64(c * chunk), np.uint64(min(n, (c + 1) * chunk))):
             _csr_row(indptr, indices, data, X, r, acc)
             for p in range(b):
                 Y[r, p] = acc[p]
@@ -288,10 +289,10 @@ def csr_spmm_fused_pair(indptr, indices, data, X, Y, shift, n_chunks):
     centred = np.zeros((n_chunks, 2))
     for c in numba.prange(n_chunks):
         c00 = c01 = c10 = c11 = g00 = g01 = g11 = e0 = e1 = 0.0
-        for r in range(c * chunk, min(n, (c + 1) * chunk)):
+        for r in range(np.uint64(c * chunk), np.uint64(min(n, (c + 1) * chunk))):
             a0 = 0.0
             a1 = 0.0
-            for k in range(np.int64(indptr[r]), np.int64(indptr[r + 1])):
+            for k in range(np.uint64(indptr[r]), np.uint64(indptr[r + 1])):
                 col = indices[k]
                 w = data[k]
                 a0 += w * X[col, 0]
@@ -329,9 +330,9 @@ def csr_spmm_fused_one(indptr, indices, data, X, Y, shift, n_chunks):
     centred = np.zeros((n_chunks, 1))
     for c in numba.prange(n_chunks):
         c00 = g00 = e0 = 0.0
-        for r in range(c * chunk, min(n, (c + 1) * chunk)):
+        for r in range(np.uint64(c * chunk), np.uint64(min(n, (c + 1) * chunk))):
             a0 = 0.0
-            for k in range(np.int64(indptr[r]), np.int64(indptr[r + 1])):
+            for k in range(np.uint64(indptr[r]), np.uint64(indptr[r + 1])):
                 a0 += data[k] * X[indices[k], 0]
             Y[r, 0] = a0
             c00 += X[r, 0] * a0
@@ -360,25 +361,27 @@ def csr_propagate_fused(indptr, indices, data, X, steps, shift, watch):
     Y = np.empty_like(V)
     for s in range(steps):
         for q in range(0, b - 1, 2):
-            for r in range(n):
+            for r in range(np.uint64(n)):
                 acc0 = 0.0
                 acc1 = 0.0
-                for k in range(np.int64(indptr[r]), np.int64(indptr[r + 1])):
+                for k in range(np.uint64(indptr[r]), np.uint64(indptr[r + 1])):
                     col = indices[k]
                     acc0 += data[k] * V[q, col]
                     acc1 += data[k] * V[q + 1, col]
                 Y[q, r] = acc0
                 Y[q + 1, r] = acc1
         if b % 2:
-            for r in range(n):
+            for r in range(np.uint64(n)):
                 acc0 = 0.0
                 acc1 = 0.0
-                k = np.int64(indptr[r])
-                while k + 1 < indptr[r + 1]:
+                k = np.uint64(indptr[r])
+                stop = np.uint64(indptr[r + 1])
+                one = np.uint64(1)
+                while k + one < stop:
                     acc0 += data[k] * V[b - 1, indices[k]]
-                    acc1 += data[k + 1] * V[b - 1, indices[k + 1]]
-                    k += 2
-                if k < indptr[r + 1]:
+                    acc1 += data[k + one] * V[b - 1, indices[k + one]]
+                    k += np.uint64(2)
+                if k < stop:
                     acc0 += data[k] * V[b - 1, indices[k]]
                 Y[b - 1, r] = acc0 + acc1
         for p in range(b):
@@ -406,7 +409,7 @@ def csr_spmm_rows(indptr, indices, data, X, Y, rows):
     b = X.shape[1]
     for t in numba.prange(rows.shape[0]):
         acc = np.empty(b)
-        _csr_row(indptr, indices, data, X, rows[t], acc)
+        _csr_row(indptr, indices, data, X, np.uint64(rows[t]), acc)
         for q in range(b):
             Y[rows[t], q] = acc[q]
 
