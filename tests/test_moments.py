@@ -151,3 +151,17 @@ def test_entrywise_model_bound_covers_the_truncation(level, observers, target):
     assert np.all(M >= sandwich.low - sandwich.model - slack)
     assert np.all(M <= sandwich.up + sandwich.model + slack + np.sqrt(
         np.outer(np.diag(sandwich.excess), np.diag(sandwich.excess))))
+
+
+@pytest.mark.parametrize("count", [1, 10, 300, 1000])
+def test_closed_neighbourhood_by_sorting_or_by_flags(count):
+    """The frontier's closed neighbourhood is the sorted set of the nodes and their
+    neighbours, whether found by sorting (small frontiers) or by a pass over n flags."""
+    from sparsedp.graphs import large
+    from sparsedp.linalg.moments import _closed_neighbourhood
+
+    graph = large.largest_component(large.erdos_renyi_large(100_000, 20, seed=1))
+    W = sparsedp.gossip_matrix(graph)
+    nodes = np.unique(np.random.default_rng(count).integers(0, W.shape[0], count))
+    want = np.unique(np.concatenate([W[nodes].indices, nodes]))
+    np.testing.assert_array_equal(_closed_neighbourhood(W, nodes), want)

@@ -379,4 +379,9 @@ def _closed_neighbourhood(W: sp.csr_matrix, nodes: np.ndarray) -> np.ndarray:
     # positions starts[k] .. starts[k] + lengths[k] - 1 for every k, without a Python loop
     offsets = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     neighbours = W.indices[np.repeat(starts, lengths) + offsets]
-    return np.unique(np.concatenate([neighbours, nodes])).astype(np.int64)
+    if total * 64 < W.shape[0]:  # small frontier: sorting beats a pass over n flags
+        return np.unique(np.concatenate([neighbours, nodes])).astype(np.int64)
+    member = np.zeros(W.shape[0], dtype=bool)
+    member[neighbours] = True
+    member[nodes] = True
+    return np.flatnonzero(member).astype(np.int64)
