@@ -125,8 +125,9 @@ def test_truncation_rtol_trades_products_for_width_and_stays_sound(monkeypatch):
     (1e-2, [0], 9), (1e-4, [0, 5], 9), (1e-3, [3], 3), (1e-6, [1, 2, 4], 2),
 ])
 def test_entrywise_model_bound_covers_the_truncation(level, observers, target):
-    """|M_T - M_hat| <= model entrywise, with M_hat from the truncated lags (solved exactly)
-    and M_T from the explicit H_T; the sandwich then brackets every entry of M_T."""
+    """The row sums of |M_T - M_hat| are within the model's (the structured path keeps only
+    these), with M_hat from the truncated lags (solved exactly) and M_T from the explicit
+    H_T; the sandwich then brackets every entry of M_T."""
     from sparsedp.gossip.certified_solve import _lag_sandwich
     from sparsedp.linalg.certified import gossip_lambda_min_lower_bound
     from sparsedp.linalg.moments import LagPropagator
@@ -143,7 +144,8 @@ def test_entrywise_model_bound_covers_the_truncation(level, observers, target):
     sandwich, widening = _lag_sandwich(lags, T, gossip_lambda_min_lower_bound(W))
     deviation = np.abs(M - M_hat)
     assert deviation.max() > 1e-12  # the truncation is visible in M_hat
-    assert np.all(deviation <= sandwich.model)
+    assert sandwich.model.shape == (T, 1)
+    assert np.all(deviation.sum(axis=1) <= sandwich.model[:, 0])
     assert widening <= sandwich.model_sum
     # the bound is not wildly loose: within a few orders of magnitude of the true deviation
     assert sandwich.model_sum <= 1e4 * deviation.sum()
@@ -165,3 +167,35 @@ def test_closed_neighbourhood_by_sorting_or_by_flags(count):
     nodes = np.unique(np.random.default_rng(count).integers(0, W.shape[0], count))
     want = np.unique(np.concatenate([W[nodes].indices, nodes]))
     np.testing.assert_array_equal(_closed_neighbourhood(W, nodes), want)
+
+
+def test_row_sum_model_bounds_the_entrywise_one_row_by_row():
+    """``model_perturbation`` with ``E_abs_norm``: one column of row sums, no smaller than
+    the entrywise bound's row sums (equal first-order terms, a looser second-order one) and
+    above the true perturbation's row sums for a random admissible (E, F)."""
+    from sparsedp.linalg.certified import model_perturbation
+
+    rng = np.random.default_rng(7)
+    k, T = 30, 30
+    A = rng.random((k, k)) * 1e-6
+    A = A + A.T  # |E| <= A entrywise, E symmetric
+    F_abs = np.tril(rng.random((k, T))) * 1e-6
+    K_hat = np.eye(k) * 3 + 0.1 * rng.standard_normal((k, k))
+    K_hat = K_hat @ K_hat.T
+    G_hat = np.tril(rng.random((k, T)))
+    X = np.linalg.solve(K_hat, G_hat)
+    R = G_hat - K_hat @ X
+    lam = float(np.linalg.eigvalsh(K_hat)[0]) * 0.5
+    E_norm = float(np.abs(A).sum(axis=1).max())
+    args = (X, R, float(np.linalg.norm(K_hat)), lam, E_norm, 0.0, lambda V: A @ V, F_abs)
+    entrywise, _ = model_perturbation(*args)
+    rows, _ = model_perturbation(*args, E_abs_norm=float(np.linalg.norm(A, 2)))
+    assert rows.shape == (T, 1)
+    assert np.all(rows[:, 0] >= entrywise.sum(axis=1) * (1 - 1e-12))
+    assert rows.sum() <= 1.01 * entrywise.sum()
+    E = A * rng.choice([-1.0, 1.0], size=A.shape)
+    E = np.triu(E) + np.triu(E, 1).T
+    F = F_abs * rng.choice([-1.0, 1.0], size=F_abs.shape)
+    K, G = K_hat + E, G_hat + F
+    true = np.abs(G.T @ np.linalg.solve(K, G) - G_hat.T @ np.linalg.solve(K_hat, G_hat))
+    assert np.all(true.sum(axis=1) <= rows[:, 0])

@@ -534,7 +534,8 @@ def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float) -> tuple[MatrixSa
     m = lags.mu.shape[1]
     K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
     dK_rounding = gamma(T + 1) * float(K.sum(axis=1).max())
-    dK = dK_rounding + truncation_norm_bound(lags, T)
+    truncation_norm = truncation_norm_bound(lags, T)
+    dK = dK_rounding + truncation_norm
     apply_truncation_abs = F_abs = None
     if lags.truncated:
         N = truncation_pattern(lags, T)
@@ -551,7 +552,8 @@ def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float) -> tuple[MatrixSa
 
         F_abs = toeplitz_blocks(np.outer(lags.a_truncated, lags.a_error))
     sandwich, rounding_share = _dense_sandwich(
-        K, G, lambda_lb, lambda_lb - dK, dK, dK_rounding, apply_truncation_abs, F_abs
+        K, G, lambda_lb, lambda_lb - dK, dK, dK_rounding, apply_truncation_abs, F_abs,
+        E_abs_norm=truncation_norm * (1 + gamma(m + 2)) if lags.truncated else None,
     )
     return sandwich, max(sandwich.model_sum - rounding_share, 0.0)
 
@@ -567,6 +569,7 @@ def _dense_sandwich(
     F_abs: np.ndarray | None = None,
     factor: np.ndarray | None = None,
     K_norm: float | None = None,
+    E_abs_norm: float | None = None,
 ) -> tuple[MatrixSandwich, float]:
     """Certified sandwich of ``M = G^T K^{-1} G`` from the computed ``K_hat``, ``G_hat``.
 
@@ -575,7 +578,8 @@ def _dense_sandwich(
     entrywise through ``apply_E_abs``; ``|G - G_hat| <= F_abs`` (both ``None``: no such
     part; ``factor``, ``K_norm``: K_hat's Cholesky factor and ``||K_hat||_F`` when already
     known).  The solve's error goes into the sandwich (:func:`certified.sandwich_from_solve`)
-    and the model's into its ``model`` (:func:`certified.model_perturbation`).  Returns the
+    and the model's into its ``model`` (:func:`certified.model_perturbation`; as row sums
+    when ``E_abs_norm`` bounds the norm of ``apply_E_abs``'s matrix).  Returns the
     sandwich and the share of ``model_sum`` due to ``dK_rounding``.
     """
     X = cholesky_solve(K, G, factor)
@@ -586,7 +590,7 @@ def _dense_sandwich(
     if apply_E_abs is None and F_abs is not None:  # G inexact only
         apply_E_abs = np.zeros_like
     model, rounding_share = certified.model_perturbation(
-        X, G - KX, K_norm, lambda_lb, dK, dK_rounding, apply_E_abs, F_abs
+        X, G - KX, K_norm, lambda_lb, dK, dK_rounding, apply_E_abs, F_abs, E_abs_norm
     )
     return dataclasses.replace(sandwich, model=model), rounding_share
 

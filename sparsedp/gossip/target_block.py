@@ -82,7 +82,9 @@ def view_target_block(
 def sub_sandwich(sandwich: MatrixSandwich, rows: np.ndarray) -> MatrixSandwich:
     """The certified sandwich of the principal sub-block ``M[rows, rows]`` (module docstring)."""
     index = np.ix_(rows, rows)
-    model = None if sandwich.model is None else sandwich.model[index]
+    model = sandwich.model
+    if model is not None:  # a row-sum model: the sub-block's row sums are no larger
+        model = model[rows] if model.shape[1] == 1 else model[index]
     return MatrixSandwich(low=np.ascontiguousarray(sandwich.low[index]),
                           excess=np.ascontiguousarray(sandwich.excess[index]),
                           eta_low=sandwich.eta_low, eta_excess=sandwich.eta_excess, model=model)

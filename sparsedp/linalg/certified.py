@@ -122,7 +122,8 @@ class MatrixSandwich:
     ``excess = R^T R / lambda_lb`` (PSD) bounds the solver error ``F`` in the Loewner order, and
     ``eta_excess`` the rounding in forming ``R`` and ``excess``; ``E`` is the effect of using an
     approximate ``(K, G)`` (truncated lags, :func:`model_perturbation`), bounded entrywise by
-    the non-negative matrix ``model`` (``None``: no model error).  Hence
+    the non-negative matrix ``model`` (``None``: no model error), or, when ``model`` is one
+    column of T entries, bounded through its row sums: ``sum_j |E_ij| <= model_i``.  Hence
     ``low - eta I <= M <= up + eta I`` with ``eta = eta_low + eta_excess + eta_model``, where
     ``eta_model`` (the largest row sum of ``model``) bounds ``||E||_2``.  The derived
     quantities are computed once per sandwich (the arrays are not to be modified).
@@ -136,7 +137,8 @@ class MatrixSandwich:
 
     @functools.cached_property
     def eta_model(self) -> float:
-        """``||E||_2 <= max_i sum_j model_ij`` (``|E| <= model`` entrywise, E symmetric)."""
+        """``||E||_2 <= max_i sum_j model_ij`` (``|E| <= model`` entrywise, E symmetric; a
+        one-column ``model`` holds these row sums)."""
         if self.model is None:
             return 0.0
         return float(self.model.sum(axis=1).max()) * (1 + gamma(self.T))
@@ -223,6 +225,7 @@ def model_perturbation(
     E_norm_part: float,
     apply_E_abs,
     F_abs: np.ndarray | None,
+    E_abs_norm: float | None = None,
 ) -> tuple[np.ndarray, float]:
     """Entrywise bound ``B >= |M - M_hat|`` for ``(K_hat, G_hat)`` in place of ``(K, G)``.
 
@@ -249,6 +252,16 @@ def model_perturbation(
     the ``gamma_k ||K_hat||_F ||X e_i||`` rounding of the product ``K_hat X``), since
     ``Y - X = K_hat^{-1} (G_hat - K_hat X)``.  Returns ``B`` (inflated to cover its own
     rounding) and the share of ``sum B`` due to ``E_norm_part`` alone.
+
+    ``E_abs_norm`` given (a bound on the 2-norm of the non-negative matrix that
+    ``apply_E_abs`` applies): only B's row sums are returned, as one column, with no k x k
+    product (the sandwich's ``eta_model`` and ``model_sum`` need no more):
+
+        |M - M_hat| 1 <= Ybar^T apply_E_abs(Ybar 1) + Ybar^T (F_abs 1) + F_abs^T (Ybar 1)
+                         + E_norm_part y (1^T y) + z (1^T z) / lambda_lb,
+
+    with ``z_i = (E_abs_norm + E_norm_part) y_i + ||F_abs e_i||`` (``||apply_E_abs(Ybar)
+    e_i|| <= E_abs_norm y_i``), which only loosens the second-order term.
     """
     if E_norm >= lambda_lb:
         raise ValueError("model perturbation too large for the lambda_min(K) bound")
@@ -262,6 +275,13 @@ def model_perturbation(
         z = E_norm_part * y  # B = E y y^T + z z^T / lambda, symmetric as computed
         B = E_norm_part * np.outer(y, y) + np.outer(z, z) / lambda_lb
         return B * inflate, E_norm_part * float(y.sum()) ** 2 * inflate
+    if E_abs_norm is not None:
+        ones_y = Y.sum(axis=1)
+        z = (E_abs_norm + E_norm_part) * y + column_norms(F_abs)
+        rows = (Y.T @ apply_E_abs(ones_y[:, None])[:, 0] + Y.T @ F_abs.sum(axis=1)
+                + F_abs.T @ ones_y + E_norm_part * y * float(y.sum())
+                + z * (float(z.sum()) / lambda_lb))
+        return rows[:, None] * inflate, E_norm_part * float(y.sum()) ** 2 * inflate
     EY = apply_E_abs(Y)
     YF = Y.T @ F_abs
     z = column_norms(EY) + E_norm_part * y + column_norms(F_abs)
