@@ -325,3 +325,13 @@ def test_mlp_clipped_mean_backends_agree(clip):
         kernels.mlp_clipped_mean(theta, X, y, clip, h + 1)
     with pytest.raises(ValueError, match="clip must be > 0"):
         kernels.mlp_clipped_mean(theta, X, y, 0.0, h)
+
+
+def test_propagate_fused_leaves_a_fortran_ordered_block_unchanged():
+    """The serial propagation works on a copy of X also when X.T is already contiguous."""
+    W = _random_csr(30, 6, 0)
+    X = np.asfortranarray(np.random.default_rng(0).standard_normal((30, 2)))
+    before = X.copy()
+    V, *_ = kernels.propagate_fused(W, X, 0.0, 3, 0, backend="numba")
+    np.testing.assert_array_equal(X, before)
+    np.testing.assert_allclose(V, W @ (W @ (W @ before)), rtol=1e-13)

@@ -324,7 +324,7 @@ def test_large_T_stops_first_where_the_truncation_is_expected_to_suffice(monkeyp
     # the old first stop is too coarse: the prediction says so, and the only certified
     # sandwich is at the deeper stop
     widening, lower = predictions[0]
-    assert len(predictions) == 1 and widening > 0.5 * 1e-9 * lower
+    assert len(predictions) == 1 and widening > 1e-9 * lower
     assert len(calls) == 1 and shallow.relative_gap <= 1e-8
     assert max(deep.lower, shallow.lower) <= min(deep.upper, shallow.upper)
 
@@ -351,3 +351,25 @@ def test_predicted_widening_is_the_first_order_part_of_the_certified_one(n, T, l
     sandwich, widening = certified_solve._lag_sandwich(lags, T, 1e-3)
     assert 0.5 * widening <= predicted <= widening
     assert lower == pytest.approx(float(sandwich.low.sum()), rel=1e-9)
+
+
+def test_prediction_resumes_only_where_the_certified_widening_would_fail(monkeypatch):
+    """A first stop whose widening is within the allowance but above half of it (0.88 of it
+    here) is kept: the prediction changes neither the products nor the interval."""
+    import importlib
+
+    from sparsedp.graphs import large
+
+    certified_solve = importlib.import_module("sparsedp.gossip.certified_solve")
+    graph = large.largest_component(large.erdos_renyi_large(20_000, 20, seed=4))
+    W = sparsedp.gossip_matrix(graph)
+
+    def query():
+        return sparsedp.squared_sensitivity(W, 15941, [5927], 300, exact=False,
+                                            truncation_rtol=1e-6)
+
+    predicted = query()
+    monkeypatch.setattr(certified_solve, "_predicted_widening", lambda lags, T: (0.0, 1.0))
+    certified_only = query()
+    assert predicted.solver["sparse_products"] == certified_only.solver["sparse_products"]
+    assert (predicted.lower, predicted.upper) == (certified_only.lower, certified_only.upper)

@@ -226,7 +226,7 @@ def _structured_sandwich(
             if tightening is None and predict and lags.truncated:
                 predict = False
                 widening, lower = _predicted_widening(lags, T)
-                if widening > 0.5 * truncation_rtol * lower:
+                if widening > truncation_rtol * lower:  # the acceptance test's limit
                     tightening = 0.5 * truncation_rtol * lower / widening
             if tightening is None:
                 sandwich, widening = _lag_sandwich(lags, T, lambda_lb)

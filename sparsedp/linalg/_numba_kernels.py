@@ -357,7 +357,7 @@ def csr_propagate_fused(indptr, indices, data, X, steps, shift, watch):
     gram = np.zeros((steps, b, b))
     centred = np.zeros((steps, b))
     watched = np.empty((steps, b))
-    V = np.ascontiguousarray(X.T)
+    V = X.T.copy()  # a copy also when X is Fortran-ordered (X.T contiguous): X stays as given
     Y = np.empty_like(V)
     for s in range(steps):
         for q in range(0, b - 1, 2):
