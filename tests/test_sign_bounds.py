@@ -289,3 +289,21 @@ def test_neighbourhood_view_shift_and_multistart_close_the_gap(er100):
     assert by["diagonal_shift"] < by["spectral"] - 2.0
     assert r.upper == by["diagonal_shift"] and r.lower == by["multistart"]
     assert r.relative_gap < 1e-3
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_entrywise_nonnegative_low_gives_the_local_searches_value_without_running_them(seed):
+    """For low >= 0 entrywise, c = 1 is the best sign vector, so the local-search and
+    multistart lower bounds are 1^T low 1 (what the searches return, to rounding) and
+    agree with the exhaustive search."""
+    rng = np.random.default_rng(seed)
+    B = rng.random((12, 12))
+    M = B @ B.T + np.diag(rng.random(12))  # PSD and entrywise positive
+    sandwich = exact_sandwich(M)
+    bounds, signs = sign_bounds.evaluate_bounds(sandwich, True)
+    value = {b.name: b.value for b in bounds}
+    searched, _ = kernels.local_sign_search(M, np.stack([np.ones(12), -np.ones(12)]))
+    assert value["local_search"] == pytest.approx(searched - sandwich.quadratic_slack(),
+                                                  rel=1e-12)
+    assert value["local_search"] == pytest.approx(brute_force_max(M), rel=1e-12)
+    assert np.all(signs == 1)

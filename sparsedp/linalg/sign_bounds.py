@@ -319,7 +319,13 @@ def evaluate_bounds(
     k = min(TOP_EIGENPAIRS, T)
     first = top_pairs(up, 1 if T <= ONE_PAIR_FIRST_MAX_T else k)
     top = first[1][:, -1]
-    value, signs = kernels.local_sign_search(low, np.stack([ones, top]), backend=backend)
+    # low >= 0 entrywise (the usual case): c = 1 maximises c^T low c over sign vectors
+    # (|c^T low c| <= sum low), so every single-flip ascent ends at or below it
+    nonnegative = bool((low >= 0).all())
+    if nonnegative:
+        value, signs = float(ones @ low @ ones), ones
+    else:
+        value, signs = kernels.local_sign_search(low, np.stack([ones, top]), backend=backend)
     lower.append(
         Bound(
             "local_search",
@@ -380,7 +386,8 @@ def evaluate_bounds(
     closed = best_upper - best_lower <= SHIFT_SKIP_GAP * abs(best_upper)
     start = first if first[0].shape[0] == k else top_pairs(up, k)
     search = minimise_diagonal_shift(up, evaluations=1 if closed else None, start=start)
-    best_restart = kernels.local_sign_search(low, sign_candidates(search), backend=backend)
+    best_restart = ((value, signs) if nonnegative else
+                    kernels.local_sign_search(low, sign_candidates(search), backend=backend))
     lower.append(
         Bound(
             "multistart",
