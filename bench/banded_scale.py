@@ -17,10 +17,10 @@ import argparse
 import json
 import pathlib
 import resource
-import time
 
 import numpy as np
 import scipy.linalg.lapack
+from timing import matvec_seconds, timed
 
 import sparsedp
 from sparsedp.graphs import large as lg
@@ -37,11 +37,11 @@ def main() -> None:
     args = ap.parse_args()
     W = sparsedp.gossip_matrix(lg.largest_component(lg.erdos_renyi_large(args.n, 20, seed=1)))
     x = np.random.default_rng(0).standard_normal(W.shape[0])
-    matvec = min(_timed(lambda: W @ x)[0] for _ in range(20))
+    matvec = matvec_seconds(W, x, repeats=20)
     rows = []
     for T in args.T:
-        seconds, r = _timed(lambda T=T: sparsedp.squared_sensitivity(W, 303, [0], T,
-                                                                     method="banded"))
+        seconds, r = timed(lambda T=T: sparsedp.squared_sensitivity(W, 303, [0], T,
+                                                                    method="banded"))
         rows.append({"T": T, "seconds": seconds, "over_matvec": seconds / matvec,
                      "lower": r.lower, "upper": r.upper,
                      "relative_gap": r.upper / r.lower - 1.0,
@@ -63,14 +63,8 @@ def _dpotrf(T: int) -> float | None:
         return None
     A = np.eye(T) * T + np.random.default_rng(1).random((T, T)) * 0.01
     A = A + A.T
-    seconds, _ = _timed(lambda: scipy.linalg.lapack.dpotrf(A, lower=1, overwrite_a=1))
+    seconds, _ = timed(lambda: scipy.linalg.lapack.dpotrf(A, lower=1, overwrite_a=1))
     return seconds
-
-
-def _timed(f):
-    t0 = time.perf_counter()
-    value = f()
-    return time.perf_counter() - t0, value
 
 
 if __name__ == "__main__":

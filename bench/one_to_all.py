@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 from scipy.sparse.csgraph import shortest_path
+from timing import matvec_seconds, timed
 
 import sparsedp
 from sparsedp.gossip.one_to_all import one_to_all
@@ -48,14 +49,14 @@ def main() -> None:
     W = sparsedp.gossip_matrix(graph)
     build = time.perf_counter() - start
     x = np.random.default_rng(0).standard_normal(W.shape[0])
-    matvec = min(_timed(lambda: W @ x)[0] for _ in range(5))
+    matvec = matvec_seconds(W, x)
     hops = shortest_path(W, unweighted=True, indices=0)
     target = int(np.flatnonzero(hops == 2)[0])
-    single, r = _timed(lambda: sparsedp.squared_sensitivity(W, target, [0], args.T, exact=False))
-    every, m = _timed(lambda: sparsedp.privacy_map(W, [0], "all", T=args.T, upper="none"))
-    again, _ = _timed(lambda: sparsedp.squared_sensitivity(W, target, [0], args.T, exact=False))
-    every_again, _ = _timed(lambda: sparsedp.privacy_map(W, [0], "all", T=args.T,
-                                                         upper="none"))
+    single, r = timed(lambda: sparsedp.squared_sensitivity(W, target, [0], args.T, exact=False))
+    every, m = timed(lambda: sparsedp.privacy_map(W, [0], "all", T=args.T, upper="none"))
+    again, _ = timed(lambda: sparsedp.squared_sensitivity(W, target, [0], args.T, exact=False))
+    every_again, _ = timed(lambda: sparsedp.privacy_map(W, [0], "all", T=args.T,
+                                                        upper="none"))
     low = np.asarray(m.columns["lower"], dtype=np.float64)
     record = {
         "n": W.shape[0], "T": args.T, "nnz": int(W.nnz), "build_seconds": build,
@@ -75,12 +76,6 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1))
     print(json.dumps(record, indent=1))
-
-
-def _timed(f):
-    t0 = time.perf_counter()
-    value = f()
-    return time.perf_counter() - t0, value
 
 
 if __name__ == "__main__":

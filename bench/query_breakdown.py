@@ -20,20 +20,12 @@ import pstats
 import time
 
 import numpy as np
+from timing import matvec_seconds
 
 import sparsedp
 from sparsedp.graphs import large
 
 GENERATORS = {"erdos-renyi": large.erdos_renyi_large, "chung-lu": large.chung_lu_large}
-
-
-def matvec_seconds(W, x) -> float:
-    best = np.inf
-    for _ in range(5):
-        start = time.perf_counter()
-        W @ x
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main() -> None:

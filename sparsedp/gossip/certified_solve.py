@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg
@@ -258,16 +259,10 @@ def _predicted_widening(lags: LagSequence, T: int) -> tuple[float, float]:
     K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
     X = cholesky_solve(K, G)
     y = np.abs(X).sum(axis=1)
-    N = truncation_pattern(lags, T)
-    m = lags.mu.shape[1]
-    weighted = y.reshape(T, m) @ lags.eps
-    first = weighted @ N @ weighted
-    if lags.drift:
-        sums = y.reshape(T, m).sum(axis=1)
-        first += lags.drift * (sums @ N @ sums)
-    F_abs = toeplitz_blocks(np.outer(lags.a_truncated, lags.a_error))
-    first += 2.0 * float(y @ F_abs.sum(axis=1))
-    return float(first), float(G.sum(axis=1) @ X.sum(axis=1))
+    model = _truncation_model(lags, T)
+    first = (float(y @ model.apply_abs(y[:, None])[:, 0])
+             + 2.0 * float(y @ model.G_abs.sum(axis=1)))
+    return first, float(G.sum(axis=1) @ X.sum(axis=1))
 
 
 def _first_level(system: GossipSystem, truncation_rtol: float) -> float:
@@ -517,8 +512,44 @@ def truncation_norm_bound(lags: LagSequence, T: int) -> float:
     sum)."""
     if not lags.truncated:
         return 0.0
-    N = truncation_pattern(lags, T)
+    return _pattern_norm(truncation_pattern(lags, T), lags)
+
+
+def _pattern_norm(N: np.ndarray, lags: LagSequence) -> float:
+    """:func:`truncation_norm_bound` from the pattern ``N`` already formed."""
     return float(N.sum(axis=1).max()) * float(lags.mu_error.sum(axis=1).max())
+
+
+@dataclasses.dataclass(frozen=True)
+class _TruncationModel:
+    """What truncated lags cost (:func:`_truncation_model`): ``|K - K_hat| V <= apply_abs(V)``
+    for non-negative V, ``||K - K_hat||_2 <= norm``, ``|G - G_hat| <= G_abs`` entrywise."""
+
+    apply_abs: Callable[[np.ndarray], np.ndarray]
+    norm: float
+    G_abs: np.ndarray
+
+
+def _truncation_model(lags: LagSequence, T: int) -> _TruncationModel:
+    """The truncation's model error (``lags.truncated``): ``|K - K_hat| <= N kron (eps eps^T
+    + drift 1 1^T)`` (:func:`truncation_pattern`), applied to a (T m, k) block without forming
+    the Kronecker product, and ``|G - G_hat| <= eps eps_target + drift`` on G's truncated
+    lags."""
+    m = lags.mu.shape[1]
+    N = truncation_pattern(lags, T)
+    eps = lags.eps
+
+    def apply_abs(V: np.ndarray) -> np.ndarray:
+        """``(N kron (eps eps^T + drift 1 1^T)) V`` for ``V`` of shape (T m, k)."""
+        blocks = V.reshape(T, m, -1)
+        weighted = np.einsum("tbk,b->tk", blocks, eps)
+        out = (N @ weighted)[:, None, :] * eps[None, :, None]
+        if lags.drift:
+            out = out + lags.drift * (N @ blocks.sum(axis=1))[:, None, :]
+        return out.reshape(T * m, -1)
+
+    return _TruncationModel(apply_abs=apply_abs, norm=_pattern_norm(N, lags),
+                            G_abs=toeplitz_blocks(np.outer(lags.a_truncated, lags.a_error)))
 
 
 def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float) -> tuple[MatrixSandwich, float]:
@@ -534,26 +565,13 @@ def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float) -> tuple[MatrixSa
     m = lags.mu.shape[1]
     K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
     dK_rounding = gamma(T + 1) * float(K.sum(axis=1).max())
-    truncation_norm = truncation_norm_bound(lags, T)
-    dK = dK_rounding + truncation_norm
-    apply_truncation_abs = F_abs = None
+    dK, apply_abs, G_abs, E_abs_norm = dK_rounding, None, None, None
     if lags.truncated:
-        N = truncation_pattern(lags, T)
-        eps = lags.eps
-
-        def apply_truncation_abs(V: np.ndarray) -> np.ndarray:
-            """``(N kron (eps eps^T + drift 1 1^T)) V`` for ``V`` of shape (T m, k)."""
-            blocks = V.reshape(T, m, -1)
-            weighted = np.einsum("tbk,b->tk", blocks, eps)
-            out = (N @ weighted)[:, None, :] * eps[None, :, None]
-            if lags.drift:
-                out = out + lags.drift * (N @ blocks.sum(axis=1))[:, None, :]
-            return out.reshape(T * m, -1)
-
-        F_abs = toeplitz_blocks(np.outer(lags.a_truncated, lags.a_error))
+        model = _truncation_model(lags, T)
+        dK += model.norm
+        apply_abs, G_abs, E_abs_norm = model.apply_abs, model.G_abs, model.norm * (1 + gamma(m + 2))
     sandwich, rounding_share = _dense_sandwich(
-        K, G, lambda_lb, lambda_lb - dK, dK, dK_rounding, apply_truncation_abs, F_abs,
-        E_abs_norm=truncation_norm * (1 + gamma(m + 2)) if lags.truncated else None,
+        K, G, lambda_lb, lambda_lb - dK, dK, dK_rounding, apply_abs, G_abs, E_abs_norm=E_abs_norm
     )
     return sandwich, max(sandwich.model_sum - rounding_share, 0.0)
 
