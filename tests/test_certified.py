@@ -54,6 +54,53 @@ def test_sandwich_brackets_M_for_a_poor_solution():
     assert np.trace(sw.excess) > 1e-6  # the poor solve is visible in the certificate
 
 
+@pytest.mark.parametrize("triangular", [True, False])
+@pytest.mark.parametrize("condition", [1e1, 1e8])
+def test_direct_solve_sandwich_brackets_M_in_extended_precision(triangular, condition):
+    """A Cholesky solve's residual is at the rounding level, so the sandwich takes its linear
+    form ``low = sym(G^T X)`` (well-conditioned K) and charges ``||X||_F ||R_true||_F`` to
+    ``eta_low``: either form has
+    ``low - eta_low <= M <= up + eta`` against ``M`` computed in 50 digits, for a
+    well- and an ill-conditioned K; ``G^T X`` by ``trmm`` for a triangular G."""
+    import mpmath
+
+    from sparsedp.linalg.solvers import cholesky_solve
+
+    T = 12
+    rng = np.random.default_rng(int(condition))
+    Q = np.linalg.qr(rng.standard_normal((T, T)))[0]
+    K = (Q * np.geomspace(1.0, 1.0 / condition, T)) @ Q.T
+    K = 0.5 * (K + K.T)
+    G = rng.standard_normal((T, T))
+    G = np.tril(G) if triangular else G
+    X = cholesky_solve(K, G)
+    lam = float(np.linalg.eigvalsh(K)[0]) * (1 - 1e-6)
+    sw = certified.sandwich_from_solve(G, X, K @ X, lam, K_dense=K, G_lower_triangular=triangular)
+    GX = G.T @ X
+    if condition < 1e3:  # the linear form (an ill-conditioned K's residual may exceed it)
+        np.testing.assert_allclose(sw.low, 0.5 * (GX + GX.T), rtol=1e-12,
+                                   atol=1e-12 * abs(GX).max())
+    mpmath.mp.dps = 50
+    Kmp, Gmp = mpmath.matrix(K.tolist()), mpmath.matrix(G.tolist())
+    Mmp = Gmp.T * mpmath.inverse(Kmp) * Gmp
+    below = np.array((Mmp - mpmath.matrix(sw.low.tolist())).tolist(), dtype=float)
+    above = np.array((mpmath.matrix(sw.up.tolist()) - Mmp).tolist(), dtype=float)
+    assert np.linalg.eigvalsh(0.5 * (below + below.T)).min() >= -sw.eta_low
+    assert np.linalg.eigvalsh(0.5 * (above + above.T)).min() >= -sw.eta
+    assert sw.eta_low <= 1e-9 * np.abs(GX).max() * condition
+
+
+def test_triangular_product_is_the_general_one():
+    """``G^T X`` by ``trmm`` for a lower-triangular G equals the general product within
+    the product's rounding bound, and is C-ordered."""
+    rng = np.random.default_rng(3)
+    G, X = np.tril(rng.random((300, 300))), rng.standard_normal((300, 300))
+    fast = certified._transposed_product(G, X, True)
+    assert fast.flags.c_contiguous
+    bound = certified.gamma(301) * certified.frobenius(G) * certified.frobenius(X)
+    assert certified.frobenius(fast - G.T @ X) <= 2 * bound
+
+
 @pytest.mark.parametrize("shape", [(20, 20), (400, 7), (3, 1), (5,)])
 def test_fast_norms_are_numpys_bit_for_bit(shape):
     """The bounds use these in place of ``np.linalg.norm``: the same arithmetic, so the same

@@ -323,7 +323,7 @@ def test_large_T_stops_first_where_the_truncation_is_expected_to_suffice(monkeyp
     shallow = sparsedp.squared_sensitivity(W, 5000, [0], 500, exact=False)
     # the old first stop is too coarse: the prediction says so, and the only certified
     # sandwich is at the deeper stop
-    widening, lower = predictions[0]
+    widening, lower, _ = predictions[0]
     assert len(predictions) == 1 and widening > 1e-9 * lower
     assert len(calls) == 1 and shallow.relative_gap <= 1e-8
     assert max(deep.lower, shallow.lower) <= min(deep.upper, shallow.upper)
@@ -347,10 +347,16 @@ def test_predicted_widening_is_the_first_order_part_of_the_certified_one(n, T, l
     lags = propagator.advance(level).result()
     propagator.close()
     assert lags.truncated
-    predicted, lower = certified_solve._predicted_widening(lags, T)
+    predicted, lower, solved = certified_solve._predicted_widening(lags, T)
     sandwich, widening = certified_solve._lag_sandwich(lags, T, 1e-3)
     assert 0.5 * widening <= predicted <= widening
     assert lower == pytest.approx(float(sandwich.low.sum()), rel=1e-9)
+    # a stop that passes reuses the prediction's solve: the same sandwich, bit for bit
+    reused, reused_widening = certified_solve._lag_sandwich(lags, T, 1e-3, solved)
+    assert reused_widening == widening
+    for field in ("low", "excess", "model"):
+        np.testing.assert_array_equal(getattr(reused, field), getattr(sandwich, field))
+    assert (reused.eta_low, reused.eta_excess) == (sandwich.eta_low, sandwich.eta_excess)
 
 
 def test_prediction_resumes_only_where_the_certified_widening_would_fail(monkeypatch):
@@ -369,7 +375,7 @@ def test_prediction_resumes_only_where_the_certified_widening_would_fail(monkeyp
                                             truncation_rtol=1e-6)
 
     predicted = query()
-    monkeypatch.setattr(certified_solve, "_predicted_widening", lambda lags, T: (0.0, 1.0))
+    monkeypatch.setattr(certified_solve, "_predicted_widening", lambda lags, T: (0.0, 1.0, None))
     certified_only = query()
     assert predicted.solver["sparse_products"] == certified_only.solver["sparse_products"]
     assert (predicted.lower, predicted.upper) == (certified_only.lower, certified_only.upper)

@@ -224,13 +224,14 @@ def _structured_sandwich(
         while True:
             lags = _shifted(propagator.advance(level).result(), p, T)
             tightening = _truncation_too_coarse(lags, T, lambda_lb)
+            solved = None
             if tightening is None and predict and lags.truncated:
                 predict = False
-                widening, lower = _predicted_widening(lags, T)
+                widening, lower, solved = _predicted_widening(lags, T)
                 if widening > truncation_rtol * lower:  # the acceptance test's limit
                     tightening = 0.5 * truncation_rtol * lower / widening
             if tightening is None:
-                sandwich, widening = _lag_sandwich(lags, T, lambda_lb)
+                sandwich, widening = _lag_sandwich(lags, T, lambda_lb, solved)
                 if not lags.truncated:
                     return sandwich, lags, None
                 lower = float(sandwich.low.sum()) - sandwich.quadratic_slack()
@@ -247,22 +248,23 @@ def _structured_sandwich(
         propagator.close()
 
 
-def _predicted_widening(lags: LagSequence, T: int) -> tuple[float, float]:
-    """The first-order part of the truncation's widening and the c = 1 value, uncertified.
+def _predicted_widening(lags: LagSequence, T: int) -> tuple[float, float, _LagSolve]:
+    """The first-order part of the truncation's widening and the c = 1 value, uncertified,
+    and the solve they come from.
 
     With ``X = K_hat^{-1} G_hat`` and ``y = |X| 1``, the certified widening ``sum B``
     (:func:`certified.model_perturbation`) is ``y^T |E| y + 2 y^T |G - G_hat| 1`` plus
     second-order terms, and the c = 1 value is ``1^T G_hat^T X 1``: one Cholesky
     factorisation and solve and two matrix-vector products instead of a certified sandwich
-    (which also forms ``K X``, ``G^T X``, ``X^T K X``, ``R^T R`` and the model bound).  Only
-    chooses where the propagation stops (:func:`_structured_sandwich`)."""
-    K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
-    X = cholesky_solve(K, G)
+    (which also forms ``K X``, ``G^T X``, ``R^T R`` and the model bound).  Only chooses where
+    the propagation stops (:func:`_structured_sandwich`); when it stops here, the certified
+    sandwich reuses the solve (:func:`_lag_sandwich`)."""
+    solved = _lag_solve(lags, T)
+    X, model = solved.X, solved.model
     y = np.abs(X).sum(axis=1)
-    model = _truncation_model(lags, T)
     first = (float(y @ model.apply_abs(y[:, None])[:, 0])
              + 2.0 * float(y @ model.G_abs.sum(axis=1)))
-    return first, float(G.sum(axis=1) @ X.sum(axis=1))
+    return first, float(solved.G.sum(axis=1) @ X.sum(axis=1)), solved
 
 
 def _first_level(system: GossipSystem, truncation_rtol: float) -> float:
@@ -552,7 +554,29 @@ def _truncation_model(lags: LagSequence, T: int) -> _TruncationModel:
                             G_abs=toeplitz_blocks(np.outer(lags.a_truncated, lags.a_error)))
 
 
-def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float) -> tuple[MatrixSandwich, float]:
+@dataclasses.dataclass(frozen=True)
+class _LagSolve:
+    """``K_hat``, ``G_hat`` from the lags, ``K_hat``'s Cholesky factor, ``X = K_hat^{-1}
+    G_hat`` as computed, and the truncation's model error (``None``: not truncated)."""
+
+    K: np.ndarray
+    G: np.ndarray
+    factor: np.ndarray
+    X: np.ndarray
+    model: _TruncationModel | None
+
+
+def _lag_solve(lags: LagSequence, T: int) -> _LagSolve:
+    """:class:`_LagSolve` of the lags: ``K_hat = k_from_moments(mu)``, ``G_hat =
+    toeplitz_blocks(a)``, one Cholesky factorisation and solve."""
+    K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
+    factor = cholesky_factor(K)
+    model = _truncation_model(lags, T) if lags.truncated else None
+    return _LagSolve(K=K, G=G, factor=factor, X=cholesky_solve(K, G, factor), model=model)
+
+
+def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float,
+                  solved: _LagSolve | None = None) -> tuple[MatrixSandwich, float]:
     """The certified sandwich of ``M_T`` from (possibly truncated) lags, and the widening
     ``sum |E|`` that the truncation and the rounding of ``K`` add to the bounds.
 
@@ -560,18 +584,21 @@ def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float) -> tuple[MatrixSa
     ``N kron eps eps^T``, :func:`truncation_pattern`) plus the rounding of the sums forming K
     (at most T non-negative lags: ``|fl(K) - K| <= gamma_{T+1} K`` entrywise, so
     ``||.||_2 <= gamma_{T+1} ||K||_inf``); ``|G - G_hat| <= eps eps_target`` on the
-    truncated lags of G.
+    truncated lags of G.  ``solved``: :func:`_lag_solve` of the same lags when already done
+    (by :func:`_predicted_widening`).  One observer: ``G_hat`` is lower triangular.
     """
     m = lags.mu.shape[1]
-    K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
+    solved = _lag_solve(lags, T) if solved is None else solved
+    K, G = solved.K, solved.G
     dK_rounding = gamma(T + 1) * float(K.sum(axis=1).max())
     dK, apply_abs, G_abs, E_abs_norm = dK_rounding, None, None, None
-    if lags.truncated:
-        model = _truncation_model(lags, T)
+    if solved.model is not None:
+        model = solved.model
         dK += model.norm
         apply_abs, G_abs, E_abs_norm = model.apply_abs, model.G_abs, model.norm * (1 + gamma(m + 2))
     sandwich, rounding_share = _dense_sandwich(
-        K, G, lambda_lb, lambda_lb - dK, dK, dK_rounding, apply_abs, G_abs, E_abs_norm=E_abs_norm
+        K, G, lambda_lb, lambda_lb - dK, dK, dK_rounding, apply_abs, G_abs, solved.factor,
+        E_abs_norm=E_abs_norm, X=solved.X, G_lower_triangular=m == 1,
     )
     return sandwich, max(sandwich.model_sum - rounding_share, 0.0)
 
@@ -588,6 +615,8 @@ def _dense_sandwich(
     factor: np.ndarray | None = None,
     K_norm: float | None = None,
     E_abs_norm: float | None = None,
+    X: np.ndarray | None = None,
+    G_lower_triangular: bool = False,
 ) -> tuple[MatrixSandwich, float]:
     """Certified sandwich of ``M = G^T K^{-1} G`` from the computed ``K_hat``, ``G_hat``.
 
@@ -595,16 +624,19 @@ def _dense_sandwich(
     ``||K - K_hat|| <= dK``, of which ``dK_rounding`` is bounded in norm only and the rest
     entrywise through ``apply_E_abs``; ``|G - G_hat| <= F_abs`` (both ``None``: no such
     part; ``factor``, ``K_norm``: K_hat's Cholesky factor and ``||K_hat||_F`` when already
-    known).  The solve's error goes into the sandwich (:func:`certified.sandwich_from_solve`)
-    and the model's into its ``model`` (:func:`certified.model_perturbation`; as row sums
-    when ``E_abs_norm`` bounds the norm of ``apply_E_abs``'s matrix).  Returns the
-    sandwich and the share of ``model_sum`` due to ``dK_rounding``.
+    known; ``X``: the solve ``K_hat^{-1} G_hat`` when already done, any X is sound).  The
+    solve's error goes into the sandwich (:func:`certified.sandwich_from_solve`, told
+    whether ``G_hat`` is lower triangular) and the model's into its ``model``
+    (:func:`certified.model_perturbation`; as row sums when ``E_abs_norm`` bounds the norm of
+    ``apply_E_abs``'s matrix).  Returns the sandwich and the share of ``model_sum`` due to
+    ``dK_rounding``.
     """
-    X = cholesky_solve(K, G, factor)
+    X = cholesky_solve(K, G, factor) if X is None else X
     KX = K @ X
     K_norm = frobenius(K) if K_norm is None else K_norm
     sandwich = certified.sandwich_from_solve(G, X, KX, lambda_hat_lb, K_dense=K,
-                                             K_frobenius=K_norm)
+                                             K_frobenius=K_norm,
+                                             G_lower_triangular=G_lower_triangular)
     if apply_E_abs is None and F_abs is not None:  # G inexact only
         apply_E_abs = np.zeros_like
     model, rounding_share = certified.model_perturbation(

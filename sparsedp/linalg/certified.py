@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.blas
 import scipy.linalg.lapack
 import scipy.sparse as sp
 
@@ -181,6 +182,7 @@ def sandwich_from_solve(
     lambda_lb: float,
     K_dense: np.ndarray | None = None,
     K_frobenius: float | None = None,
+    G_lower_triangular: bool = False,
 ) -> MatrixSandwich:
     """Build the certified sandwich of ``M = G^T K^{-1} G`` from ``X ~ K^{-1} G`` and ``K X``.
 
@@ -189,31 +191,59 @@ def sandwich_from_solve(
     ``K_dense``, its rounding ``E`` (``||E||_F <= gamma_k ||K||_F ||X||_F``) is charged too:
     ``||X^T E||_F`` to ``eta_low`` and ``(2 ||R||_F ||E||_F + ||E||_F^2) / lambda_lb`` to
     ``eta_excess`` (``K_frobenius``: ``||K_dense||_F`` when already known).
+
+    A direct solve leaves a residual at the rounding level of the product that formed it
+    (``||R||_F <= gamma_k (||G||_F + ||K X||_F)``); then ``M_low`` is taken in its linear
+    form, one product fewer: with ``X^T K X = X^T G - X^T R`` exactly,
+
+        2 G^T X - X^T K X = sym(G^T X) + sym(X^T R),  ||sym(X^T R)||_F <= ||X||_F ||R_true||_F,
+
+    and ``||R_true||_F <= ||R||_F / (1 - u) + ||E||_F`` (the subtraction forming R and the
+    product's rounding) is charged to ``eta_low``.  An iterative solve keeps the quadratic
+    form, whose error is second order in the residual.  ``G_lower_triangular``: ``G^T X``
+    as a triangular product (BLAS ``trmm``, half the work; the same sums less their zero
+    terms, so the same rounding bound).
     """
-    GX = G.T @ X
-    XKX = X.T @ KX
-    low = GX + GX.T - 0.5 * (XKX + XKX.T)
+    GX = _transposed_product(G, X, G_lower_triangular)
     R = G - KX
-    excess = (R.T @ R) / lambda_lb
-    excess = 0.5 * (excess + excess.T)
+    x_norm, r_norm = frobenius(X), frobenius(R)
+    g_norm, kx_norm = frobenius(G), frobenius(KX)
+    gamma_k = gamma(G.shape[0] + 1)
+    e_norm = 0.0
+    if K_dense is not None:
+        k_norm = frobenius(K_dense) if K_frobenius is None else K_frobenius
+        e_norm = gamma(K_dense.shape[0] + 1) * k_norm * x_norm
     # rounding of ``low``: the products (``gamma_{k+1} ||A||_F ||B||_F`` for ``A^T B`` with k
     # rows, k = the rows of G, X, K X and R) and the additions
-    x_norm, r_norm = frobenius(X), frobenius(R)
-    gamma_k = gamma(G.shape[0] + 1)
-    eta_low = gamma_k * x_norm * (2 * frobenius(G) + frobenius(KX))
-    eta_low += gamma(4) * (2 * frobenius(GX) + frobenius(XKX))
+    if r_norm <= gamma_k * (g_norm + kx_norm):
+        low = 0.5 * (GX + GX.T)
+        eta_low = gamma_k * x_norm * g_norm + gamma(2) * frobenius(GX)
+        eta_low += x_norm * (r_norm / (1 - UNIT_ROUNDOFF) + e_norm)
+    else:
+        XKX = X.T @ KX
+        low = GX + GX.T - 0.5 * (XKX + XKX.T)
+        eta_low = gamma_k * x_norm * (2 * g_norm + kx_norm)
+        eta_low += gamma(4) * (2 * frobenius(GX) + frobenius(XKX)) + x_norm * e_norm
+    excess = (R.T @ R) / lambda_lb
+    excess = 0.5 * (excess + excess.T)
     # rounding of ``excess``: the product R^T R and the subtraction forming R
     # (fl(a - b) = (a - b)(1 + d), |d| <= u, so ||R_true c||^2 exceeds ||R c||^2 by at most
     # 5 u ||c||^2 ||R||_F^2)
     eta_excess = (gamma_k + 8 * UNIT_ROUNDOFF) * r_norm**2 / lambda_lb
     # rounding of ``up = low + excess`` itself
     eta_excess += UNIT_ROUNDOFF * (frobenius(low) + frobenius(excess))
-    if K_dense is not None:
-        k_norm = frobenius(K_dense) if K_frobenius is None else K_frobenius
-        e_norm = gamma(K_dense.shape[0] + 1) * k_norm * x_norm
-        eta_low += x_norm * e_norm
-        eta_excess += (2 * r_norm * e_norm + e_norm**2) / lambda_lb
+    eta_excess += (2 * r_norm * e_norm + e_norm**2) / lambda_lb
     return MatrixSandwich(low=low, excess=excess, eta_low=eta_low, eta_excess=eta_excess)
+
+
+def _transposed_product(G: np.ndarray, X: np.ndarray, lower_triangular: bool) -> np.ndarray:
+    """``G^T X``; for a square lower-triangular ``G`` by BLAS ``trmm`` as ``(X^T G)^T``
+    (``G^T`` and ``X^T`` are Fortran-ordered views of the C-ordered arrays, so nothing is
+    transposed in memory but the result)."""
+    if not lower_triangular:
+        return G.T @ X
+    product = scipy.linalg.blas.dtrmm(1.0, G.T, X.T, side=1, lower=0, trans_a=1)
+    return np.ascontiguousarray(product.T)
 
 
 def model_perturbation(
