@@ -307,3 +307,44 @@ def test_entrywise_nonnegative_low_gives_the_local_searches_value_without_runnin
                                                   rel=1e-12)
     assert value["local_search"] == pytest.approx(brute_force_max(M), rel=1e-12)
     assert np.all(signs == 1)
+
+
+def test_first_pair_by_lanczos_at_large_T_or_lapack_for_a_top_cluster():
+    """Past ``ONE_PAIR_FIRST_MAX_T`` the top pair comes from Lanczos when its residual is
+    small (a separated top eigenvalue: the same pair as LAPACK's), and LAPACK's top k pairs
+    come instead for a tight top cluster, where Lanczos does not converge
+    in its few restarts (two top eigenvalues 1e-7 apart)."""
+    T = 300
+    rng = np.random.default_rng(5)
+    Q = np.linalg.qr(rng.standard_normal((T, T)))[0]
+    M = (Q * np.geomspace(1.0, 1e-6, T)) @ Q.T
+    lam, V = sign_bounds._first_pairs(M, 32, "auto")
+    assert lam.shape == (1,)
+    assert lam[0] == pytest.approx(1.0, rel=1e-12)
+    assert abs(V[:, 0] @ Q[:, 0]) == pytest.approx(1.0, rel=1e-10)
+    spectrum = np.concatenate([[1.0, 1.0 - 1e-7], np.linspace(0.99, 0.5, T - 2)])
+    cluster = (Q * spectrum) @ Q.T
+    lam, V = sign_bounds._first_pairs(cluster, 32, "auto")
+    assert lam.shape == (32,)
+    np.testing.assert_allclose(lam, np.linalg.eigvalsh(cluster)[-32:], rtol=1e-13)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bounds_at_large_T_agree_with_the_lapack_first_pairs(seed, monkeypatch):
+    """The Lanczos first pair only steers: at T = 200 every bound equals, to rounding, the
+    one computed with LAPACK's top pairs, and the chain holds against the exhaustive-free
+    truth bracket (an entrywise positive PSD M, whose maximum is 1^T M 1)."""
+    T = 200
+    rng = np.random.default_rng(seed)
+    B = rng.random((T, 3))
+    M = B @ B.T / T + np.diag(rng.random(T)) * 1e-3
+    sandwich = hidden_sandwich(M, seed)
+    fast = named(sign_bounds.evaluate_bounds(sandwich, False)[0])
+    monkeypatch.setattr(sign_bounds, "_first_pairs",
+                        lambda up, k, backend: sign_bounds.top_pairs(up, k))
+    slow = named(sign_bounds.evaluate_bounds(sandwich, False)[0])
+    assert fast.keys() == slow.keys()
+    for name in fast:
+        assert fast[name].value == pytest.approx(slow[name].value, rel=1e-9), name
+    truth = float(M.sum())
+    check_chain(list(fast.values()), truth, T)
