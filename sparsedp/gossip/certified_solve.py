@@ -223,14 +223,16 @@ def _structured_sandwich(
     try:
         while True:
             lags = _shifted(propagator.advance(level).result(), p, T)
-            tightening = _truncation_too_coarse(lags, T, lambda_lb)
+            model = _truncation_model(lags, T) if lags.truncated else None
+            tightening = _truncation_too_coarse(model, lambda_lb)
             solved = None
-            if tightening is None and predict and lags.truncated:
+            if tightening is None and predict and model is not None:
                 predict = False
-                widening, lower, solved = _predicted_widening(lags, T)
+                widening, lower, solved = _predicted_widening(lags, T, model)
                 if widening > truncation_rtol * lower:  # the acceptance test's limit
                     tightening = 0.5 * truncation_rtol * lower / widening
             if tightening is None:
+                solved = _lag_solve(lags, T, model) if solved is None else solved
                 sandwich, widening = _lag_sandwich(lags, T, lambda_lb, solved)
                 if not lags.truncated:
                     return sandwich, lags, None
@@ -248,7 +250,8 @@ def _structured_sandwich(
         propagator.close()
 
 
-def _predicted_widening(lags: LagSequence, T: int) -> tuple[float, float, _LagSolve]:
+def _predicted_widening(lags: LagSequence, T: int, model: _TruncationModel | None = None
+                        ) -> tuple[float, float, _LagSolve]:
     """The first-order part of the truncation's widening and the c = 1 value, uncertified,
     and the solve they come from.
 
@@ -258,8 +261,9 @@ def _predicted_widening(lags: LagSequence, T: int) -> tuple[float, float, _LagSo
     factorisation and solve and two matrix-vector products instead of a certified sandwich
     (which also forms ``K X``, ``G^T X``, ``R^T R`` and the model bound).  Only chooses where
     the propagation stops (:func:`_structured_sandwich`); when it stops here, the certified
-    sandwich reuses the solve (:func:`_lag_sandwich`)."""
-    solved = _lag_solve(lags, T)
+    sandwich reuses the solve (:func:`_lag_sandwich`).  ``model``: the lags'
+    :func:`_truncation_model` when already formed."""
+    solved = _lag_solve(lags, T, model)
     X, model = solved.X, solved.model
     y = np.abs(X).sum(axis=1)
     first = (float(y @ model.apply_abs(y[:, None])[:, 0])
@@ -491,10 +495,11 @@ def _certified_dense_sandwich(
     return dataclasses.replace(sandwich, eta_low=sandwich.eta_low + charge), 0.0
 
 
-def _truncation_too_coarse(lags: LagSequence, T: int, lambda_lb: float) -> float | None:
-    """``None`` when ``||K - K_hat||`` leaves ``lambda_min(K_hat) >= lambda_lb / 2``, else the
-    factor by which the mixing level must shrink for it to."""
-    norm = truncation_norm_bound(lags, T)
+def _truncation_too_coarse(model: _TruncationModel | None, lambda_lb: float) -> float | None:
+    """``None`` when ``||K - K_hat||`` (the truncation's ``model.norm``; no model: nothing
+    truncated) leaves ``lambda_min(K_hat) >= lambda_lb / 2``, else the factor by which the
+    mixing level must shrink for it to."""
+    norm = 0.0 if model is None else model.norm
     return None if norm <= 0.5 * lambda_lb else 0.25 * lambda_lb / norm
 
 
@@ -566,12 +571,14 @@ class _LagSolve:
     model: _TruncationModel | None
 
 
-def _lag_solve(lags: LagSequence, T: int) -> _LagSolve:
+def _lag_solve(lags: LagSequence, T: int, model: _TruncationModel | None = None) -> _LagSolve:
     """:class:`_LagSolve` of the lags: ``K_hat = k_from_moments(mu)``, ``G_hat =
-    toeplitz_blocks(a)``, one Cholesky factorisation and solve."""
+    toeplitz_blocks(a)``, one Cholesky factorisation and solve (``model``: the lags'
+    :func:`_truncation_model` when already formed)."""
     K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
     factor = cholesky_factor(K)
-    model = _truncation_model(lags, T) if lags.truncated else None
+    if model is None and lags.truncated:
+        model = _truncation_model(lags, T)
     return _LagSolve(K=K, G=G, factor=factor, X=cholesky_solve(K, G, factor), model=model)
 
 
