@@ -375,7 +375,8 @@ def test_prediction_resumes_only_where_the_certified_widening_would_fail(monkeyp
                                             truncation_rtol=1e-6)
 
     predicted = query()
-    monkeypatch.setattr(certified_solve, "_predicted_widening", lambda lags, T, model: (0.0, 1.0, None))
+    monkeypatch.setattr(certified_solve, "_predicted_widening",
+                        lambda lags, T, model: (0.0, 1.0, None))
     certified_only = query()
     assert predicted.solver["sparse_products"] == certified_only.solver["sparse_products"]
     assert (predicted.lower, predicted.upper) == (certified_only.lower, certified_only.upper)

@@ -503,28 +503,27 @@ def _truncation_too_coarse(model: _TruncationModel | None, lambda_lb: float) -> 
     return None if norm <= 0.5 * lambda_lb else 0.25 * lambda_lb / norm
 
 
-def truncation_pattern(lags: LagSequence, T: int) -> np.ndarray:
-    """``N`` (T x T) with ``|K - K_hat| <= N kron eps eps^T`` entrywise.
+def truncation_pattern(lags: LagSequence, T: int, weights: np.ndarray | None = None
+                       ) -> np.ndarray:
+    """``N`` (T x T): ``k_from_moments`` of per-lag weights, by default the truncated lags'
+    indicator.
 
-    ``K[t, t+d] = sum_{i<=t} mu_(d+2i)`` (:func:`k_from_moments`) and each truncated lag is
-    off by at most ``eps eps^T``, so ``N = k_from_moments(mu_truncated)`` counts the
+    ``K[t, t+d] = sum_{i<=t} mu_(d+2i)`` (:func:`k_from_moments`), so with each truncated
+    lag off by at most ``w_l eps eps^T + drift`` (``w = lags.mu_weights``, the indicator
+    shrunk by the tail's decay), ``|K - K_hat| <= N_w kron eps eps^T + N kron drift 1 1^T``
+    with ``N_w = truncation_pattern(lags, T, lags.mu_weights)`` and ``N`` the count of
     truncated lags summed into each block.
     """
-    truncated = lags.mu_truncated.astype(np.float64)
-    return k_from_moments(truncated.reshape(-1, 1, 1), T)
+    weights = lags.mu_truncated.astype(np.float64) if weights is None else weights
+    return k_from_moments(weights.reshape(-1, 1, 1), T)
 
 
 def truncation_norm_bound(lags: LagSequence, T: int) -> float:
-    """``||K - K_hat||_2 <= max_t (N 1)_t max_a sum_b (eps_a eps_b + drift)`` (largest row
-    sum)."""
+    """``||K - K_hat||_2 <= max_t (N_w 1)_t max_a sum_b eps_a eps_b + max_t (N 1)_t m drift``
+    (largest row sums, :func:`truncation_pattern`)."""
     if not lags.truncated:
         return 0.0
-    return _pattern_norm(truncation_pattern(lags, T), lags)
-
-
-def _pattern_norm(N: np.ndarray, lags: LagSequence) -> float:
-    """:func:`truncation_norm_bound` from the pattern ``N`` already formed."""
-    return float(N.sum(axis=1).max()) * float(lags.mu_error.sum(axis=1).max())
+    return _truncation_model(lags, T).norm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -538,25 +537,31 @@ class _TruncationModel:
 
 
 def _truncation_model(lags: LagSequence, T: int) -> _TruncationModel:
-    """The truncation's model error (``lags.truncated``): ``|K - K_hat| <= N kron (eps eps^T
-    + drift 1 1^T)`` (:func:`truncation_pattern`), applied to a (T m, k) block without forming
-    the Kronecker product, and ``|G - G_hat| <= eps eps_target + drift`` on G's truncated
-    lags."""
+    """The truncation's model error (``lags.truncated``): ``|K - K_hat| <= N_w kron eps eps^T
+    + N kron drift 1 1^T`` (:func:`truncation_pattern`), applied to a (T m, k) block without
+    forming the Kronecker products, and ``|G - G_hat| <= w_a eps eps_target + drift`` on G's
+    truncated lags (``w_a = lags.a_weights``)."""
     m = lags.mu.shape[1]
-    N = truncation_pattern(lags, T)
+    N_mix = truncation_pattern(lags, T, lags.mu_weights)
+    N = truncation_pattern(lags, T) if lags.drift else None
     eps = lags.eps
 
     def apply_abs(V: np.ndarray) -> np.ndarray:
-        """``(N kron (eps eps^T + drift 1 1^T)) V`` for ``V`` of shape (T m, k)."""
+        """``(N_w kron eps eps^T + N kron drift 1 1^T) V`` for ``V`` of shape (T m, k)."""
         blocks = V.reshape(T, m, -1)
         weighted = np.einsum("tbk,b->tk", blocks, eps)
-        out = (N @ weighted)[:, None, :] * eps[None, :, None]
-        if lags.drift:
+        out = (N_mix @ weighted)[:, None, :] * eps[None, :, None]
+        if N is not None:
             out = out + lags.drift * (N @ blocks.sum(axis=1))[:, None, :]
         return out.reshape(T * m, -1)
 
-    return _TruncationModel(apply_abs=apply_abs, norm=_pattern_norm(N, lags),
-                            G_abs=toeplitz_blocks(np.outer(lags.a_truncated, lags.a_error)))
+    norm = float(N_mix.sum(axis=1).max()) * float(np.outer(eps, eps).sum(axis=1).max())
+    if N is not None:
+        norm += float(N.sum(axis=1).max()) * m * lags.drift
+    norm *= 1 + gamma(2)
+    G_error = (np.outer(lags.a_weights, eps * lags.eps_target)
+               + np.outer(lags.a_truncated, np.full(m, lags.drift)))
+    return _TruncationModel(apply_abs=apply_abs, norm=norm, G_abs=toeplitz_blocks(G_error))
 
 
 @dataclasses.dataclass(frozen=True)

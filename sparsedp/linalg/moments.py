@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from sparsedp.linalg import kernels
+from sparsedp.linalg import kernels, tail_moments
 from sparsedp.linalg.certified import UNIT_ROUNDOFF, gamma, row_sum_deviation, stochastic_drift
 from sparsedp.linalg.stochastic import matrix_facts
 from sparsedp.progress import progress_bar
@@ -63,6 +63,12 @@ class LagSequence:
     a W doubly stochastic only to rounding adds
     (:func:`sparsedp.linalg.certified.stochastic_drift`) plus ``u / n`` (the truncated lags
     are stored as ``fl(1/n)``).
+
+    ``mu_decay`` (like ``mu``'s first axis) and ``a_decay`` (like ``a``'s), in ``[0, 1]``,
+    shrink the mixing part of the truncated lags' errors: ``|mu_l - mu[l]| <= mu_decay[l]
+    eps eps^T + drift`` and ``|a_l - a[l]| <= a_decay[l] eps eps_target + drift``
+    (:meth:`LagPropagator.result`: the computed lags' decay bounds the far ones through
+    :func:`sparsedp.linalg.tail_moments.moment_tail_bounds`); ``None``: 1 everywhere.
     """
 
     mu: np.ndarray
@@ -74,6 +80,8 @@ class LagSequence:
     frontier_products: int
     offset: int = 0
     drift: float = 0.0
+    mu_decay: np.ndarray | None = None
+    a_decay: np.ndarray | None = None
 
     @property
     def mu_truncated(self) -> np.ndarray:
@@ -84,6 +92,18 @@ class LagSequence:
     def a_truncated(self) -> np.ndarray:
         """Boolean mask over ``a``: which lags are the truncation's ``1/n``."""
         return np.arange(self.a.shape[0]) + self.offset >= self.exact_lags
+
+    @property
+    def mu_weights(self) -> np.ndarray:
+        """Per lag of ``mu``: 0 for a computed lag, ``mu_decay`` (or 1) for a truncated one."""
+        weights = self.mu_truncated.astype(np.float64)
+        return weights if self.mu_decay is None else weights * self.mu_decay
+
+    @property
+    def a_weights(self) -> np.ndarray:
+        """Per lag of ``a``: 0 for a computed lag, ``a_decay`` (or 1) for a truncated one."""
+        weights = self.a_truncated.astype(np.float64)
+        return weights if self.a_decay is None else weights * self.a_decay
 
     @property
     def truncated(self) -> bool:
@@ -102,11 +122,14 @@ class LagSequence:
         """The lags ``mu_(l + 2 offset)``, ``a_(l + offset)`` for T rounds (from T + offset)."""
         if self.offset or self.a.shape[0] < T + offset:
             raise ValueError("shift an unshifted sequence of T + offset rounds")
+        mu_slice, a_slice = slice(2 * offset, 2 * offset + 2 * T - 1), slice(offset, offset + T)
         return dataclasses.replace(
             self,
-            mu=self.mu[2 * offset : 2 * offset + 2 * T - 1],
-            a=self.a[offset : offset + T],
+            mu=self.mu[mu_slice],
+            a=self.a[a_slice],
             offset=offset,
+            mu_decay=None if self.mu_decay is None else self.mu_decay[mu_slice],
+            a_decay=None if self.a_decay is None else self.a_decay[a_slice],
         )
 
 
@@ -217,6 +240,10 @@ class LagPropagator:
         self.target_rows = np.empty((T, b))  # V_l[target]: a_l without a target column
         self.target_rows[0] = self.V[target]
         self.eps = np.full(b, np.sqrt(1.0 - 1.0 / n))  # ||e_a - 1/n||
+        # [lower, upper] bounds on ||W^k e - 1/n|| (exact arithmetic) per column, k = 0, 1, ..
+        start = np.sqrt(1.0 - 1.0 / n)
+        self.distances = [(np.full(b, start * (1 - 4 * UNIT_ROUNDOFF)),
+                           np.full(b, start * (1 + 4 * UNIT_ROUNDOFF)))]
         self.support = np.unique(np.concatenate([observers, [target]])) if frontier else None
         self.products = self.frontier_products = 0
         self.exact = 1  # lags 0 .. exact-1 are computed
@@ -301,14 +328,20 @@ class LagPropagator:
         self.exact = 2 * (self.products - 1) + 3
         if self.bar is not None:
             self.bar.update(k)
-        for norm in np.sqrt(np.diagonal(gram, axis1=1, axis2=2).max(axis=1)):
+        # the computed sum of fl(y - fl(1/n))^2: the subtraction, square and n-term sum
+        # within gamma_(n+4) relative, and fl(1/n) within u/n of 1/n (u / sqrt(n) in 2-norm);
+        # the computed y within rounding_drift of the exact one
+        g, offset = gamma(self.n + 4), UNIT_ROUNDOFF / math.sqrt(self.n)
+        for step, norm in enumerate(np.sqrt(np.diagonal(gram, axis1=1, axis2=2).max(axis=1))):
             self.rounding_drift = (self.rounding_drift * self.norm_2
                                    + self.step_rounding * float(norm)) * (1 + 4 * UNIT_ROUNDOFF)
-        # the computed sum of fl(y - fl(1/n))^2: the subtraction, square and n-term sum
-        # within gamma_(n+4) relative, and fl(1/n) within u/n of 1/n (u / sqrt(n) in 2-norm)
-        centred_norm = np.sqrt(np.maximum(centred[-1], 0.0) * (1 + gamma(self.n + 4)))
-        self.eps = ((centred_norm + UNIT_ROUNDOFF / math.sqrt(self.n)) * (1 + 4 * UNIT_ROUNDOFF)
-                    + self.rounding_drift)
+            squares = np.maximum(centred[step], 0.0)
+            upper = ((np.sqrt(squares * (1 + g)) + offset) * (1 + 4 * UNIT_ROUNDOFF)
+                     + self.rounding_drift)
+            lower = ((np.sqrt(squares * (1 - g)) - offset) * (1 - 4 * UNIT_ROUNDOFF)
+                     - self.rounding_drift * (1 + 4 * UNIT_ROUNDOFF))
+            self.distances.append((np.maximum(lower, 0.0), upper))
+        self.eps = self.distances[-1][1]
 
     def close(self) -> None:
         """Close the progress bar (the propagation may stop before the last lag)."""
@@ -338,6 +371,13 @@ class LagPropagator:
             a, eps_target = self.target_rows[:, :m].copy(), 0.0
         else:
             a, eps_target = C[: self.T, :m, self.tcol], float(eps[self.tcol])
+        mu_decay = a_decay = None
+        if not self.finished:
+            rho_columns, extra_drift = self._tail_decay()
+            lags = np.arange(C.shape[0])
+            mu_decay = rho_columns[:m].max(axis=0)[lags // 2]
+            a_decay = rho_columns.max(axis=0)[lags[: self.T] // 2]
+            drift += extra_drift
         return LagSequence(
             mu=np.ascontiguousarray(C[:, :m, :m]),
             a=a,
@@ -347,7 +387,52 @@ class LagPropagator:
             products=self.products,
             frontier_products=self.frontier_products,
             drift=drift,
+            mu_decay=mu_decay,
+            a_decay=a_decay,
         )
+
+    def _tail_decay(self) -> tuple[np.ndarray, float]:
+        """Per column c and half-lag s (``s = floor(l / 2)``, ``0 <= s < T``): ``rho[c, s]``
+        in [0, 1] with ``|<W^j d_c, d_c'>| <= max(rho[c, s], rho[c', s]) eps_c eps_c'`` for
+        every truncated lag ``l = 2P + j`` (``d = W^P e - 1/n``, P the products), and the
+        drift this representation adds.
+
+        With ``K = P - 2q`` and ``r = W^K e - 1/n``: ``d = W^(P-K) r + delta``,
+        ``||delta|| <= g / sqrt(n)`` (``g >= |W^i 1 - 1|``, :func:`stochastic_drift`), so
+        ``<W^j d_c, d_c'> = <W^(l - 2K) r_c, r_c'>`` up to ``(1 + g) g (2 sqrt(n) max ||r||
+        + g) / n`` (returned as the extra drift).  For symmetric W with ``||W||_2 <= nu``
+        (``norm_2``), ``|<W^i r_c, r_c'>|^2 <= int |lambda|^i dsigma_c int |lambda|^i
+        dsigma_c'`` (Cauchy-Schwarz over the eigenvectors; ``sigma`` the spectral measure of
+        ``r``) and ``int |lambda|^i dsigma <= nu int x^floor(i/2) dtau`` with ``tau`` the
+        measure of ``x = lambda^2`` on ``[0, nu^2]``, whose moments ``int x^k dtau = ||W^k
+        r||^2`` are known for ``k <= 2q`` to within the propagation's rounding and ``g /
+        sqrt(n)`` (``self.distances``): :func:`moment_tail_bounds` bounds the higher ones.
+        ``rho = min(1, nu B / eps^2)``; 1 for the lags not beyond the last computed one (the
+        plain bound ``eps_c eps_c'``)."""
+        P, T, n = self.products, self.T, self.n
+        q = min(tail_moments.MAX_NODES, P // 2)
+        columns = self.C.shape[1]
+        rho = np.ones((columns, T))
+        rows_dev = row_sum_deviation(self.W)
+        g = (math.expm1((2 * T - 1) * math.log1p(rows_dev)) * (1 + 8 * UNIT_ROUNDOFF)
+             if rows_dev else 0.0)
+        if q == 0 or P + 1 >= T:
+            return rho, 0.0
+        K = P - 2 * q
+        shift = g / math.sqrt(n) * (1 + 4 * UNIT_ROUNDOFF)
+        lower = np.array([self.distances[k][0] for k in range(K, P + 1)])  # (2q + 1, columns)
+        upper = np.array([self.distances[k][1] for k in range(K, P + 1)])
+        lo = np.maximum(lower - shift, 0.0) ** 2 * (1 - 4 * UNIT_ROUNDOFF)
+        hi = (upper + shift) ** 2 * (1 + 4 * UNIT_ROUNDOFF)
+        b = self.norm_2**2 * (1 + 4 * UNIT_ROUNDOFF)
+        halves = np.arange(P + 1, T)
+        for c in range(columns):
+            bound = tail_moments.moment_tail_bounds(lo[:, c], hi[:, c], b, halves - K)
+            ratio = self.norm_2 * bound / float(self.eps[c]) ** 2 * (1 + 4 * UNIT_ROUNDOFF)
+            rho[c, P + 1:] = np.minimum(ratio, 1.0)
+        extra = ((1 + g) * g * (2 * math.sqrt(n) * float(upper[0].max()) + g) / n
+                 * (1 + 8 * UNIT_ROUNDOFF))
+        return rho, extra
 
 
 def gossip_lags(
