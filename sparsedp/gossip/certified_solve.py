@@ -51,12 +51,12 @@ from sparsedp.linalg.spectral import stationary_distribution
 from sparsedp.linalg.stochastic import has_property, matrix_facts
 
 OPERATOR_ASSEMBLY_MAX_DIM = 1500  # largest mT assembled densely when no lambda bound (no CG)
-FIRST_MIXING_LEVEL = 1e-6  # n eps^2 at which the truncated propagation first stops
+FIRST_MIXING_LEVEL = 1e-4  # n eps^2 at which the truncated propagation first stops
 SMALL_PROPAGATION_WORK = 2e7  # nnz(W) (m + 1) T up to which every lag is computed (no truncation)
 LAST_MIXING_LEVEL = 1e-40  # below this, propagate through every lag instead
 DEEP_START_PRODUCTS = 10  # sparse products worth one dense sandwich (_first_level)
 DENSE_SPEEDUP = 10.0  # dense operations per second over sparse ones (gathers)
-TYPICAL_WIDENING = 1e-4  # widening / lower bound at FIRST_MIXING_LEVEL (_first_level)
+TYPICAL_WIDENING = 1e-5  # widening / lower bound at FIRST_MIXING_LEVEL (_first_level)
 
 
 def analytic_lambda_min_lower_bound(system: GossipSystem) -> float | None:
@@ -277,11 +277,12 @@ def _first_level(system: GossipSystem, truncation_rtol: float) -> float:
     ``FIRST_MIXING_LEVEL`` when the sparse products dominate.  When one dense sandwich costs
     more than about ``DEEP_START_PRODUCTS`` sparse products (``6 T^3`` against
     ``2 nnz(W) (m + 1)`` operations each, the dense ones counted ``DENSE_SPEEDUP`` times
-    cheaper), a first sandwich at that level is almost always wasted (its widening was
-    about ``TYPICAL_WIDENING`` of the lower bound there on ER graphs, T = 2000: 4.5e-5 to
-    6.3e-5), so the first stop is the level predicted for ``truncation_rtol`` from that
-    ratio (the widening is proportional to the level).  Only a starting point: the widening
-    is certified and checked at every stop, and the propagation resumes when it is too wide.
+    cheaper), a first sandwich at that level is almost always wasted (with the decayed tail
+    its widening was 2e-6 to 6e-5 of the lower bound there on ER graphs, n = 10^4 to 10^6,
+    T = 300 to 2000, three pairs each; ``TYPICAL_WIDENING`` is the middle of that), so the
+    first stop is the level predicted for ``truncation_rtol`` from that ratio (the widening
+    is about proportional to the level).  Only a starting point: the widening is certified
+    and checked at every stop, and the propagation resumes when it is too wide.
     """
     T, m = system.T, system.m
     dense = 6.0 * T**3 / DENSE_SPEEDUP
