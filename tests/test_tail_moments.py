@@ -29,7 +29,8 @@ def test_bounds_hold_for_discrete_measures(seed, atoms, q, at_end, b, rel):
     B = moment_tail_bounds(m * (1 - rel), m * (1 + rel), b, orders)
     true = np.array([w @ x**j for j in orders])
     assert np.all(B >= true)
-    assert np.all(B <= b ** (orders - 2 * q) * m[-1] * (1 + rel) * (1 + 1e-9))
+    trivial = b ** (orders - 2 * q) * m[-1] * (1 + rel) * (1 + 1e-9)
+    assert np.all(B <= trivial + np.finfo(np.float64).tiny)
 
 
 def test_a_geometric_measure_has_a_vanishing_tail_and_mass_at_b_none():
@@ -106,3 +107,12 @@ def test_decayed_truncation_intervals_contain_the_untruncated_value(view, observ
     value = 0.5 * (reference.lower + reference.upper)
     assert truncated.lower <= value <= truncated.upper
     assert truncated.relative_gap <= 3e-6
+
+
+def test_underflow_and_overflow_give_bounds_not_zero_or_nan():
+    """A power below the smallest double still gets a positive bound (the reviewer's
+    reproducer: 2^-1080 > 0), and b > 1 with an order whose power overflows gives +inf
+    rather than NaN."""
+    assert moment_tail_bounds([1, .5, .25], [1, .5, .25], 0.5, [1080])[0] > 0
+    m = 0.3 ** np.arange(7)
+    assert moment_tail_bounds(m, m, 1.1, [8000])[0] == np.inf

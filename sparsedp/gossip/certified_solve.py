@@ -29,7 +29,6 @@ first (:meth:`sparsedp.linalg.operators.GossipSystem.redundant_rows`).  ``docs/b
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 
 import numpy as np
@@ -202,13 +201,16 @@ def _structured_sandwich(
     Otherwise the propagation first stops at the mixing level ``n eps^2 <= FIRST_MIXING_LEVEL``;
     if the certified widening caused by the truncation (``sum |E|`` of the model error) exceeds
     ``truncation_rtol`` times the c = 1 lower bound, it resumes (never restarts) down to the
-    level predicted to suffice — the widening is proportional to ``eps_a eps_b`` — with a
-    factor 2 of margin, until it passes, every lag is computed, or a stop lowers the widening
-    by less than half (a floor: the drift of a W doubly stochastic only to rounding, which
-    more lags do not lower).  At the first stop the widening is first predicted
-    (:func:`_predicted_widening`, about a quarter of a certified sandwich's dense work), so
-    that a stop predicted to be too coarse costs no certified sandwich; only the level
-    depends on the prediction, every returned sandwich is certified.
+    level predicted to suffice (the widening taken as proportional to the level), with a
+    factor 2 of margin, until it passes, every lag is computed, or a stop lowers the
+    widening by less than half (a floor: the drift of a W doubly stochastic only to
+    rounding, which more lags do not lower).  At every stop the widening is first
+    predicted (:func:`_predicted_widening`: one Cholesky solve, which the certified sandwich
+    then reuses), so that a stop predicted to be too coarse costs no certified sandwich.
+    With the decayed tail the widening falls more slowly than the level (as its square
+    root to its first power on ER at n = 10^6), so a resume can stop short, which then
+    costs one more prediction; only the levels depend on the predictions, and
+    every returned sandwich is certified.
     """
     T, p = system.T, system.power_offset
     small = system.W.nnz * (system.m + 1) * (T + p) <= SMALL_PROPAGATION_WORK
@@ -218,31 +220,26 @@ def _structured_sandwich(
     )
     truncate = not small and doubly_stochastic_to_rounding(system.W)
     level = _first_level(system, truncation_rtol) if truncate else None
-    previous = math.inf  # the widening at the previous stop
-    predict = truncate
+    previous = None  # (mixing level, widening) at the previous stop
     try:
         while True:
             lags = _shifted(propagator.advance(level).result(), p, T)
-            model = _truncation_model(lags, T) if lags.truncated else None
+            if not lags.truncated:
+                return _lag_sandwich(lags, T, lambda_lb)[0], lags, None
+            model = _truncation_model(lags, T)
             tightening = _truncation_too_coarse(model, lambda_lb)
-            solved = None
-            if tightening is None and predict and model is not None:
-                predict = False
-                widening, lower, solved = _predicted_widening(lags, T, model)
-                if widening > truncation_rtol * lower:  # the acceptance test's limit
-                    tightening = 0.5 * truncation_rtol * lower / widening
             if tightening is None:
-                solved = _lag_solve(lags, T, model) if solved is None else solved
-                sandwich, widening = _lag_sandwich(lags, T, lambda_lb, solved)
-                if not lags.truncated:
-                    return sandwich, lags, None
-                lower = float(sandwich.low.sum()) - sandwich.quadratic_slack()
-                if widening <= truncation_rtol * max(lower, 0.0) or widening > 0.5 * previous:
-                    # met, or a floor that more lags do not lower (the drift of a W doubly
-                    # stochastic only to rounding): the sandwich is certified either way
-                    return sandwich, lags, level
-                previous = widening
-                tightening = 0.5 * truncation_rtol * max(lower, 0.0) / widening
+                widening, lower, solved = _predicted_widening(lags, T, model)
+                floor = previous is not None and widening > 0.5 * previous[1]
+                if widening <= truncation_rtol * lower or floor:
+                    sandwich, widening = _lag_sandwich(lags, T, lambda_lb, solved)
+                    lower = max(float(sandwich.low.sum()) - sandwich.quadratic_slack(), 0.0)
+                    if widening <= truncation_rtol * lower or floor:
+                        # met, or a floor that more lags do not lower (the drift of a W
+                        # doubly stochastic only to rounding): certified either way
+                        return sandwich, lags, level
+                tightening = 0.5 * truncation_rtol * lower / widening
+                previous = (propagator.mixing_level, widening)
             level = propagator.mixing_level * min(max(tightening, 1e-8), 0.5)
             if level < LAST_MIXING_LEVEL:
                 level = None

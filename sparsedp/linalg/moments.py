@@ -403,7 +403,7 @@ class LagPropagator:
         + g) / n`` (returned as the extra drift).  For symmetric W with ``||W||_2 <= nu``
         (``norm_2``), ``|<W^i r_c, r_c'>|^2 <= int |lambda|^i dsigma_c int |lambda|^i
         dsigma_c'`` (Cauchy-Schwarz over the eigenvectors; ``sigma`` the spectral measure of
-        ``r``) and ``int |lambda|^i dsigma <= nu int x^floor(i/2) dtau`` with ``tau`` the
+        ``r``) and ``int |lambda|^i dsigma <= max(nu, 1) int x^floor(i/2) dtau``, ``tau`` the
         measure of ``x = lambda^2`` on ``[0, nu^2]``, whose moments ``int x^k dtau = ||W^k
         r||^2`` are known for ``k <= 2q`` to within the propagation's rounding and ``g /
         sqrt(n)`` (``self.distances``): :func:`moment_tail_bounds` bounds the higher ones.
@@ -426,9 +426,10 @@ class LagPropagator:
         hi = (upper + shift) ** 2 * (1 + 4 * UNIT_ROUNDOFF)
         b = self.norm_2**2 * (1 + 4 * UNIT_ROUNDOFF)
         halves = np.arange(P + 1, T)
+        nu = max(self.norm_2, 1.0)  # |lambda|^i <= nu x^floor(i/2) for |lambda| <= norm_2
         for c in range(columns):
             bound = tail_moments.moment_tail_bounds(lo[:, c], hi[:, c], b, halves - K)
-            ratio = self.norm_2 * bound / float(self.eps[c]) ** 2 * (1 + 4 * UNIT_ROUNDOFF)
+            ratio = nu * bound / float(self.eps[c]) ** 2 * (1 + 4 * UNIT_ROUNDOFF)
             rho[c, P + 1:] = np.minimum(ratio, 1.0)
         extra = ((1 + g) * g * (2 * math.sqrt(n) * float(upper[0].max()) + g) / n
                  * (1 + 8 * UNIT_ROUNDOFF))

@@ -54,13 +54,18 @@ def moment_tail_bounds(lo: np.ndarray, hi: np.ndarray, b: float, orders: np.ndar
     if np.any(orders < top):
         raise ValueError("orders below the highest known moment")
     # trivial: x^j <= b^(j - top) x^top on [0, b]
-    best = _powers(b, orders - top) * hi[top] * (1 + gamma(int(orders.max() - top) + 2))
+    with np.errstate(over="ignore"):
+        best = _powers(b, orders - top) * hi[top] * (1 + gamma(int(orders.max() - top) + 2))
     for q in range(1, min(max_nodes, top // 2) + 1):
         shift = top - 2 * q
-        bound = _interpolant_bound(lo[shift:], hi[shift:], b, orders - shift)
+        with np.errstate(over="ignore", invalid="ignore"):
+            bound = _interpolant_bound(lo[shift:], hi[shift:], b, orders - shift)
         if bound is not None:
             best = np.minimum(best, bound)
-    return best
+    # an overflowed candidate (b > 1, huge orders) is no bound; an underflowed power is
+    # off by at most the smallest normal number, added to every bound
+    best = np.where(np.isfinite(best), best, np.inf)
+    return best + np.finfo(np.float64).tiny
 
 
 def _powers(x: float, exponents: np.ndarray) -> np.ndarray:
@@ -118,7 +123,7 @@ def _interpolant_bound(lo: np.ndarray, hi: np.ndarray, b: float, orders: np.ndar
     c_error = inverse_norm * residual.max(axis=0)  # |c - C| entrywise, per order
     absC = np.abs(C)
     value = mid @ C
-    bound = (value + half @ absC + gamma(size + 2) * (hi @ absC)
+    bound = (value + half @ absC + gamma(size + 5) * (hi @ absC)
              + c_error * float(hi.sum()))
     return np.maximum(bound, 0.0) * (1 + 4 * UNIT_ROUNDOFF)
 
