@@ -289,9 +289,9 @@ def test_estimate_cost_of_a_closed_form_is_zero():
 
 
 def test_large_T_stops_first_where_the_truncation_is_expected_to_suffice(monkeypatch):
-    """When one dense sandwich outweighs the sparse products (T = 500, n = 10^4), the first
-    stop is already deep enough: one sandwich, not a wasted first one; the certified
-    interval still contains the one computed from the old first stop."""
+    """The first stop is placed for truncation_rtol (T = 500, n = 10^4): deep enough, one
+    sandwich and no wasted first one; with the first stop at FIRST_MIXING_LEVEL instead the
+    prediction says it is too coarse, and the interval contains the same value."""
     import importlib
 
     from sparsedp.graphs import large
@@ -310,7 +310,7 @@ def test_large_T_stops_first_where_the_truncation_is_expected_to_suffice(monkeyp
     deep = sparsedp.squared_sensitivity(W, 5000, [0], 500, exact=False)
     assert len(calls) == 1 and deep.relative_gap <= 1e-8
     monkeypatch.setattr(certified_solve, "_first_level",
-                        lambda system, rtol: certified_solve.FIRST_MIXING_LEVEL)
+                        lambda rtol: certified_solve.FIRST_MIXING_LEVEL)
     predictions = []
     predict = certified_solve._predicted_widening
 

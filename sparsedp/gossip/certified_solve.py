@@ -50,11 +50,9 @@ from sparsedp.linalg.spectral import stationary_distribution
 from sparsedp.linalg.stochastic import has_property, matrix_facts
 
 OPERATOR_ASSEMBLY_MAX_DIM = 1500  # largest mT assembled densely when no lambda bound (no CG)
-FIRST_MIXING_LEVEL = 1e-4  # n eps^2 at which the truncated propagation first stops
+FIRST_MIXING_LEVEL = 1e-4  # n eps^2 at which the truncated propagation stops at the latest first
 SMALL_PROPAGATION_WORK = 2e7  # nnz(W) (m + 1) T up to which every lag is computed (no truncation)
 LAST_MIXING_LEVEL = 1e-40  # below this, propagate through every lag instead
-DEEP_START_PRODUCTS = 10  # sparse products worth one dense sandwich (_first_level)
-DENSE_SPEEDUP = 10.0  # dense operations per second over sparse ones (gathers)
 TYPICAL_WIDENING = 1e-5  # widening / lower bound at FIRST_MIXING_LEVEL (_first_level)
 
 
@@ -219,7 +217,7 @@ def _structured_sandwich(
         target_column=not small,
     )
     truncate = not small and doubly_stochastic_to_rounding(system.W)
-    level = _first_level(system, truncation_rtol) if truncate else None
+    level = _first_level(truncation_rtol) if truncate else None
     previous = None  # (mixing level, widening) at the previous stop
     try:
         while True:
@@ -268,24 +266,16 @@ def _predicted_widening(lags: LagSequence, T: int, model: _TruncationModel | Non
     return first, float(solved.G.sum(axis=1) @ X.sum(axis=1)), solved
 
 
-def _first_level(system: GossipSystem, truncation_rtol: float) -> float:
-    """The mixing level at which the propagation first stops.
-
-    ``FIRST_MIXING_LEVEL`` when the sparse products dominate.  When one dense sandwich costs
-    more than about ``DEEP_START_PRODUCTS`` sparse products (``6 T^3`` against
-    ``2 nnz(W) (m + 1)`` operations each, the dense ones counted ``DENSE_SPEEDUP`` times
-    cheaper), a first sandwich at that level is almost always wasted (with the decayed tail
-    its widening was 2e-6 to 6e-5 of the lower bound there on ER graphs, n = 10^4 to 10^6,
-    T = 300 to 2000, three pairs each; ``TYPICAL_WIDENING`` is the middle of that), so the
-    first stop is the level predicted for ``truncation_rtol`` from that ratio (the widening
-    is about proportional to the level).  Only a starting point: the widening is certified
-    and checked at every stop, and the propagation resumes when it is too wide.
+def _first_level(truncation_rtol: float) -> float:
+    """The mixing level at which the propagation first stops: the level predicted for
+    ``truncation_rtol`` from ``TYPICAL_WIDENING``, the widening relative to the lower bound
+    at ``FIRST_MIXING_LEVEL`` (with the decayed tail 2e-6 to 6e-5 on ER graphs, n = 10^4
+    to 10^6, T = 300 to 2000, three pairs each; the widening is about proportional to the
+    level), and never above ``FIRST_MIXING_LEVEL``.  A start somewhat too deep costs a
+    product or two; one too coarse costs a prediction (a Cholesky solve of the T x T
+    system) and a resume.  Only a starting point: the widening is predicted and certified
+    at every stop, and the propagation resumes when it is too wide.
     """
-    T, m = system.T, system.m
-    dense = 6.0 * T**3 / DENSE_SPEEDUP
-    products = DEEP_START_PRODUCTS * 2.0 * system.W.nnz * (m + 1)
-    if dense <= products:
-        return FIRST_MIXING_LEVEL
     return FIRST_MIXING_LEVEL * min(1.0, 0.5 * truncation_rtol / TYPICAL_WIDENING)
 
 
