@@ -8,7 +8,7 @@ of 5) in the same process (issue 18).
 
     python bench/query_breakdown.py --n 1000000 --T 1000
     python bench/query_breakdown.py --n 1000000 --T 1000 --graph chung-lu
-    python bench/query_breakdown.py --n 1000000 --T 1000 --truncation-rtol 8e-7  # gap <= 1e-6
+    python bench/query_breakdown.py --n 1000000 --T 1000 --truncation-rtol 5e-7  # gap <= 1e-6
 """
 
 from __future__ import annotations
