@@ -79,3 +79,25 @@ def test_the_banded_path_refuses_what_it_cannot_certify():
         sparsedp.squared_sensitivity(R, 5, [0], 200, method="banded")
     plan = sparsedp.estimate_cost(W, 5, [0], 10_000, method="banded")
     assert plan["method"] == "banded" and plan["fits"]
+
+
+@pytest.mark.parametrize("level", [1e-2, 1e-6])
+def test_truncation_norms_cover_the_true_truncation_with_the_decayed_tail(level):
+    """ER(3000), T = 200: ``||K - K_hat||_2`` and ``||G - G_hat||_2`` of the truncated lags
+    (against every lag propagated) are within the banded form's bounds, which use the
+    decayed tail's weights, and these are below the plain ``T (T + 1) / 2 eps^2``."""
+    from sparsedp.linalg.moments import LagPropagator
+    from sparsedp.linalg.operators import toeplitz_blocks
+
+    graph = lg.largest_component(lg.erdos_renyi_large(3000, 10, seed=5))
+    W = sparsedp.gossip_matrix(graph)
+    T, target = 200, graph.n // 2
+    cut = LagPropagator(W, [0], target, T, frontier=False).advance(level).result()
+    full = LagPropagator(W, [0], target, T, frontier=False).advance(None).result()
+    assert cut.truncated
+    dK, dG = banded._truncation_norms(cut, T)
+    K_gap = k_from_moments(full.mu, T) - k_from_moments(cut.mu, T)
+    G_gap = toeplitz_blocks(full.a) - toeplitz_blocks(cut.a)
+    assert np.linalg.norm(K_gap, 2) <= dK
+    assert np.linalg.norm(G_gap, 2) <= dG
+    assert dK < T * (T + 1) / 2 * float(cut.eps[0]) ** 2

@@ -106,17 +106,34 @@ def banded_interval(W, target: int, observer: int, T: int, *, progress=None,
     dB_round = 3 * gamma(1) * (wa + 1) * (2 * float(np.abs(a[: wa + 1]).max()) + c) * 1.01
     p = F.shape[0] - 1
     depth = gamma(w + 8)
-    # ||K_true - K_hat||_2 <= largest row sum: each K[t, t'] sums at most min(t, t') + 1
-    # truncated moments, a row at most T (T + 1) / 2 of them (no T x T pattern at large T)
-    dK = T * (T + 1) / 2 * float(lags.mu_error.sum(axis=1).max()) * (1 + gamma(2))
-    # |G_true - G| <= a_error on the truncated lags (Toeplitz): ||.||_2 <= T a_error
-    dG = T * float(np.max(lags.a_error)) if lags.truncated else 0.0
+    dK, dG = _truncation_norms(lags, T)
     dF = F_err + 4.0 * dK  # ||F_true - F_hat||_2 (rounding of the band, truncation)
     r_true_err = float(np.max(lags.a_error))  # |r_true - r| entrywise on truncated lags
     lower = _ones_lower(F, p, a, dF, r_true_err, depth)
     lam = _certified_lambda_max(F, B, p, dF, 2.0 * dG + dB_round)
     return BandedInterval(lower=lower, upper=min(T * lam, float(T)), lambda_max=lam,
                           bandwidth=w, products=lags.products)
+
+
+def _truncation_norms(lags, T: int) -> tuple[float, float]:
+    """``||K_true - K_hat||_2`` and ``||G_true - G_hat||_2`` bounds (largest row sums; no
+    T x T pattern at large T), with the truncated lags' errors ``w_l eps^2 + drift``
+    (``w = lags.mu_weights``, the decayed tail) and ``v_l eps eps_target + drift``
+    (``v = lags.a_weights``).
+
+    Row t of K sums ``mu_(|t - s| + 2i)`` over ``s`` and ``i <= min(t, s)``: lag l occurs at
+    most ``l + 2`` times in a row (``i = 0 .. l/2``, ``s = t +- (l - 2i)``) and a row has at
+    most ``T (T + 1) / 2`` terms, so the row sum is at most ``min(sum_l (l + 2) w_l,
+    T (T + 1) / 2) eps^2 + T (T + 1) / 2 drift``.  G is lower-triangular Toeplitz in the
+    ``a_l``: a row sum is at most ``sum_l v_l eps eps_target + T drift``."""
+    eps, eps_t, drift = float(lags.eps[0]), lags.eps_target, lags.drift
+    lag = np.arange(lags.mu.shape[0], dtype=np.float64) + 2 * lags.offset
+    pairs = T * (T + 1) / 2
+    weighted = min(float((lag + 2) @ lags.mu_weights) * (1 + gamma(lag.size + 2)), pairs)
+    dK = (weighted * eps * eps + pairs * drift) * (1 + gamma(3))
+    dG = ((float(lags.a_weights.sum()) * eps * eps_t + T * drift) * (1 + gamma(lag.size + 3))
+          if lags.truncated else 0.0)
+    return dK, dG
 
 
 def band_memory(T: int, w: int) -> int:
