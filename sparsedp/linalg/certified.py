@@ -12,10 +12,12 @@ Hence, in the Loewner order,
     M_low := 2 G^T X - X^T (K X)  <=  M := G^T K^{-1} G  <=  M_low + R^T R / lambda_min(K),
 
 and every bound computed from ``M_low`` (lower) or ``M_up = M_low + R^T R / lambda_lb``
-(upper) holds for ``M``.  Only a lower bound ``lambda_lb <= lambda_min(K)`` is needed:
-for the gossip system ``K = S~ (A^T A)^{-1} S~^T`` with ``A = I - (shift kron W)`` and ``S~``
-with orthonormal rows, ``lambda_min(K) >= 1 / (1 + ||W||_2)^2`` and
-``||W||_2 <= sqrt(||W||_1 ||W||_inf)``.
+(upper) holds for ``M``.  After a direct solve (residual at rounding level) ``M_low`` is
+stored in its linear form ``sym(G^T X)``, which differs from the above by ``sym(X^T R)``,
+charged with the rounding (:func:`sandwich_from_solve`).  Only a lower bound
+``lambda_lb <= lambda_min(K)`` is needed: for the gossip system
+``K = S~ (A^T A)^{-1} S~^T`` with ``A = I - (shift kron W)`` and ``S~`` with orthonormal
+rows, ``lambda_min(K) >= 1 / (1 + ||W||_2)^2`` and ``||W||_2 <= sqrt(||W||_1 ||W||_inf)``.
 
 Floating-point rounding
 -----------------------
@@ -119,7 +121,8 @@ class MatrixSandwich:
     """``M = low + D + F + E`` with ``||D||_F <= eta_low``, ``0 <= F <= excess + eta_excess I``
     and ``|E| <= model`` entrywise.
 
-    ``low`` is ``2 G^T X - X^T K X`` as computed and ``D`` its rounding error;
+    ``low`` is ``2 G^T X - X^T K X`` (or its linear form ``sym(G^T X)``, the difference
+    ``sym(X^T R)`` then part of ``D``) as computed and ``D`` its rounding error;
     ``excess = R^T R / lambda_lb`` (PSD) bounds the solver error ``F`` in the Loewner order, and
     ``eta_excess`` the rounding in forming ``R`` and ``excess``; ``E`` is the effect of using an
     approximate ``(K, G)`` (truncated lags, :func:`model_perturbation`), bounded entrywise by
