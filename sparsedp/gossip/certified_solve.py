@@ -483,12 +483,11 @@ def _certified_dense_sandwich(
     return dataclasses.replace(sandwich, eta_low=sandwich.eta_low + charge), 0.0
 
 
-def _truncation_too_coarse(model: _TruncationModel | None, lambda_lb: float) -> float | None:
-    """``None`` when ``||K - K_hat||`` (the truncation's ``model.norm``; no model: nothing
-    truncated) leaves ``lambda_min(K_hat) >= lambda_lb / 2``, else the factor by which the
-    mixing level must shrink for it to."""
-    norm = 0.0 if model is None else model.norm
-    return None if norm <= 0.5 * lambda_lb else 0.25 * lambda_lb / norm
+def _truncation_too_coarse(model: _TruncationModel, lambda_lb: float) -> float | None:
+    """``None`` when ``||K - K_hat||`` (the truncation's ``model.norm``) leaves
+    ``lambda_min(K_hat) >= lambda_lb / 2``, else the factor by which the mixing level must
+    shrink for it to."""
+    return None if model.norm <= 0.5 * lambda_lb else 0.25 * lambda_lb / model.norm
 
 
 def truncation_pattern(lags: LagSequence, T: int, weights: np.ndarray | None = None

@@ -112,8 +112,16 @@ def stochastic_drift(rho: float, power: int, n: int, eps: float) -> float:
     misses (0 for an exactly doubly stochastic W)."""
     if rho == 0.0:
         return 0.0
-    g = math.expm1(power * math.log1p(rho)) * (1 + 8 * UNIT_ROUNDOFF)
+    g = stochastic_growth(rho, power)
     return (g * (3.0 + 2.0 * math.sqrt(n) * eps) / n + g * eps * eps) * (1 + 8 * UNIT_ROUNDOFF)
+
+
+def stochastic_growth(rho: float, power: int) -> float:
+    """``g >= (1 + rho)^power - 1``: bounds ``|(W^j 1)_i - 1|`` and ``||W^j||_2 - 1`` for
+    ``j <= power`` when W's row sums are within ``rho`` of 1 (0 when ``rho = 0``)."""
+    if rho == 0.0:
+        return 0.0
+    return math.expm1(power * math.log1p(rho)) * (1 + 8 * UNIT_ROUNDOFF)
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsedp.linalg import kernels, tail_moments
-from sparsedp.linalg.certified import UNIT_ROUNDOFF, gamma, row_sum_deviation, stochastic_drift
+from sparsedp.linalg.certified import (
+    UNIT_ROUNDOFF,
+    gamma,
+    row_sum_deviation,
+    stochastic_drift,
+    stochastic_growth,
+)
 from sparsedp.linalg.stochastic import matrix_facts
 from sparsedp.progress import progress_bar
 
@@ -413,9 +419,7 @@ class LagPropagator:
         q = min(tail_moments.MAX_NODES, P // 2)
         columns = self.C.shape[1]
         rho = np.ones((columns, T))
-        rows_dev = row_sum_deviation(self.W)
-        g = (math.expm1((2 * T - 1) * math.log1p(rows_dev)) * (1 + 8 * UNIT_ROUNDOFF)
-             if rows_dev else 0.0)
+        g = stochastic_growth(row_sum_deviation(self.W), 2 * T - 1)
         if q == 0 or P + 1 >= T:
             return rho, 0.0
         K = P - 2 * q

@@ -111,9 +111,11 @@ def _interpolant_bound(lo: np.ndarray, hi: np.ndarray, b: float, orders: np.ndar
     inverse_norm = np.abs(Y).sum(axis=1).max() / (1.0 - defect) * (1 + 4 * UNIT_ROUNDOFF)
     # F[:, j]: f(x_k) = x_k^j, f'(x_k) = j x_k^(j-1), f(b) = b^j (within gamma_(j+2))
     F = np.empty((size, orders.size))
+    previous = np.maximum(orders - 1, 0)
     for k, x in enumerate(nodes):
-        F[k] = _powers(x, orders)
-        F[q + k] = orders * _powers(x, np.maximum(orders - 1, 0))
+        table = _powers(x, np.arange(int(orders.max()) + 1))  # x^e, e = 0 .. max order
+        F[k] = table[orders]
+        F[q + k] = orders * table[previous]
     F[2 * q] = _powers(b, orders)
     f_error = gamma(int(orders.max()) + 3) * np.abs(F)
     C = np.linalg.solve(At, F)
