@@ -106,6 +106,70 @@ def test_truncated_interval_contains_dense_value(monkeypatch):
     assert ones_value <= r.upper
 
 
+def _recorded_stops(monkeypatch, widening_ratio: float | None = None) -> list[int]:
+    """Record the products at every predicted stop; ``widening_ratio``: report the
+    predicted widening as that multiple of the lower bound instead."""
+    stops = []
+    predict = certified_solve._predicted_widening
+
+    def recording(lags, T, model=None):
+        stops.append(lags.products)
+        widening, lower, solved = predict(lags, T, model)
+        if widening_ratio is not None:
+            widening = widening_ratio * lower
+        return widening, lower, solved
+
+    monkeypatch.setattr(certified_solve, "_predicted_widening", recording)
+    return stops
+
+
+@pytest.fixture(scope="module")
+def slowly_mixing_W():
+    """Chung-Lu, n = 2 10^4: a low-degree node next to hubs of degree d relaxes at rate
+    1 / (d + 1) under Metropolis weights, so the chain is still far from its mixing level at
+    T = 300 (and large enough to be truncated)."""
+    from sparsedp.graphs import large
+
+    graph = large.largest_component(large.chung_lu_large(20_000, 20, seed=1))
+    return sparsedp.gossip_matrix(graph), graph.n // 2
+
+
+def test_product_budget_stops_a_slowly_mixing_chain_early_and_stays_sound(
+        monkeypatch, slowly_mixing_W):
+    """On a slowly mixing chain the propagation stops for predictions at doubling product
+    budgets before its mixing level: fewer products than running to the level (here every
+    lag: the untruncated reference), and the interval still contains the reference's value
+    and meets truncation_rtol."""
+    W, target = slowly_mixing_W
+    T, rtol = 300, 1e-6
+    stops = _recorded_stops(monkeypatch)
+    monkeypatch.setattr(certified_solve, "_first_budget", lambda system: 10**9)
+    full = sparsedp.squared_sensitivity(W, target, [0], T, truncation_rtol=rtol)
+    assert not full.solver["truncated"] and full.solver["sparse_products"] == T - 1
+    assert full.relative_gap < 1e-9
+    monkeypatch.setattr(certified_solve, "_first_budget", lambda system: 16)
+    budgeted = sparsedp.squared_sensitivity(W, target, [0], T, truncation_rtol=rtol)
+    assert stops[:3] == [16, 32, 64]  # budget stops, doubling
+    assert budgeted.solver["truncated"]
+    assert budgeted.solver["sparse_products"] < T - 1
+    assert budgeted.lower <= full.upper and full.lower <= budgeted.upper
+    assert budgeted.relative_gap <= 2 * rtol
+
+
+def test_budget_stops_are_never_taken_for_the_rounding_floor(monkeypatch, slowly_mixing_W):
+    """The floor test (a stop that halves the widening no more ends the propagation) holds
+    only between stops that reached their mixing level: with the widening reported constant
+    at every budget stop, the propagation runs through every lag instead of stopping at the
+    second stop with an interval wider than truncation_rtol."""
+    W, target = slowly_mixing_W
+    monkeypatch.setattr(certified_solve, "_first_budget", lambda system: 16)
+    stops = _recorded_stops(monkeypatch, widening_ratio=1e-3)
+    r = sparsedp.squared_sensitivity(W, target, [0], 300, truncation_rtol=1e-6)
+    assert len(stops) >= 3
+    assert not r.solver["truncated"] and r.solver["sparse_products"] == 299
+    assert r.relative_gap <= 1e-9
+
+
 def test_truncation_rtol_trades_products_for_width_and_stays_sound(monkeypatch):
     monkeypatch.setattr(certified_solve, "SMALL_PROPAGATION_WORK", 0)  # truncate this small chain
     G = nx.erdos_renyi_graph(200, 0.06, seed=9)

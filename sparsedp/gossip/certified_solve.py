@@ -29,6 +29,7 @@ first (:meth:`sparsedp.linalg.operators.GossipSystem.redundant_rows`).  ``docs/b
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -54,6 +55,7 @@ FIRST_MIXING_LEVEL = 1e-4  # n eps^2 at which the truncated propagation stops at
 SMALL_PROPAGATION_WORK = 2e7  # nnz(W) (m + 1) T up to which every lag is computed (no truncation)
 LAST_MIXING_LEVEL = 1e-40  # below this, propagate through every lag instead
 TYPICAL_WIDENING = 1e-5  # widening / lower bound at FIRST_MIXING_LEVEL (_first_level)
+FIRST_PRODUCT_BUDGET = 64  # products before the first prediction at the latest (_first_budget)
 
 
 def analytic_lambda_min_lower_bound(system: GossipSystem) -> float | None:
@@ -209,6 +211,16 @@ def _structured_sandwich(
     root to its first power on ER at n = 10^6), so a resume can stop short, which then
     costs one more prediction; only the levels depend on the predictions, and
     every returned sandwich is certified.
+
+    A slowly mixing chain (Chung-Lu graphs: a low-degree node whose neighbours are hubs of
+    degree d relaxes at rate 1 / (d + 1) under Metropolis weights) can need hundreds of
+    products to reach a level that the bounds would not have needed, so the propagation
+    also stops for a prediction once its products reach a budget
+    (:func:`_first_budget`), doubled at every stop: with the first budget worth eight
+    predictions, the predictions cost at most a quarter of the products, and the products
+    overshoot the first passing count by at most a factor 2.  A budget stop that does not
+    pass changes only the budget (the level is tightened, and the floor tested, only at
+    stops that reached their level).
     """
     T, p = system.T, system.power_offset
     small = system.W.nnz * (system.m + 1) * (T + p) <= SMALL_PROPAGATION_WORK
@@ -218,29 +230,34 @@ def _structured_sandwich(
     )
     truncate = not small and doubly_stochastic_to_rounding(system.W)
     level = _first_level(truncation_rtol) if truncate else None
-    previous = None  # (mixing level, widening) at the previous stop
+    budget = _first_budget(system) if truncate else None
+    previous = None  # (mixing level, widening) at the previous stop that reached its level
     try:
         while True:
-            lags = _shifted(propagator.advance(level).result(), p, T)
+            lags = _shifted(propagator.advance(level, budget).result(), p, T)
             if not lags.truncated:
                 return _lag_sandwich(lags, T, lambda_lb)[0], lags, None
+            at_level = level is not None and propagator.mixing_level <= level
             model = _truncation_model(lags, T)
             tightening = _truncation_too_coarse(model, lambda_lb)
             if tightening is None:
                 widening, lower, solved = _predicted_widening(lags, T, model)
-                floor = previous is not None and widening > 0.5 * previous[1]
+                floor = at_level and previous is not None and widening > 0.5 * previous[1]
                 if widening <= truncation_rtol * lower or floor:
                     sandwich, widening = _lag_sandwich(lags, T, lambda_lb, solved)
                     lower = max(float(sandwich.low.sum()) - sandwich.quadratic_slack(), 0.0)
                     if widening <= truncation_rtol * lower or floor:
                         # met, or a floor that more lags do not lower (the drift of a W
                         # doubly stochastic only to rounding): certified either way
-                        return sandwich, lags, level
+                        return sandwich, lags, propagator.mixing_level
                 tightening = 0.5 * truncation_rtol * lower / widening
-                previous = (propagator.mixing_level, widening)
-            level = propagator.mixing_level * min(max(tightening, 1e-8), 0.5)
-            if level < LAST_MIXING_LEVEL:
-                level = None
+                if at_level:
+                    previous = (propagator.mixing_level, widening)
+            if at_level:  # a budget stop changes only the budget
+                level = propagator.mixing_level * min(max(tightening, 1e-8), 0.5)
+                if level < LAST_MIXING_LEVEL:
+                    level = None
+            budget = 2 * propagator.products
     finally:
         propagator.close()
 
@@ -277,6 +294,17 @@ def _first_level(truncation_rtol: float) -> float:
     at every stop, and the propagation resumes when it is too wide.
     """
     return FIRST_MIXING_LEVEL * min(1.0, 0.5 * truncation_rtol / TYPICAL_WIDENING)
+
+
+def _first_budget(system: GossipSystem) -> int:
+    """The products after which the truncated propagation first stops for a prediction even
+    if the chain has not reached its mixing level: eight times the work of one prediction
+    (a Cholesky factorisation and solve of the (T m) x (T m) system, about ``(T m)^3`` flops
+    against ``2 nnz(W) (m + 1)`` per product; timed at 3 products for T = 1000, m = 1 on
+    ER(10^6, 20)), at least ``FIRST_PRODUCT_BUDGET``."""
+    T, m = system.T, system.m
+    prediction = (T * m) ** 3 / (8.0 * system.W.nnz * (m + 1))
+    return max(FIRST_PRODUCT_BUDGET, math.ceil(8 * prediction))
 
 
 def _shifted(lags: LagSequence, offset: int, T: int) -> LagSequence:

@@ -277,17 +277,22 @@ class LagPropagator:
         """``n max_a eps_a^2``: the quantity :meth:`advance` compares with ``tol``."""
         return self.n * float(self.eps.max()) ** 2
 
-    def advance(self, tol: float | None = None) -> LagPropagator:
-        """Propagate until ``n max_a eps_a^2 <= tol`` (``None``: through every lag)."""
+    def advance(self, tol: float | None = None, max_products: int | None = None
+                ) -> LagPropagator:
+        """Propagate until ``n max_a eps_a^2 <= tol`` (``None``: through every lag) or, when
+        given, until ``max_products`` products have been done in all."""
         n, shift = self.n, 1.0 / self.n
         while not self.finished:
             if tol is not None and self.mixing_level <= tol:
+                break
+            if max_products is not None and self.products >= max_products:
                 break
             if self.support is not None:
                 rows = _closed_neighbourhood(self.W, self.support)
                 if rows.size > FRONTIER_FRACTION * n:
                     self.support = None
-            if self.support is None and tol is None and self.columns is None:
+            if (self.support is None and tol is None and max_products is None
+                    and self.columns is None):
                 # no stopping test and no columns to keep: every product at once
                 steps = (self.C.shape[0] - self.exact) // 2
                 self.V, cross, gram, centred, rows = kernels.propagate_fused(
