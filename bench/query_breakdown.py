@@ -1,10 +1,10 @@
 """Where a repeated single-pair query spends its time, as multiples of one scipy ``W @ x``.
 
 One structured query (observer 0, target n/2, ``truncation_rtol = 1e-7`` unless given) on a locked
-Metropolis W, then three more on the same W, each profiled: its time, the time inside the
-sparse product kernels, and the rest (dense T x T work and bookkeeping; no pass over W, see
-``tests/test_matrix_facts.py``), each as a ratio to one ``W @ x`` timed just before it (best
-of 5) in the same process (issue 18).
+Metropolis W, then three more (``--repeats``) on the same W, each profiled: its time, the time
+inside the sparse product kernels, and the rest (dense T x T work and bookkeeping; no pass over
+W, see ``tests/test_matrix_facts.py``), each as a ratio to one ``W @ x`` timed just before it
+(best of 5) in the same process (issue 18).
 
     python bench/query_breakdown.py --n 1000000 --T 1000
     python bench/query_breakdown.py --n 1000000 --T 1000 --graph chung-lu
@@ -34,6 +34,7 @@ def main() -> None:
     parser.add_argument("--T", type=int, default=1000)
     parser.add_argument("--graph", choices=sorted(GENERATORS), default="erdos-renyi")
     parser.add_argument("--truncation-rtol", type=float, default=1e-7)
+    parser.add_argument("--repeats", type=int, default=3, help="profiled queries after the first")
     args = parser.parse_args()
     graph = large.largest_component(GENERATORS[args.graph](args.n, 20, seed=1))
     W = sparsedp.gossip_matrix(graph)
@@ -46,7 +47,7 @@ def main() -> None:
     start = time.perf_counter()
     query()
     first = time.perf_counter() - start
-    for _ in range(3):
+    for _ in range(args.repeats):
         calibration = matvec_seconds(W, x)
         profile = cProfile.Profile()
         start = time.perf_counter()

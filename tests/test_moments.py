@@ -159,15 +159,87 @@ def test_product_budget_stops_a_slowly_mixing_chain_early_and_stays_sound(
 def test_budget_stops_are_never_taken_for_the_rounding_floor(monkeypatch, slowly_mixing_W):
     """The floor test (a stop that halves the widening no more ends the propagation) holds
     only between stops that reached their mixing level: with the widening reported constant
-    at every budget stop, the propagation runs through every lag instead of stopping at the
-    second stop with an interval wider than truncation_rtol."""
+    at every stop (a level stop, then budget stops only, the tightened level being out of
+    reach), the propagation runs through every lag instead of stopping at the first budget
+    stop with an interval wider than truncation_rtol."""
     W, target = slowly_mixing_W
+    monkeypatch.setattr(certified_solve, "_first_level", lambda rtol: 0.5)  # a level stop first
     monkeypatch.setattr(certified_solve, "_first_budget", lambda system: 16)
-    stops = _recorded_stops(monkeypatch, widening_ratio=1e-3)
+    stops = _recorded_stops(monkeypatch, widening_ratio=10.0)
     r = sparsedp.squared_sensitivity(W, target, [0], 300, truncation_rtol=1e-6)
-    assert len(stops) >= 3
+    first = stops[0]  # a level stop, then budget stops only
+    assert first < 16 and stops[1:] == [2 * first, 4 * first, 8 * first, 16 * first]
     assert not r.solver["truncated"] and r.solver["sparse_products"] == 299
     assert r.relative_gap <= 1e-9
+
+
+def test_schedule_of_level_and_budget_stops(monkeypatch, slowly_mixing_W):
+    """With the predicted widening scripted (falling 4x per stop, so never a floor, until it
+    passes), the sequence of stops follows the rules: the next budget is twice the products
+    done and never below the first budget; a stop that reached its level tightens the level
+    (at least halves it); a budget stop leaves the level as it was."""
+    from sparsedp.linalg import moments
+
+    W, target = slowly_mixing_W
+    monkeypatch.setattr(certified_solve, "_first_level", lambda rtol: 50.0)
+    monkeypatch.setattr(certified_solve, "_first_budget", lambda system: 16)
+    predict = certified_solve._predicted_widening
+    stops = []
+
+    def scripted(lags, T, model=None):
+        widening, lower, solved = predict(lags, T, model)
+        return lower * 1e-2 * 4.0 ** -len(stops), lower, solved
+
+    advance = moments.LagPropagator.advance
+
+    def recording(self, tol=None, max_products=None):
+        advance(self, tol, max_products)
+        stops.append((tol, max_products, self.products, self.mixing_level))
+        return self
+
+    monkeypatch.setattr(certified_solve, "_predicted_widening", scripted)
+    monkeypatch.setattr(moments.LagPropagator, "advance", recording)
+    r = sparsedp.squared_sensitivity(W, target, [0], 300, truncation_rtol=1e-6)
+    kinds = []
+    pairs = zip(stops, stops[1:], strict=False)
+    for (level, budget, products, mixing), (next_level, next_budget, _, _) in pairs:
+        assert next_budget == max(budget, 2 * products)
+        reached = mixing <= level
+        kinds.append("level" if reached else "budget")
+        if reached:
+            assert next_level <= 0.5 * level
+        else:
+            assert products == budget and next_level == level
+    assert kinds[0] == "level" and "budget" in kinds  # both kinds of stop occur
+    assert stops[1][1] == 16  # an early level stop does not lower the first budget
+    assert r.relative_gap <= 1e-5
+
+
+@pytest.mark.parametrize("rtol", [1e-6, 1e-9])
+def test_truncation_rtol_bounds_how_far_either_end_moves(monkeypatch, rtol):
+    """``truncation_rtol`` bounds the move of both ends against the untruncated interval,
+    also when the upper end is a spectral or diagonal-shift bound (charged T times the
+    model's largest row sum, more than its total when the rows differ): the target among
+    three observers of a lazy ER chain, where the upper end moved 1.8 rtol when only the
+    total was compared."""
+    import scipy.sparse as sp
+
+    from sparsedp.graphs import large
+
+    graph = large.largest_component(large.erdos_renyi_large(3000, 20, seed=2))
+    W = sparsedp.gossip_matrix(graph)
+    W = (0.6 * sp.identity(W.shape[0], format="csr") + 0.4 * W).tocsr()
+    target = graph.n // 2
+    observers, T = [0, target, 11], 120
+    monkeypatch.setattr(certified_solve, "SMALL_PROPAGATION_WORK", 1e15)  # every lag
+    full = sparsedp.squared_sensitivity(W, target, observers, T, truncation_rtol=rtol)
+    assert not full.solver["truncated"]
+    monkeypatch.setattr(certified_solve, "SMALL_PROPAGATION_WORK", 0)  # truncate this small chain
+    monkeypatch.setattr(certified_solve, "_first_budget", lambda system: 8)
+    cut = sparsedp.squared_sensitivity(W, target, observers, T, truncation_rtol=rtol)
+    assert cut.solver["truncated"]
+    assert cut.upper - full.upper <= rtol * cut.lower
+    assert full.lower - cut.lower <= rtol * cut.lower
 
 
 def test_truncation_rtol_trades_products_for_width_and_stays_sound(monkeypatch):
@@ -210,7 +282,8 @@ def test_entrywise_model_bound_covers_the_truncation(level, observers, target):
     assert deviation.max() > 1e-12  # the truncation is visible in M_hat
     assert sandwich.model.shape == (T, 1)
     assert np.all(deviation.sum(axis=1) <= sandwich.model[:, 0])
-    assert widening <= sandwich.model_sum
+    # the widening: sum B (sign-vector bounds) or T times B's largest row sum (spectral)
+    assert widening <= max(sandwich.model_sum, T * sandwich.eta_model) * (1 + 1e-12)
     # the bound is not wildly loose: within a few orders of magnitude of the true deviation
     assert sandwich.model_sum <= 1e4 * deviation.sum()
     slack = sandwich.eta_low + sandwich.eta_excess

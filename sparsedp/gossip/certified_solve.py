@@ -202,7 +202,7 @@ def _structured_sandwich(
     if the certified widening caused by the truncation (``sum |E|`` of the model error) exceeds
     ``truncation_rtol`` times the c = 1 lower bound, it resumes (never restarts) down to the
     level predicted to suffice (the widening taken as proportional to the level), with a
-    factor 2 of margin, until it passes, every lag is computed, or a stop lowers the
+    factor 2 of margin, until it passes, every lag is computed, or a level stop lowers the
     widening by less than half (a floor: the drift of a W doubly stochastic only to
     rounding, which more lags do not lower).  At every stop the widening is first
     predicted (:func:`_predicted_widening`: one Cholesky solve, which the certified sandwich
@@ -216,9 +216,10 @@ def _structured_sandwich(
     degree d relaxes at rate 1 / (d + 1) under Metropolis weights) can need hundreds of
     products to reach a level that the bounds would not have needed, so the propagation
     also stops for a prediction once its products reach a budget
-    (:func:`_first_budget`), doubled at every stop: with the first budget worth eight
-    predictions, the predictions cost at most a quarter of the products, and the products
-    overshoot the first passing count by at most a factor 2.  A budget stop that does not
+    (:func:`_first_budget`), at least doubled at every stop (twice the products done, never
+    below the first budget): with the first budget worth eight predictions, the
+    predictions cost at most about a quarter of the products, and the products overshoot
+    the first passing budget stop by at most a factor 2.  A budget stop that does not
     pass changes only the budget (the level is tightened, and the floor tested, only at
     stops that reached their level).
     """
@@ -257,7 +258,7 @@ def _structured_sandwich(
                 level = propagator.mixing_level * min(max(tightening, 1e-8), 0.5)
                 if level < LAST_MIXING_LEVEL:
                     level = None
-            budget = 2 * propagator.products
+            budget = max(budget, 2 * propagator.products)
     finally:
         propagator.close()
 
@@ -267,20 +268,31 @@ def _predicted_widening(lags: LagSequence, T: int, model: _TruncationModel | Non
     """The first-order part of the truncation's widening and the c = 1 value, uncertified,
     and the solve they come from.
 
-    With ``X = K_hat^{-1} G_hat`` and ``y = |X| 1``, the certified widening ``sum B``
-    (:func:`certified.model_perturbation`) is ``y^T |E| y + 2 y^T |G - G_hat| 1`` plus
-    second-order terms, and the c = 1 value is ``1^T G_hat^T X 1``: one Cholesky
-    factorisation and solve and two matrix-vector products instead of a certified sandwich
-    (which also forms ``K X``, ``G^T X``, ``R^T R`` and the model bound).  Only chooses where
+    With ``X = K_hat^{-1} G_hat``, ``y = |X| 1`` and ``F = |G - G_hat|``, the row sums of the
+    model bound B (:func:`certified.model_perturbation`) are ``r = |X|^T |E| y + |X|^T F 1 +
+    F^T y`` plus second-order terms, and the widening (:func:`_widening`) is ``max(sum r,
+    T max r)``; the c = 1 value is ``1^T G_hat^T X 1``: one Cholesky factorisation and solve
+    and a few matrix-vector products instead of a certified sandwich (which also forms
+    ``K X``, ``G^T X``, ``R^T R`` and the model bound).  Only chooses where
     the propagation stops (:func:`_structured_sandwich`); when it stops here, the certified
     sandwich reuses the solve (:func:`_lag_sandwich`).  ``model``: the lags'
     :func:`_truncation_model` when already formed."""
     solved = _lag_solve(lags, T, model)
     X, model = solved.X, solved.model
-    y = np.abs(X).sum(axis=1)
-    first = (float(y @ model.apply_abs(y[:, None])[:, 0])
-             + 2.0 * float(y @ model.G_abs.sum(axis=1)))
-    return first, float(solved.G.sum(axis=1) @ X.sum(axis=1)), solved
+    X_abs = np.abs(X)
+    y = X_abs.sum(axis=1)
+    rows = (X_abs.T @ (model.apply_abs(y[:, None])[:, 0] + model.G_abs.sum(axis=1))
+            + model.G_abs.T @ y)
+    return _widening(rows), float(solved.G.sum(axis=1) @ X.sum(axis=1)), solved
+
+
+def _widening(rows: np.ndarray) -> float:
+    """How far the model error with these row sums of its bound B (T x T, non-negative)
+    moves the reported bounds: ``sum B`` for the c = 1 and sign-vector bounds (charged
+    ``sum B``, :meth:`MatrixSandwich.quadratic_slack`), ``T max_i (B 1)_i`` for the spectral
+    and diagonal-shift bounds (charged ``T eta_model``); the larger of the two, so that
+    ``truncation_rtol`` holds for either end whichever bound sets it."""
+    return max(float(rows.sum()), rows.size * float(rows.max()))
 
 
 def _first_level(truncation_rtol: float) -> float:
@@ -298,10 +310,13 @@ def _first_level(truncation_rtol: float) -> float:
 
 def _first_budget(system: GossipSystem) -> int:
     """The products after which the truncated propagation first stops for a prediction even
-    if the chain has not reached its mixing level: eight times the work of one prediction
-    (a Cholesky factorisation and solve of the (T m) x (T m) system, about ``(T m)^3`` flops
-    against ``2 nnz(W) (m + 1)`` per product; timed at 3 products for T = 1000, m = 1 on
-    ER(10^6, 20)), at least ``FIRST_PRODUCT_BUDGET``."""
+    if the chain has not reached its mixing level: eight times the work of one prediction,
+    at least ``FIRST_PRODUCT_BUDGET``.  A prediction (a Cholesky factorisation and solve of
+    the (T m) x (T m) system, the truncation model, the tail decay) is taken as
+    ``(T m)^3 / (8 nnz(W) (m + 1))`` products: an empirical constant, timed at about 3
+    products for T = 1000, m = 1 on ER(10^6, 20) and 135 scipy ``W @ x`` against 149
+    predicted at n = 2 x 10^4 (for m > 1 the solve grows more slowly than ``(T m)^3``, so
+    the model errs on the side of fewer stops)."""
     T, m = system.T, system.m
     prediction = (T * m) ** 3 / (8.0 * system.W.nnz * (m + 1))
     return max(FIRST_PRODUCT_BUDGET, math.ceil(8 * prediction))
@@ -605,7 +620,8 @@ def _lag_solve(lags: LagSequence, T: int, model: _TruncationModel | None = None)
 def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float,
                   solved: _LagSolve | None = None) -> tuple[MatrixSandwich, float]:
     """The certified sandwich of ``M_T`` from (possibly truncated) lags, and the widening
-    ``sum |E|`` that the truncation and the rounding of ``K`` add to the bounds.
+    that the truncation adds to the bounds (:func:`_widening` of the model bound's row sums
+    less their share due to the rounding of K alone, which the untruncated lags pay too).
 
     ``K_hat``, ``G_hat`` from the lags; ``E = K - K_hat`` is the truncation (entrywise
     ``N kron eps eps^T``, :func:`truncation_pattern`) plus the rounding of the sums forming K
@@ -627,7 +643,8 @@ def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float,
         K, G, lambda_lb, lambda_lb - dK, dK, dK_rounding, apply_abs, G_abs, solved.factor,
         E_abs_norm=E_abs_norm, X=solved.X, G_lower_triangular=m == 1,
     )
-    return sandwich, max(sandwich.model_sum - rounding_share, 0.0)
+    rows = sandwich.model.sum(axis=1) * (1 + gamma(T * T))
+    return sandwich, _widening(np.maximum(rows - rounding_share, 0.0))
 
 
 def _dense_sandwich(
@@ -655,8 +672,8 @@ def _dense_sandwich(
     solve's error goes into the sandwich (:func:`certified.sandwich_from_solve`, told
     whether ``G_hat`` is lower triangular) and the model's into its ``model``
     (:func:`certified.model_perturbation`; as row sums when ``E_abs_norm`` bounds the norm of
-    ``apply_E_abs``'s matrix).  Returns the sandwich and the share of ``model_sum`` due to
-    ``dK_rounding``.
+    ``apply_E_abs``'s matrix).  Returns the sandwich and the share of the model's row sums
+    due to ``dK_rounding`` (one entry per row).
     """
     X = cholesky_solve(K, G, factor) if X is None else X
     KX = K @ X

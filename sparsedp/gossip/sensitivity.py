@@ -230,7 +230,8 @@ def squared_sensitivity(
     backend : kernel backend, ``"auto" | "numba" | "numpy"``.
     truncation_rtol : structured path, W doubly stochastic: stop propagating once the chain
         has mixed enough that the certified truncation error widens the bounds by at most
-        this fraction of the lower bound (the widening is included in the bounds either way).
+        this fraction of the lower bound, whichever bound sets each end (the widening is
+        included in the bounds either way).
         It moves both ends, so the relative gap it adds can reach twice this value: for a
         gap <= g, pass ``g / 2`` (ER, n = 10^7, T = 1000: ``8e-7`` gave a gap of 1.3e-6).
     preconditioner : matrix-free path only: ``"stationary"`` (the explicit inverse of the

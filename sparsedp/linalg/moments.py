@@ -201,10 +201,11 @@ class LagPropagator:
     """Resumable propagation of ``V_l = W^l [S^T, e_j]`` producing the lag sequence.
 
     :meth:`advance` propagates until the chain has mixed to ``n eps^2 <= tol`` (or to the
-    last lag); calling it again with a smaller ``tol`` continues where it stopped, so a
-    caller can tighten the truncation only when the bounds need it.  :meth:`result` returns
-    the current :class:`LagSequence`.  ``frontier=False`` propagates whole columns from the
-    start (small chains, where finding the frontier costs more than it saves).
+    last lag, or to a given number of products); calling it again continues where it
+    stopped, so a caller can tighten the truncation only when the bounds need it.
+    :meth:`result` returns the current :class:`LagSequence`.  ``frontier=False`` propagates
+    whole columns from the start (small chains, where finding the frontier costs more than
+    it saves).
     ``target_column=False`` propagates only the observers' columns and reads ``a_l`` off
     their target rows: half the work for one observer, but ``a`` then reaches only the
     lags actually propagated, so the propagation must run through every lag.
