@@ -348,3 +348,29 @@ def test_bounds_at_large_T_agree_with_the_lapack_first_pairs(seed, monkeypatch):
         assert fast[name].value == pytest.approx(slow[name].value, rel=1e-9), name
     truth = float(M.sum())
     check_chain(list(fast.values()), truth, T)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("row_sums_only", [False, True])
+def test_spectral_bounds_charge_a_one_row_model_error_by_its_total(seed, row_sums_only):
+    """A model error concentrated in one row and column, aimed along the maximiser (``c^T E
+    c = sum |E_ij|`` there): the spectral and diagonal-shift bounds charge it ``min(T
+    ||E||_2, sum |E_ij|)``, here the total (T times the largest row sum is about T / 2 times
+    more), and every certified upper bound still covers the true maximum of ``c^T M c``."""
+    T = 10
+    M = random_psd(T, 3, seed)
+    value, s = kernels.max_sign_quadratic(M, backend="numpy")
+    delta = 0.02 * value / T
+    E = np.zeros((T, T))
+    E[0, :] = E[:, 0] = delta * s[0] * s
+    B = np.abs(E)
+    model = B.sum(axis=1, keepdims=True) if row_sums_only else B
+    sandwich = MatrixSandwich(low=M - E, excess=np.zeros_like(M), eta_low=0.0,
+                              eta_excess=0.0, model=model)
+    assert sandwich.sign_vector_allowance < 0.5 * T * sandwich.eta_model
+    assert s @ E @ s == pytest.approx(B.sum())  # aimed along the maximiser of M
+    truth = brute_force_max(M)
+    bounds, _ = sign_bounds.evaluate_bounds(sandwich, True)
+    uppers = {b.name: b.value for b in bounds if b.kind == "certified upper"}
+    assert {"spectral", "exhaustive_upper", "entrywise"} <= set(uppers)
+    assert all(v >= truth * (1 - 1e-12) for v in uppers.values())

@@ -268,31 +268,20 @@ def _predicted_widening(lags: LagSequence, T: int, model: _TruncationModel | Non
     """The first-order part of the truncation's widening and the c = 1 value, uncertified,
     and the solve they come from.
 
-    With ``X = K_hat^{-1} G_hat``, ``y = |X| 1`` and ``F = |G - G_hat|``, the row sums of the
-    model bound B (:func:`certified.model_perturbation`) are ``r = |X|^T |E| y + |X|^T F 1 +
-    F^T y`` plus second-order terms, and the widening (:func:`_widening`) is ``max(sum r,
-    T max r)``; the c = 1 value is ``1^T G_hat^T X 1``: one Cholesky factorisation and solve
-    and a few matrix-vector products instead of a certified sandwich (which also forms
-    ``K X``, ``G^T X``, ``R^T R`` and the model bound).  Only chooses where
+    With ``X = K_hat^{-1} G_hat`` and ``y = |X| 1``, the certified widening ``sum B``
+    (:func:`certified.model_perturbation`) is ``y^T |E| y + 2 y^T |G - G_hat| 1`` plus
+    second-order terms, and the c = 1 value is ``1^T G_hat^T X 1``: one Cholesky
+    factorisation and solve and two matrix-vector products instead of a certified sandwich
+    (which also forms ``K X``, ``G^T X``, ``R^T R`` and the model bound).  Only chooses where
     the propagation stops (:func:`_structured_sandwich`); when it stops here, the certified
     sandwich reuses the solve (:func:`_lag_sandwich`).  ``model``: the lags'
     :func:`_truncation_model` when already formed."""
     solved = _lag_solve(lags, T, model)
     X, model = solved.X, solved.model
-    X_abs = np.abs(X)
-    y = X_abs.sum(axis=1)
-    rows = (X_abs.T @ (model.apply_abs(y[:, None])[:, 0] + model.G_abs.sum(axis=1))
-            + model.G_abs.T @ y)
-    return _widening(rows), float(solved.G.sum(axis=1) @ X.sum(axis=1)), solved
-
-
-def _widening(rows: np.ndarray) -> float:
-    """How far the model error with these row sums of its bound B (T x T, non-negative)
-    moves the reported bounds: ``sum B`` for the c = 1 and sign-vector bounds (charged
-    ``sum B``, :meth:`MatrixSandwich.quadratic_slack`), ``T max_i (B 1)_i`` for the spectral
-    and diagonal-shift bounds (charged ``T eta_model``); the larger of the two, so that
-    ``truncation_rtol`` holds for either end whichever bound sets it."""
-    return max(float(rows.sum()), rows.size * float(rows.max()))
+    y = np.abs(X).sum(axis=1)
+    first = (float(y @ model.apply_abs(y[:, None])[:, 0])
+             + 2.0 * float(y @ model.G_abs.sum(axis=1)))
+    return first, float(solved.G.sum(axis=1) @ X.sum(axis=1)), solved
 
 
 def _first_level(truncation_rtol: float) -> float:
@@ -620,8 +609,10 @@ def _lag_solve(lags: LagSequence, T: int, model: _TruncationModel | None = None)
 def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float,
                   solved: _LagSolve | None = None) -> tuple[MatrixSandwich, float]:
     """The certified sandwich of ``M_T`` from (possibly truncated) lags, and the widening
-    that the truncation adds to the bounds (:func:`_widening` of the model bound's row sums
-    less their share due to the rounding of K alone, which the untruncated lags pay too).
+    ``sum B`` that the truncation adds to the bounds (the model bound's total, less its share
+    due to the rounding of K alone, which the untruncated lags pay too; every reported bound
+    pays the model at most ``sum B``: :meth:`MatrixSandwich.quadratic_slack`,
+    :attr:`MatrixSandwich.sign_vector_allowance`).
 
     ``K_hat``, ``G_hat`` from the lags; ``E = K - K_hat`` is the truncation (entrywise
     ``N kron eps eps^T``, :func:`truncation_pattern`) plus the rounding of the sums forming K
@@ -643,8 +634,7 @@ def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float,
         K, G, lambda_lb, lambda_lb - dK, dK, dK_rounding, apply_abs, G_abs, solved.factor,
         E_abs_norm=E_abs_norm, X=solved.X, G_lower_triangular=m == 1,
     )
-    rows = sandwich.model.sum(axis=1) * (1 + gamma(T * T))
-    return sandwich, _widening(np.maximum(rows - rounding_share, 0.0))
+    return sandwich, max(sandwich.model_sum - rounding_share, 0.0)
 
 
 def _dense_sandwich(
@@ -672,8 +662,8 @@ def _dense_sandwich(
     solve's error goes into the sandwich (:func:`certified.sandwich_from_solve`, told
     whether ``G_hat`` is lower triangular) and the model's into its ``model``
     (:func:`certified.model_perturbation`; as row sums when ``E_abs_norm`` bounds the norm of
-    ``apply_E_abs``'s matrix).  Returns the sandwich and the share of the model's row sums
-    due to ``dK_rounding`` (one entry per row).
+    ``apply_E_abs``'s matrix).  Returns the sandwich and the share of ``model_sum`` due to
+    ``dK_rounding``.
     """
     X = cholesky_solve(K, G, factor) if X is None else X
     KX = K @ X

@@ -167,6 +167,19 @@ class MatrixSandwich:
         return self.eta_low + self.eta_excess + self.eta_model
 
     @functools.cached_property
+    def sign_vector_allowance(self) -> float:
+        """How far ``c^T M c`` can exceed ``c^T up c`` for a sign vector c (``||c||^2 = T``):
+
+            T (eta_low + eta_excess) + min(T eta_model, model_sum),
+
+        since ``|c^T D c| <= T ||D||_2``, ``c^T F c <= c^T excess c + T eta_excess`` and
+        ``|c^T E c|`` is at most ``T ||E||_2`` and at most ``sum |E_ij|`` (the spectral
+        bounds' ``T eta`` pays ``T eta_model`` instead: up to T times the largest row sum,
+        more than the total when the rows differ).  Inflated for its own four roundings."""
+        model = min(self.T * self.eta_model, self.model_sum)
+        return (self.T * (self.eta_low + self.eta_excess) + model) * (1 + gamma(4))
+
+    @functools.cached_property
     def up(self) -> np.ndarray:
         return self.low + self.excess
 
@@ -267,7 +280,7 @@ def model_perturbation(
     apply_E_abs,
     F_abs: np.ndarray | None,
     E_abs_norm: float | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, float]:
     """Entrywise bound ``B >= |M - M_hat|`` for ``(K_hat, G_hat)`` in place of ``(K, G)``.
 
     ``M = G^T K^{-1} G``, ``M_hat = G_hat^T K_hat^{-1} G_hat``; ``X ~ K_hat^{-1} G_hat`` with
@@ -292,8 +305,7 @@ def model_perturbation(
     exact residual column ``||(G_hat - K_hat X) e_i||`` (the computed one, its subtraction and
     the ``gamma_k ||K_hat||_F ||X e_i||`` rounding of the product ``K_hat X``), since
     ``Y - X = K_hat^{-1} (G_hat - K_hat X)``.  Returns ``B`` (inflated to cover its own
-    rounding) and the share of B's row sums due to ``E_norm_part`` alone (its first-order
-    term ``E_norm_part y (1^T y)``, one entry per row).
+    rounding) and the share of ``sum B`` due to ``E_norm_part`` alone.
 
     ``E_abs_norm`` given (a bound on the 2-norm of the non-negative matrix that
     ``apply_E_abs`` applies): only B's row sums are returned, as one column, with no k x k
@@ -316,19 +328,19 @@ def model_perturbation(
     if apply_E_abs is None:  # no entrywise part: E bounded in norm only, G exact
         z = E_norm_part * y  # B = E y y^T + z z^T / lambda, symmetric as computed
         B = E_norm_part * np.outer(y, y) + np.outer(z, z) / lambda_lb
-        return B * inflate, E_norm_part * y * float(y.sum()) * inflate
+        return B * inflate, E_norm_part * float(y.sum()) ** 2 * inflate
     if E_abs_norm is not None:
         ones_y = Y.sum(axis=1)
         z = (E_abs_norm + E_norm_part) * y + column_norms(F_abs)
         rows = (Y.T @ apply_E_abs(ones_y[:, None])[:, 0] + Y.T @ F_abs.sum(axis=1)
                 + F_abs.T @ ones_y + E_norm_part * y * float(y.sum())
                 + z * (float(z.sum()) / lambda_lb))
-        return rows[:, None] * inflate, E_norm_part * y * float(y.sum()) * inflate
+        return rows[:, None] * inflate, E_norm_part * float(y.sum()) ** 2 * inflate
     EY = apply_E_abs(Y)
     YF = Y.T @ F_abs
     z = column_norms(EY) + E_norm_part * y + column_norms(F_abs)
     B = Y.T @ EY + YF + YF.T + E_norm_part * np.outer(y, y) + np.outer(z, z) / lambda_lb
-    return 0.5 * (B + B.T) * inflate, E_norm_part * y * float(y.sum()) * inflate
+    return 0.5 * (B + B.T) * inflate, E_norm_part * float(y.sum()) ** 2 * inflate
 
 
 def cholesky_succeeds(A: np.ndarray) -> bool:

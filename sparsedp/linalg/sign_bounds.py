@@ -241,16 +241,17 @@ def certified_shift_bound(
 ) -> float:
     """Certified upper bound on ``max_c c^T M c`` from the shift ``d``, for the true ``M``.
 
-    ``M <= up + eta I`` in the Loewner order (``up`` as stored, ``eta = sandwich.eta``
-    covers the rounding ``D``, the solver's ``eta_excess`` and ``||E||_2``), so for every sign
-    vector ``c``: ``c^T M c <= c^T (up - diag d) c + sum(d) + T eta
-    <= T lambda_max(up - diag d) + sum(d) + T eta``.  The computed ``A = fl(up - diag d)``
-    differs from ``up - diag d`` on the diagonal only, by at most ``u |A_ii|`` (a diagonal
-    perturbation, norm ``max_i``); :func:`certified.certified_lambda_max` bounds
-    ``lambda_max(A)`` (charging the rounding of forming ``s I - A``), and ``2 u (|lambda| +
-    2 max_i |A_ii| + ||A||_F)`` is added for the diagonal perturbation with a wide margin.
-    ``fl(sum d)`` is off by at most ``gamma_T sum |d|``, and the final three operations by
-    ``8 u`` of the magnitudes involved.  ``vector``: an approximate top eigenvector of ``A``
+    For every sign vector ``c``: ``c^T M c <= c^T up c + a`` with ``a =
+    sandwich.sign_vector_allowance`` (the rounding ``D``, the solver's ``eta_excess`` and the
+    model error, the last charged ``min(T ||E||_2, sum |E_ij|)``), so ``c^T M c <= c^T (up -
+    diag d) c + sum(d) + a <= T lambda_max(up - diag d) + sum(d) + a``.  The computed
+    ``A = fl(up - diag d)`` differs from ``up - diag d`` on the diagonal only, by at most
+    ``u |A_ii|`` (a diagonal perturbation, norm ``max_i``);
+    :func:`certified.certified_lambda_max` bounds ``lambda_max(A)`` (charging the rounding
+    of forming ``s I - A``), and ``2 u (|lambda| + 2 max_i |A_ii| + ||A||_F)`` is added for
+    the diagonal perturbation with a wide margin.  ``fl(sum d)`` is off by at most
+    ``gamma_T sum |d|``, and the final three operations by ``8 u`` of the magnitudes
+    involved.  ``vector``: an approximate top eigenvector of ``A``
     (passed on to :func:`certified.certified_lambda_max`); ``lambda_upper``: a certified
     upper bound on ``lambda_max(A)`` already at hand (the spectral bound's, for ``d = 0``),
     used instead of a new certificate.
@@ -266,9 +267,9 @@ def certified_shift_bound(
     lam += 2 * UNIT_ROUNDOFF * (abs(lam) + 2 * diagonal + frobenius(A))
     total_d = float(d.sum())
     d_error = gamma(T) * float(np.abs(d).sum())
-    spectral_part = T * (lam + sandwich.eta)
-    value = spectral_part + total_d + d_error
-    return value + 8 * UNIT_ROUNDOFF * (abs(spectral_part) + abs(total_d) + d_error)
+    allowance = sandwich.sign_vector_allowance
+    value = T * lam + allowance + total_d + d_error
+    return value + 8 * UNIT_ROUNDOFF * (T * abs(lam) + allowance + abs(total_d) + d_error)
 
 
 def _signs(V: np.ndarray) -> np.ndarray:
@@ -374,7 +375,9 @@ def evaluate_bounds(
             )
         )
     _, lam_up = certified.certified_lambda_max(up, backend=backend, vector=top)
-    spectral = T * (lam_up + sandwich.eta) * (1 + 4 * UNIT_ROUNDOFF)  # and its two roundings
+    # c^T M c <= c^T up c + allowance <= T lambda_max(up) + allowance; and its two roundings
+    allowance = sandwich.sign_vector_allowance
+    spectral = T * lam_up + allowance + 4 * UNIT_ROUNDOFF * (T * abs(lam_up) + allowance)
     upper.append(
         Bound(
             "spectral",
