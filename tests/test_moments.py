@@ -216,12 +216,14 @@ def test_schedule_of_level_and_budget_stops(monkeypatch, slowly_mixing_W):
 
 
 @pytest.mark.parametrize("rtol", [1e-6, 1e-9])
-def test_truncation_rtol_bounds_how_far_either_end_moves(monkeypatch, rtol):
-    """``truncation_rtol`` bounds the move of both ends against the untruncated interval,
-    also when the upper end is a diagonal-shift bound: the target among three observers of
-    a lazy ER chain, whose model error is concentrated in a few rows, so that charging it
-    ``T eta_model`` (T times the largest row sum, as before 2026-11-26) moved the upper end
-    1.8 rtol; the spectral bounds now charge ``min(T eta_model, sum B)``."""
+def test_spectral_bounds_charge_the_truncation_its_total(monkeypatch, rtol):
+    """The target among three observers of a lazy ER chain: the model error is concentrated
+    in a few rows, and when the spectral bounds charged it ``T eta_model`` (T times the
+    largest row sum, before 2026-11-26) the upper end, a diagonal-shift bound, moved 1.8
+    rtol against the untruncated interval although the widening compared with rtol (the
+    total ``sum B``) was within it.  Charged ``sum B``, both ends stay within rtol here
+    (in general the searched bounds can land elsewhere on the truncated M and move
+    further: ``docs/bounds.md``)."""
     import scipy.sparse as sp
 
     from sparsedp.graphs import large
@@ -282,7 +284,6 @@ def test_entrywise_model_bound_covers_the_truncation(level, observers, target):
     assert deviation.max() > 1e-12  # the truncation is visible in M_hat
     assert sandwich.model.shape == (T, 1)
     assert np.all(deviation.sum(axis=1) <= sandwich.model[:, 0])
-    assert widening <= sandwich.model_sum
     # the bound is not wildly loose: within a few orders of magnitude of the true deviation
     assert sandwich.model_sum <= 1e4 * deviation.sum()
     slack = sandwich.eta_low + sandwich.eta_excess

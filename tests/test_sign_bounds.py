@@ -352,25 +352,37 @@ def test_bounds_at_large_T_agree_with_the_lapack_first_pairs(seed, monkeypatch):
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("row_sums_only", [False, True])
-def test_spectral_bounds_charge_a_one_row_model_error_by_its_total(seed, row_sums_only):
-    """A model error concentrated in one row and column, aimed along the maximiser (``c^T E
-    c = sum |E_ij|`` there): the spectral and diagonal-shift bounds charge it ``min(T
-    ||E||_2, sum |E_ij|)``, here the total (T times the largest row sum is about T / 2 times
-    more), and every certified upper bound still covers the true maximum of ``c^T M c``."""
+@pytest.mark.parametrize("tight", [False, True])
+def test_spectral_bounds_charge_a_one_row_model_error_by_its_total(seed, row_sums_only, tight):
+    """A model error concentrated in one row and column, aimed along the maximiser s (``s^T E
+    s = sum |E_ij|``): the spectral and diagonal-shift bounds charge it its total (T times
+    its largest row sum is about T / 2 times more), and every certified upper bound still
+    covers the true maximum of ``c^T M c``.  ``tight``: ``low = s s^T / (2 T)`` (rank one
+    along s; M <= I as the ``local_dp`` bound assumes), so the spectral bound ``T
+    lambda_max(up) + allowance`` equals the true maximum ``T / 2 + sum |E_ij|`` up to the
+    allowance's rounding: without the model's charge it would fall below."""
     T = 10
-    M = random_psd(T, 3, seed)
-    value, s = kernels.max_sign_quadratic(M, backend="numpy")
-    delta = 0.02 * value / T
+    if tight:
+        s = np.where(np.random.default_rng(seed).random(T) < 0.5, -1.0, 1.0)
+        low = np.outer(s, s) / (2 * T)
+    else:
+        low = random_psd(T, 3, seed)
+        s = kernels.max_sign_quadratic(low, backend="numpy")[1]
+    delta = 0.02 * float(s @ low @ s) / T
     E = np.zeros((T, T))
     E[0, :] = E[:, 0] = delta * s[0] * s
     B = np.abs(E)
     model = B.sum(axis=1, keepdims=True) if row_sums_only else B
-    sandwich = MatrixSandwich(low=M - E, excess=np.zeros_like(M), eta_low=0.0,
+    sandwich = MatrixSandwich(low=low, excess=np.zeros_like(low), eta_low=0.0,
                               eta_excess=0.0, model=model)
     assert sandwich.sign_vector_allowance < 0.5 * T * sandwich.eta_model
-    assert s @ E @ s == pytest.approx(B.sum())  # aimed along the maximiser of M
+    M = low + E
+    assert s @ E @ s == pytest.approx(B.sum())  # aimed along the maximiser of low
     truth = brute_force_max(M)
     bounds, _ = sign_bounds.evaluate_bounds(sandwich, True)
     uppers = {b.name: b.value for b in bounds if b.kind == "certified upper"}
     assert {"spectral", "exhaustive_upper", "entrywise"} <= set(uppers)
     assert all(v >= truth * (1 - 1e-12) for v in uppers.values())
+    if tight:
+        assert truth == pytest.approx(T / 2 + B.sum(), rel=1e-12)
+        assert uppers["spectral"] == pytest.approx(truth, rel=1e-12)

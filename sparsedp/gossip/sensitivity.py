@@ -229,9 +229,10 @@ def squared_sensitivity(
     progress : show progress bars (sparse products of the structured path, CG iterations).
     backend : kernel backend, ``"auto" | "numba" | "numpy"``.
     truncation_rtol : structured path, W doubly stochastic: stop propagating once the chain
-        has mixed enough that the certified truncation error widens the bounds by at most
-        this fraction of the lower bound, whichever bound sets each end (the widening is
-        included in the bounds either way).
+        has mixed enough that the certified truncation error charged to the bounds is at
+        most this fraction of the lower bound (included in the bounds either way; every
+        bound is charged at most that much, though searched bounds can land elsewhere on
+        the truncated M, so an end can move somewhat further on small instances).
         It moves both ends, so the relative gap it adds can reach twice this value: for a
         gap <= g, pass ``g / 2`` (ER, n = 10^7, T = 1000: ``8e-7`` gave a gap of 1.3e-6).
     preconditioner : matrix-free path only: ``"stationary"`` (the explicit inverse of the

@@ -168,16 +168,18 @@ class MatrixSandwich:
 
     @functools.cached_property
     def sign_vector_allowance(self) -> float:
-        """How far ``c^T M c`` can exceed ``c^T up c`` for a sign vector c (``||c||^2 = T``):
+        """How far ``c^T M c`` can exceed ``c^T up c`` for a sign vector c (``||c||^2 = T``),
+        and ``<M, X>`` exceed ``<up, X>`` for a PSD X with unit diagonal (``|X_ij| <= 1``,
+        ``tr X = T``):
 
-            T (eta_low + eta_excess) + min(T eta_model, model_sum),
+            T (eta_low + eta_excess) + model_sum,
 
         since ``|c^T D c| <= T ||D||_2``, ``c^T F c <= c^T excess c + T eta_excess`` and
-        ``|c^T E c|`` is at most ``T ||E||_2`` and at most ``sum |E_ij|`` (the spectral
-        bounds' ``T eta`` pays ``T eta_model`` instead: up to T times the largest row sum,
-        more than the total when the rows differ).  Inflated for its own four roundings."""
-        model = min(self.T * self.eta_model, self.model_sum)
-        return (self.T * (self.eta_low + self.eta_excess) + model) * (1 + gamma(4))
+        ``|c^T E c| <= sum |E_ij| <= model_sum`` (never more than ``T eta_model``, T times
+        the largest row sum, which the spectral bounds charged before 2026-11-26: more than
+        the total when the rows differ).  Inflated for its own rounding."""
+        return ((self.T * (self.eta_low + self.eta_excess) + self.model_sum)
+                * (1 + gamma(5)))
 
     @functools.cached_property
     def up(self) -> np.ndarray:

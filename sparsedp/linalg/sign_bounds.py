@@ -243,8 +243,9 @@ def certified_shift_bound(
 
     For every sign vector ``c``: ``c^T M c <= c^T up c + a`` with ``a =
     sandwich.sign_vector_allowance`` (the rounding ``D``, the solver's ``eta_excess`` and the
-    model error, the last charged ``min(T ||E||_2, sum |E_ij|)``), so ``c^T M c <= c^T (up -
-    diag d) c + sum(d) + a <= T lambda_max(up - diag d) + sum(d) + a``.  The computed
+    model error, the last charged ``sum |E_ij|``), so ``c^T M c <= c^T (up - diag d) c +
+    sum(d) + a <= T lambda_max(up - diag d) + sum(d) + a``; the same holds for ``<M, X>``
+    with X PSD of unit diagonal (:mod:`sparsedp.linalg.vector_bounds`).  The computed
     ``A = fl(up - diag d)`` differs from ``up - diag d`` on the diagonal only, by at most
     ``u |A_ii|`` (a diagonal perturbation, norm ``max_i``);
     :func:`certified.certified_lambda_max` bounds ``lambda_max(A)`` (charging the rounding

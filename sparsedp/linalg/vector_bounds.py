@@ -28,10 +28,11 @@ al.'s sensitivity with clipped d-dimensional gradients is this value.
   ``<low, X>``.
 * **Dual (certified upper bound).**  For any d,
   ``<M, X> = <M - diag d, X> + sum d <= T lambda_max(M - diag d) + sum d`` (``tr X = T``),
-  certified on ``up`` by :func:`sparsedp.linalg.sign_bounds.certified_shift_bound`, with d the
-  interior-point dual, or the mixing method's multipliers ``lambda_i = M_ii + ||g_i||``
-  (at a stationary point ``(M V)_i = lambda_i v_i``, and at the optimum
-  ``M - diag(lambda) <= 0``).  The two meet as the solver converges.
+  certified on ``up`` by :func:`sparsedp.linalg.sign_bounds.certified_shift_bound` (whose
+  ``sign_vector_allowance`` covers ``<M - up, X>`` for such X by the same argument as the
+  lower bound's), with d the interior-point dual, or the mixing method's multipliers
+  ``lambda_i = M_ii + ||g_i||`` (at a stationary point ``(M V)_i = lambda_i v_i``, and at
+  the optimum ``M - diag(lambda) <= 0``).  The two meet as the solver converges.
 """
 
 from __future__ import annotations
