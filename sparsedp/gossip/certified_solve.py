@@ -198,19 +198,20 @@ def _structured_sandwich(
     Small chains (``nnz(W) (m + 1) T <= SMALL_PROPAGATION_WORK``, where the bookkeeping of a
     truncation or of a frontier costs more than the products it saves) are propagated
     through every lag, whole columns from the start, without a column for the target.
-    Otherwise the propagation first stops at the mixing level ``n eps^2 <= FIRST_MIXING_LEVEL``;
-    if the certified widening caused by the truncation (``sum |E|`` of the model error) exceeds
-    ``truncation_rtol`` times the c = 1 lower bound, it resumes (never restarts) down to the
-    level predicted to suffice (the widening taken as proportional to the level), with a
-    factor 2 of margin, until it passes, every lag is computed, or a level stop lowers the
-    widening by less than half (a floor: the drift of a W doubly stochastic only to
-    rounding, which more lags do not lower).  At every stop the widening is first
-    predicted (:func:`_predicted_widening`: one Cholesky solve, which the certified sandwich
-    then reuses), so that a stop predicted to be too coarse costs no certified sandwich.
-    With the decayed tail the widening falls more slowly than the level (as its square
-    root to its first power on ER at n = 10^6), so a resume can stop short, which then
-    costs one more prediction; only the levels depend on the predictions, and
-    every returned sandwich is certified.
+    Otherwise the propagation first stops at the mixing level :func:`_first_level` (at most
+    ``n eps^2 = FIRST_MIXING_LEVEL``) or at the product budget (below), whichever comes
+    first; if the certified widening caused by the truncation (``sum |E|`` of the model
+    error) exceeds ``truncation_rtol`` times the c = 1 lower bound, it resumes (never
+    restarts) down to the level predicted to suffice (the widening taken as proportional to
+    the level), with a factor 2 of margin, until it passes, every lag is computed, or a
+    level stop lowers the widening by less than half (a floor: the drift of a W doubly
+    stochastic only to rounding, which more lags do not lower).  At every stop the widening
+    is first predicted (:func:`_predicted_widening`: one Cholesky solve, which the certified
+    sandwich then reuses), so that a stop predicted to be too coarse costs no certified
+    sandwich. With the decayed tail the widening falls more slowly than the level (as its
+    square root to its first power on ER at n = 10^6), so a resume can stop short, which
+    then costs one more prediction; only the levels depend on the predictions, and every
+    returned sandwich is certified.
 
     A slowly mixing chain (Chung-Lu graphs: a low-degree node whose neighbours are hubs of
     degree d relaxes at rate 1 / (d + 1) under Metropolis weights) can need hundreds of

@@ -246,9 +246,8 @@ class LagPropagator:
         self.C[0] = self.V.T @ self.V
         self.target_rows = np.empty((T, b))  # V_l[target]: a_l without a target column
         self.target_rows[0] = self.V[target]
-        self.eps = np.full(b, np.sqrt(1.0 - 1.0 / n))  # ||e_a - 1/n||
         # [lower, upper] bounds on ||W^k e - 1/n|| (exact arithmetic) per column, k = 0, 1, ..
-        start = np.sqrt(1.0 - 1.0 / n)
+        start = np.sqrt(1.0 - 1.0 / n)  # ||e_a - 1/n||
         self.distances = [(np.full(b, start * (1 - 4 * UNIT_ROUNDOFF)),
                            np.full(b, start * (1 + 4 * UNIT_ROUNDOFF)))]
         self.support = np.unique(np.concatenate([observers, [target]])) if frontier else None
@@ -272,6 +271,11 @@ class LagPropagator:
     @property
     def finished(self) -> bool:
         return self.exact == self.C.shape[0]
+
+    @property
+    def eps(self) -> np.ndarray:
+        """Per column, the upper bound on the current mixing distance ``||W^P e - 1/n||``."""
+        return self.distances[-1][1]
 
     @property
     def mixing_level(self) -> float:
@@ -353,7 +357,6 @@ class LagPropagator:
             lower = ((np.sqrt(squares * (1 - g)) - offset) * (1 - 4 * UNIT_ROUNDOFF)
                      - self.rounding_drift * (1 + 4 * UNIT_ROUNDOFF))
             self.distances.append((np.maximum(lower, 0.0), upper))
-        self.eps = self.distances[-1][1]
 
     def close(self) -> None:
         """Close the progress bar (the propagation may stop before the last lag)."""
