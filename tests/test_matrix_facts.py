@@ -248,3 +248,48 @@ def test_row_sum_deviation_bounds_the_exact_row_sums_closely(seed):
     rho = MatrixFacts(W).row_sum_deviation
     assert exact <= rho <= exact + 1e-17
     assert rho < 45 * np.finfo(float).eps / 2  # below gamma_(d+1) of float64 sums
+
+
+@pytest.mark.parametrize(("graph", "laziness"), [
+    ("karate", 0.0), ("karate", 0.3), ("chung-lu", 0.0), ("ring", 0.5)])
+def test_metropolis_rows_sum_to_exactly_one(graph, laziness):
+    """Metropolis weights are rounded down to multiples of 2^-52: every stored row sums to 1
+    exactly (math.fsum), the deviation is reported as 0 (no drift allowance), W stays
+    symmetric and non-negative, and each weight is within 2^-52 of its float64 value."""
+    import math
+
+    from sparsedp.graphs import large as lg
+    from sparsedp.linalg.matrix_facts import MatrixFacts
+
+    G = {"karate": lambda: nx.Graph(nx.karate_club_graph().edges()),
+         "chung-lu": lambda: lg.largest_component(lg.chung_lu_large(3000, 12, seed=2)),
+         "ring": lambda: nx.cycle_graph(7)}[graph]()
+    W = sparsedp.gossip_matrix(G, laziness=laziness)
+    rows = np.split(W.data, W.indptr[1:-1])
+    assert max(abs(math.fsum([*row, -1.0])) for row in rows) == 0.0
+    assert MatrixFacts(W).row_sum_deviation == 0.0
+    assert (W != W.T).nnz == 0 and W.data.min() >= 0
+    degrees = np.diff(W.indptr) - (W.diagonal() != 0)
+    off = W.tocoo()
+    keep = off.row != off.col
+    exact = (1 - laziness) / (1.0 + np.maximum(degrees[off.row[keep]], degrees[off.col[keep]]))
+    assert np.abs(off.data[keep] - exact).max() <= 2.0**-52
+
+
+def test_row_sum_deviation_is_exact_on_the_grid_and_bounded_off_it():
+    """On multiples of 2^-52 the deviation is the exact one (a row 2^-52 short of 1 reports
+    exactly 2^-52); one value off the grid falls back to the extended-precision bound, which
+    is at least the exact deviation."""
+    import math
+
+    from sparsedp.linalg.matrix_facts import MatrixFacts
+
+    grid = sp.csr_matrix(np.array([[0.5, 0.25, 0.25 - 2.0**-52],
+                                   [0.25, 0.5, 0.25],
+                                   [0.25 - 2.0**-52, 0.25, 0.5]]))
+    assert MatrixFacts(grid).row_sum_deviation == 2.0**-52
+    third = 1.0 / 3.0
+    off_grid = sp.csr_matrix(np.full((3, 3), third))
+    exact = abs(math.fsum([third] * 3 + [-1.0]))
+    rho = MatrixFacts(off_grid).row_sum_deviation
+    assert exact <= rho <= exact + 1e-17

@@ -25,6 +25,7 @@ SCHEMES = ("metropolis", "max-degree", "row-normalised", "row-normalised-self-lo
 
 
 WEIGHTED_SCHEMES = ("row-normalised",)
+WEIGHT_GRID = 2.0**-52  # Metropolis off-diagonal weights are multiples of this
 
 
 def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0,
@@ -34,7 +35,12 @@ def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0,
     With ``d_i`` the degree of node ``i`` and ``j ~ i`` its neighbours:
 
     * ``"metropolis"``: ``W_ij = 1 / (1 + max(d_i, d_j))`` for ``j ~ i``,
-      ``W_ii = 1 - sum_{j~i} W_ij`` (>= ``1 / (1 + d_i)``).  Symmetric, doubly stochastic.
+      ``W_ii = 1 - sum_{j~i} W_ij`` (>= ``1 / (1 + d_i)``).  Symmetric, doubly stochastic,
+      and exactly so as stored: the off-diagonal weights are rounded down to multiples of
+      :data:`WEIGHT_GRID` (``2^-52``, at most that far from the float64 value), so that every
+      sum of them and ``1 - sum`` are exact in float64 and each stored row sums to exactly 1
+      (no allowance for row sums off by rounding:
+      :attr:`sparsedp.linalg.matrix_facts.MatrixFacts.row_sum_deviation` is 0).
     * ``"max-degree"``: ``W_ij = 1 / max(d_i, d_j)``, ``W_ii = 1 - sum_{j~i} W_ij``, which is
       exactly 0 when no neighbour has a larger degree than ``i``; then W can be periodic (even
       cycles, hypercubes and other bipartite regular graphs: period 2).  Symmetric, doubly
@@ -151,9 +157,15 @@ def _degree_weights(g, scheme: str, laziness: float) -> sp.csr_matrix:
     rows = np.repeat(np.arange(g.n), np.diff(A.indptr))
     cols = A.indices
     if scheme == "metropolis":
-        off = 1.0 / (1.0 + np.maximum(d[rows], d[cols]))
+        # on the grid: sums of at most 2^52 multiples of 2^-52 below 1 are exact, so the
+        # diagonal 1 - sum is exact and every stored row sums to 1 (symmetric: the same
+        # rounded value on both sides of an edge)
+        off = np.floor((1.0 - laziness) / (1.0 + np.maximum(d[rows], d[cols])) / WEIGHT_GRID
+                       ) * WEIGHT_GRID
         diag = 1.0 - np.bincount(rows, weights=off, minlength=g.n)
-    elif scheme == "max-degree":
+        W = sp.csr_matrix((off, cols.copy(), A.indptr.copy()), shape=A.shape)
+        return _with_diagonal(W, diag)
+    if scheme == "max-degree":
         off = 1.0 / np.maximum(d[rows], d[cols])
         has_larger_neighbour = np.bincount(rows[d[cols] > d[rows]], minlength=g.n) > 0
         diag = np.where(has_larger_neighbour,
@@ -167,6 +179,11 @@ def _degree_weights(g, scheme: str, laziness: float) -> sp.csr_matrix:
     off = (1.0 - laziness) * off
     diag = laziness + (1.0 - laziness) * diag
     W = sp.csr_matrix((off, cols.copy(), A.indptr.copy()), shape=A.shape)
+    return _with_diagonal(W, diag)
+
+
+def _with_diagonal(W: sp.csr_matrix, diag: np.ndarray) -> sp.csr_matrix:
+    """``W + diag(diag)`` in CSR, sorted, without explicit zeros (W has no diagonal)."""
     W = (W + sp.diags(diag, format="csr")).tocsr()
     W.eliminate_zeros()
     W.sort_indices()
