@@ -43,7 +43,7 @@ def test_k_is_c_f_ct_and_m_is_bt_finv_b(T):
     C = np.tril(np.ones((T, T)))
     np.testing.assert_allclose(C @ F @ C.T, K, rtol=1e-12, atol=1e-13)
     G = scipy.linalg.toeplitz(a, np.zeros(T))
-    B = banded._b_matrix(a[: wa + 1] - c, c, T).toarray()
+    B = banded._b_matrix(banded._b_coefficients(a[: wa + 1] - c, c, T), T).toarray()
     np.testing.assert_allclose(B, np.linalg.solve(C, G), atol=1e-14)
     M = G.T @ np.linalg.solve(K, G)
     np.testing.assert_allclose(B.T @ np.linalg.solve(F, B), M, rtol=1e-9, atol=1e-12)
@@ -53,17 +53,114 @@ def test_k_is_c_f_ct_and_m_is_bt_finv_b(T):
 def test_the_banded_interval_brackets_the_dense_single_pair_interval(n, T, seed):
     """The certified [lower, upper] of the banded form against the dense path on the same
     query: the intervals overlap (each side certified), the c = 1 lower bound within 1e-4
-    of the dense one, the spectral upper bound within 1% of the dense spectral bound."""
+    of the dense one, the spectral upper bound within 1% of the dense spectral bound, and
+    the reported upper bound, the diagonal shift's, within 2e-3 of the dense interval (M_T
+    >= 0 entrywise here, so the dense interval is pinned at the c = 1 value)."""
     W = sparsedp.gossip_matrix(lg.largest_component(lg.erdos_renyi_large(n, 12, seed=seed)))
     for target in (5, 17):
         b = sparsedp.squared_sensitivity(W, target, [0], T, method="banded")
         d = sparsedp.squared_sensitivity(W, target, [0], T, exact=False)
         assert b.method == "banded"
         assert b.lower <= d.upper and d.lower <= b.upper
-        ones = next(x.value for x in d.bounds if x.name == "ones")
-        spectral = next(x.value for x in d.bounds if x.name == "spectral")
-        assert b.lower == pytest.approx(ones, rel=1e-4)
-        assert b.upper == pytest.approx(spectral, rel=1e-2)
+        dense = {x.name: x.value for x in d.bounds}
+        mine = {x.name: x.value for x in b.bounds}
+        assert b.lower == pytest.approx(dense["ones"], rel=1e-4)
+        assert mine["spectral"] == pytest.approx(dense["spectral"], rel=1e-2)
+        assert d.upper <= b.upper == mine["diagonal_shift"] <= d.upper * (1 + 2e-3)
+
+
+def _band_of(M: np.ndarray, p: int) -> np.ndarray:
+    """LAPACK upper band storage of the symmetric M (half-bandwidth p)."""
+    T = M.shape[0]
+    ab = np.zeros((p + 1, T))
+    for d in range(p + 1):
+        ab[p - d, d:] = np.diag(M, d)
+    return ab
+
+
+def _brute_force_maximum(M: np.ndarray) -> float:
+    T = M.shape[0]
+    signs = 1 - 2 * ((np.arange(2**T)[:, None] >> np.arange(T)) & 1)
+    return float(np.einsum("si,ij,sj->s", signs, M, signs).max())
+
+
+def _random_band(T: int, p: int, off: float, seed: int) -> np.ndarray:
+    """A symmetric positive definite T x T matrix of half-bandwidth p (dense)."""
+    rng = np.random.default_rng(seed)
+    F = np.diag(1.0 + rng.random(T))
+    for d in range(1, p + 1):
+        F += off * (np.eye(T, k=d) + np.eye(T, k=-d))
+    return F
+
+
+@pytest.mark.parametrize(("T", "beta"), [(9, [0.4, -0.7, 0.2]), (30, [1.0, 0.3, -0.2, 0.5]),
+                                         (3, [0.5, 0.25, 1.0, 2.0])])
+def test_the_gram_band_is_b_diag_b_transpose(T, beta):
+    """``_gram_band`` and ``_abs_gram_row_sums`` against the dense ``B D B^T``."""
+    beta = np.array(beta)[:T]
+    inverse = np.random.default_rng(T).random(T) + 0.1
+    B = banded._b_matrix(beta, T).toarray()
+    gram = B @ np.diag(inverse) @ B.T
+    band = banded._gram_band(beta, inverse)
+    for delta in range(beta.size):
+        np.testing.assert_allclose(band[delta, : T - delta], np.diag(gram, -delta),
+                                   rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(banded._abs_gram_row_sums(beta, inverse),
+                               (np.abs(B) @ np.diag(inverse) @ np.abs(B).T).sum(axis=1),
+                               rtol=1e-14)
+
+
+def _brute_force_maximum(M: np.ndarray) -> float:
+    T = M.shape[0]
+    signs = 1 - 2 * ((np.arange(2**T)[:, None] >> np.arange(T)) & 1)
+    return float(np.einsum("si,ij,sj->s", signs, M, signs).max())
+
+
+@pytest.mark.parametrize("coupling", [0.6, -0.6, -0.9])
+def test_the_banded_diagonal_shift_holds_for_every_sign_vector(coupling):
+    """``M_T = B^T F^-1 B`` for a banded F (an M-matrix: ``F^-1 >= 0``) and a bidiagonal
+    Toeplitz B, T = 12: the diagonal-shift bound is at least the brute-force maximum over all
+    4096 sign vectors.  With ``B >= 0`` (so ``M >= 0``) it is the c = 1 value to 1e-3; with a
+    negative coupling ``(M 1)_+`` is far below the maximum, so only the certificate stands
+    between the candidates and an unsound bound."""
+    T, p = 12, 1
+    F = _random_band(T, p, -0.2, seed=7)
+    beta = np.array([1.0, coupling])
+    B = banded._b_matrix(beta, T)
+    M = B.toarray().T @ np.linalg.solve(F, B.toarray())
+    ab = _band_of(F, p)
+    factor = (scipy.linalg.cholesky_banded(ab), False)
+    theta = float(np.linalg.eigvalsh(M)[-1])
+    shift = banded._certified_diagonal_shift(ab, factor, B, beta, p, 0.0, 0.0, theta, np.inf)
+    maximum = _brute_force_maximum(M)
+    assert shift >= maximum
+    if coupling > 0:
+        assert M.min() >= 0
+        assert shift == pytest.approx(float(M.sum()), rel=1e-3)
+    else:
+        assert np.maximum(M.sum(axis=1), 0).sum() < 0.5 * maximum
+
+
+def test_dominance_is_certified_only_when_it_holds():
+    """``_dominates(d)`` against the dense ``lambda_max(M - diag d) <= 0`` on random d around
+    the row sums of ``|M|`` (Gershgorin: enough) for a mixed-sign M; it must say yes for
+    some and no for others, and never yes when dominance fails."""
+    T, p = 12, 2
+    rng = np.random.default_rng(3)
+    F = _random_band(T, p, 0.25, seed=3)
+    beta = np.array([0.9, -0.5, 0.7])
+    B = banded._b_matrix(beta, T).toarray()
+    M = B.T @ np.linalg.solve(F, B)
+    ab = _band_of(F, p)
+    dominating = np.abs(M).sum(axis=1)
+    answers = []
+    for scale in np.linspace(0.2, 1.2, 41):
+        d = dominating * scale * (1 + 0.2 * rng.random(T))
+        certified = banded._dominates(ab, beta, p, 0.0, 0.0, d)
+        holds = np.linalg.eigvalsh(M - np.diag(d))[-1] <= 0
+        assert holds or not certified
+        answers.append(certified)
+    assert any(answers) and not all(answers)
 
 
 def test_the_banded_path_refuses_what_it_cannot_certify():

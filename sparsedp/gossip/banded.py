@@ -22,16 +22,22 @@ So everything that the dense path does with T x T matrices reduces to banded one
   it, delta covering the rounding of forming that matrix, the truncation (``||F_true - F|| <=
   ||D||^2 ||K_true - K_hat|| <= 4 dK``; ``||B_true - B|| <= 2 ||G_true - G||``) and the
   Cholesky backward error ``gamma_(p+2) (p+1)^2 max_i q_ii`` (p the half-bandwidth); then
-  ``Delta^2 <= T lambda_max(M) <= T s`` (v2 Sec. 3.4's spectral bound).
+  ``Delta^2 <= T lambda_max(M) <= T s`` (v2 Sec. 3.4's spectral bound);
+* more generally ``M <= diag(d)`` iff ``F - B diag(d)^-1 B^T`` is positive semidefinite, the
+  same banded test, and then ``Delta^2 <= sum(d)`` (the dense path's diagonal shift).  With
+  ``d = (M 1)_+ + alpha theta`` (``M 1 = B^T F^-1 B 1``, one banded solve; theta the Lanczos
+  estimate of ``lambda_max(M)``) this is the c = 1 value plus ``alpha theta T`` whenever
+  ``M >= 0`` entrywise, which makes ``diag(M 1) - M`` a weighted Laplacian: the usual case
+  for the gossip chains, where it closes most of the spectral bound's gap.
 
 Work O(T w^2) and memory O(T w) instead of O(T^3) and O(T^2): T = 10^4 or 2 x 10^4 in
 seconds.  The truncation allowance ``4 dK`` with ``dK <= T (T + 1) / 2`` times the largest
 lag error grows like T^2 (T^3 in the lower bound's ``dF ||x||^2``): at T = 20000 on small
 graphs it costs a few percent of the lower bound; a structured bound on ``D dK D^T`` would be
 far tighter.  The lags' own working-precision rounding is the engine's documented model
-(docs/index.md), as on the dense path.  The upper bound is the spectral one (about 20%
-above the c = 1 value on ER graphs at T = 1000); the dense path's tighter bounds
-(entrywise, diagonal shift, SDP) need the T x T matrix M.
+(docs/index.md), as on the dense path.  The upper bound is the least of the spectral one
+(about 20% above the c = 1 value on ER graphs at T = 1000) and the diagonal shift; the
+dense path's entrywise bound and its searched shift need the T x T matrix M.
 """
 
 from __future__ import annotations
@@ -54,17 +60,21 @@ from sparsedp.linalg.stochastic import matrix_facts
 MIXING_LEVEL = 1e-20  # n eps^2 at which the lags are truncated
 BAND_ARRAYS = 12  # band-sized arrays held at once (F, its factor, B B^T's band, Q, bounds)
 LANCZOS_STEPS = 60
+SHIFT_MARGINS = (1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)  # alpha of the diagonal shift
 
 
 @dataclass(frozen=True)
 class BandedInterval:
     """``lower <= Delta_T(target -> observer)^2 <= upper`` (lower: the certified c = 1 value;
-    upper: ``T s`` with ``lambda_max(M_T) <= s`` certified), the half-bandwidth ``w`` of the
-    mixed moments, the sparse ``products`` and ``lambda_max`` (the certified s)."""
+    upper: the least of ``T s`` with ``lambda_max(M_T) <= s`` certified, the certified
+    ``diagonal_shift`` ``sum(d)`` with ``M_T <= diag(d)`` (``inf`` when none was) and T),
+    the half-bandwidth ``w`` of the mixed moments, the sparse ``products`` and
+    ``lambda_max`` (the certified s)."""
 
     lower: float
     upper: float
     lambda_max: float
+    diagonal_shift: float
     bandwidth: int
     products: int
 
@@ -100,7 +110,8 @@ def banded_interval(W, target: int, observer: int, T: int, *, progress=None,
     wa = min(int(np.flatnonzero(a != c).max()) if np.any(a != c) else 0, T - 1)
     alpha = a[: wa + 1] - c
     F, F_err = _f_band(eps, c, T)
-    B = _b_matrix(alpha, c, T)
+    beta = _b_coefficients(alpha, c, T)
+    B = _b_matrix(beta, T)
     # B's own rounding: alpha = fl(a - c), its differences and + c, each entry within 3u of
     # |a_k| + |a_(k-1)| + c; ||.||_2 <= its largest row sum (wa + 1 entries)
     dB_round = 3 * gamma(1) * (wa + 1) * (2 * float(np.abs(a[: wa + 1]).max()) + c) * 1.01
@@ -109,10 +120,14 @@ def banded_interval(W, target: int, observer: int, T: int, *, progress=None,
     dK, dG = _truncation_norms(lags, T)
     dF = F_err + 4.0 * dK  # ||F_true - F_hat||_2 (rounding of the band, truncation)
     r_true_err = float(np.max(lags.a_error))  # |r_true - r| entrywise on truncated lags
-    lower = _ones_lower(F, p, a, dF, r_true_err, depth)
-    lam = _certified_lambda_max(F, B, p, dF, 2.0 * dG + dB_round)
-    return BandedInterval(lower=lower, upper=min(T * lam, float(T)), lambda_max=lam,
-                          bandwidth=w, products=lags.products)
+    dB = 2.0 * dG + dB_round  # ||B_true - B_hat||_2
+    factor = (scipy.linalg.cholesky_banded(F), False)
+    lower = _ones_lower(F, factor, p, a, dF, r_true_err, depth)
+    theta = _lambda_max_estimate(factor, B)
+    lam = _certified_lambda_max(F, beta, p, dF, dB, theta)
+    shift = _certified_diagonal_shift(F, factor, B, beta, p, dF, dB, theta, ceiling=T * lam)
+    return BandedInterval(lower=lower, upper=min(T * lam, shift, float(T)), lambda_max=lam,
+                          diagonal_shift=shift, bandwidth=w, products=lags.products)
 
 
 def _truncation_norms(lags, T: int) -> tuple[float, float]:
@@ -182,15 +197,45 @@ def _f_band(eps: np.ndarray, c: float, T: int) -> tuple[np.ndarray, float]:
     return ab, gamma(w + 8) * float(row.max()) * (1 + 8 * UNIT_ROUNDOFF)
 
 
-def _b_matrix(alpha: np.ndarray, c: float, T: int) -> sp.csr_matrix:
-    """``B = c I + D A`` (lower banded Toeplitz: ``B[t, t - k] = c [k = 0] + alpha_k -
-    alpha_(k-1)``)."""
+def _b_coefficients(alpha: np.ndarray, c: float, T: int) -> np.ndarray:
+    """``beta_k = c [k = 0] + alpha_k - alpha_(k-1)`` for ``k < min(len(alpha) + 1, T)``:
+    ``B = c I + D A`` is the lower banded Toeplitz matrix ``B[t, t - k] = beta_k``."""
     beta = np.diff(np.concatenate([[0.0], alpha, [0.0]]))[: alpha.size + 1]
     beta[0] += c
-    k = np.arange(beta.size)
-    keep = k < T
-    return sp.diags([np.full(T - kk, b) for kk, b in zip(k[keep], beta[keep], strict=True)],
-                    -k[keep], shape=(T, T), format="csr")
+    return beta[:T]
+
+
+def _b_matrix(beta: np.ndarray, T: int) -> sp.csr_matrix:
+    """The T x T lower banded Toeplitz ``B[t, t - k] = beta_k``."""
+    return sp.diags([np.full(T - k, b) for k, b in enumerate(beta)], -np.arange(beta.size),
+                    shape=(T, T), format="csr")
+
+
+def _gram_band(beta: np.ndarray, inverse: np.ndarray) -> np.ndarray:
+    """``band[delta, j] = (B diag(inverse) B^T)[j + delta, j]`` (garbage where ``j + delta
+    >= T``) for the Toeplitz B of :func:`_b_matrix`: with ``k = j - c`` the column,
+
+        band[delta, j] = sum_(k <= L - delta) beta_(k + delta) beta_k inverse_(j - k)
+
+    (``inverse_i = 0`` for ``i < 0``; L + 1 = len(beta)), one matrix product ``H V`` with
+    ``H[delta, k] = beta_(k + delta) beta_k`` and ``V[k, j] = inverse_(j - k)``: each entry a
+    sum of at most L + 1 rounded products, like the sparse product it replaces."""
+    L, T = beta.size - 1, inverse.size
+    H = np.zeros((L + 1, L + 1))
+    for delta in range(L + 1):
+        H[delta, : L + 1 - delta] = beta[delta:] * beta[: L + 1 - delta]
+    padded = np.concatenate([np.zeros(L), inverse])
+    V = np.lib.stride_tricks.sliding_window_view(padded, T)[::-1]  # V[k, j] = inverse_(j - k)
+    return H @ V
+
+
+def _abs_gram_row_sums(beta: np.ndarray, inverse: np.ndarray) -> np.ndarray:
+    """Row sums of ``|B| diag(inverse) |B|^T`` (``inverse >= 0``): ``r_i = sum_m |beta_m|
+    w_(i - m)`` with ``w_k = inverse_k sum_t |B[t, k]|``, in float64 (the caller charges
+    their rounding)."""
+    T, absolute = inverse.size, np.abs(beta)
+    column_sums = np.cumsum(absolute)[np.minimum(beta.size - 1, T - 1 - np.arange(T))]
+    return np.convolve(inverse * column_sums, absolute)[:T]
 
 
 def _band_matvec(ab: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -202,11 +247,12 @@ def _band_matvec(ab: np.ndarray, x: np.ndarray) -> np.ndarray:
     return y
 
 
-def _ones_lower(F: np.ndarray, p: int, r: np.ndarray, dF: float, r_err: float,
+def _ones_lower(F: np.ndarray, factor, p: int, r: np.ndarray, dF: float, r_err: float,
                 depth: float) -> float:
     """Certified ``r_true^T F_true^{-1} r_true >= 2 x^T r_true - x^T F_true x`` at x = the
-    computed solve, with ``|r_true - r| <= r_err`` entrywise and ``||F_true - F|| <= dF``."""
-    x = scipy.linalg.cho_solve_banded((scipy.linalg.cholesky_banded(F), False), r)
+    computed solve (``factor``: F's banded Cholesky factor), with ``|r_true - r| <= r_err``
+    entrywise and ``||F_true - F|| <= dF``."""
+    x = scipy.linalg.cho_solve_banded(factor, r)
     T = r.size
     xr = float(x @ r)
     xFx = float(x @ _band_matvec(F, x))
@@ -219,46 +265,93 @@ def _ones_lower(F: np.ndarray, p: int, r: np.ndarray, dF: float, r_err: float,
     return max(value * (1 - 8 * UNIT_ROUNDOFF), 0.0)
 
 
-def _certified_lambda_max(F: np.ndarray, B: sp.csr_matrix, p: int, dF: float,
-                          dB: float) -> float:
-    """The smallest s found with ``F - B B^T / s - delta I`` Cholesky-factorable, delta
-    covering every allowance (module docstring); starts from a Lanczos estimate of
-    ``lambda_max(B^T F^{-1} B)`` and widens by factors of 1.001, 1.01, ... 2."""
-    factor = (scipy.linalg.cholesky_banded(F), False)
-    T = F.shape[1]
+def _lambda_max_estimate(factor, B: sp.csr_matrix) -> float:
+    """A Lanczos estimate of ``lambda_max(M_T) = lambda_max(B^T F^-1 B)`` (``factor``: F's
+    banded Cholesky factor); only a starting point for the certificates."""
+    T = B.shape[0]
 
     def apply(v):
         return B.T @ scipy.linalg.cho_solve_banded(factor, B @ v)
 
     op = scipy.sparse.linalg.LinearOperator((T, T), matvec=apply, dtype=np.float64)
-    theta = float(scipy.sparse.linalg.eigsh(op, k=1, which="LA", ncv=min(T, 20),
-                                            maxiter=LANCZOS_STEPS * 10, tol=1e-8,
-                                            return_eigenvectors=False)[0])
-    BBt = (B @ B.T).tocsr()
-    rows, cols = BBt.nonzero()
-    q = max(p, int(np.abs(rows - cols).max()) if BBt.nnz else 0)
-    bbt_band = [BBt.diagonal(d) for d in range(q + 1)]  # B B^T's upper band, once
-    absB = abs(B)
-    # rounding of B B^T (q + 1 terms per entry): largest row sum of |B| |B|^T
-    abs_row_sum = float(np.asarray((absB @ absB.T).sum(axis=1)).max())
-    b_norm = math.sqrt(float(absB.sum(axis=1).max()) * float(absB.sum(axis=0).max()))
+    return float(scipy.sparse.linalg.eigsh(op, k=1, which="LA", ncv=min(T, 20),
+                                           maxiter=LANCZOS_STEPS * 10, tol=1e-8,
+                                           return_eigenvectors=False)[0])
+
+
+def _certified_lambda_max(F: np.ndarray, beta: np.ndarray, p: int, dF: float,
+                          dB: float, theta: float) -> float:
+    """The smallest s found with ``M_T <= s I`` certified (:func:`_dominates`), starting
+    from the Lanczos estimate ``theta`` of ``lambda_max(M_T)`` and widening by factors of
+    1.001, 1.01, ... 2."""
+    T = F.shape[1]
     for margin in (1e-3, 1e-2, 1e-1, 1.0):
         s = max(theta, 0.0) * (1 + margin) + 1e-300
-        Q = np.zeros((q + 1, T))
-        Q[q - p:] = F
-        for d, diag in enumerate(bbt_band):
-            Q[q - d, d:] -= diag / s
-        # rounding of B B^T, of / s and of the subtraction, entrywise
-        forming = (gamma(q + 4) / s) * abs_row_sum + gamma(2) * float(
-            np.abs(Q).max()) * (2 * q + 1)
-        truncation = dF + (2 * b_norm * dB + dB * dB) / s
-        cholesky = gamma(q + 2) * (q + 1) ** 2 * float(np.abs(Q[q]).max()) * 1.01
-        delta = (forming + truncation + cholesky) * (1 + 16 * UNIT_ROUNDOFF)
-        Q[q] -= delta
-        try:
-            scipy.linalg.cholesky_banded(Q)
-        except np.linalg.LinAlgError:
-            continue
-        return s * (1 + 4 * UNIT_ROUNDOFF)
+        if _dominates(F, beta, p, dF, dB, np.full(T, s)):
+            return s * (1 + 4 * UNIT_ROUNDOFF)
     raise ParameterError("could not certify lambda_max(M_T) on the banded form (the "
                          "allowances exceed the spectral gap); use squared_sensitivity")
+
+
+def _certified_diagonal_shift(F: np.ndarray, factor, B: sp.csr_matrix, beta: np.ndarray,
+                              p: int, dF: float, dB: float, theta: float,
+                              ceiling: float) -> float:
+    """``sum(d)`` for the least ``alpha`` in ``SHIFT_MARGINS`` for which ``d = (M_T 1)_+ +
+    alpha theta`` has ``M_T <= diag(d)`` certified (:func:`_dominates`) and ``sum(d)`` below
+    ``ceiling``; ``inf`` when none has.  Found by bisection (three Cholesky tries): a larger
+    alpha only adds to D and shrinks the allowances, so passing is monotone in it.  Then
+    ``c^T M_T c <= c^T diag(d) c <= sum(d)`` for every ``|c_i| <= 1`` (the dense path's
+    diagonal shift with its ``lambda_max`` term zero).
+    When ``M_T >= 0`` entrywise, ``diag(M_T 1) - M_T`` is a weighted Laplacian (positive
+    semidefinite), so ``sum(d)`` is ``1^T M_T 1 + alpha theta T``, the c = 1 value plus the
+    margin; ``M_T 1 = B^T F^-1 (B 1)`` is one banded solve (any d is sound, only the
+    certificate matters)."""
+    T = F.shape[1]
+    row_sums = np.maximum(B.T @ scipy.linalg.cho_solve_banded(factor, B @ np.ones(T)), 0.0)
+
+    def certified_total(alpha: float) -> float:
+        d = row_sums + alpha * max(theta, 0.0) + 1e-300
+        total = float(d.sum()) * (1 + gamma(T))
+        return total if total < ceiling and _dominates(F, beta, p, dF, dB, d) else math.inf
+
+    best, low, high = math.inf, 0, len(SHIFT_MARGINS)  # bisection: the least passing alpha
+    while low < high:
+        middle = (low + high) // 2
+        total = certified_total(SHIFT_MARGINS[middle])
+        if math.isfinite(total):
+            best, high = total, middle
+        else:
+            low = middle + 1
+    return best
+
+
+def _dominates(F: np.ndarray, beta: np.ndarray, p: int, dF: float, dB: float,
+               d: np.ndarray) -> bool:
+    """Whether ``M_T <= diag(d)`` (``d > 0``) is certified for ``M_T = B^T F^-1 B``, B the
+    Toeplitz matrix of ``beta`` (:func:`_b_matrix`): ``M_T <= D`` iff ``F - B D^-1 B^T`` is
+    positive semidefinite (Schur complement of ``[[D, B^T], [B, F]]``), which one banded
+    Cholesky of ``F - B D^-1 B^T - delta I`` certifies, delta covering the rounding of
+    forming that matrix (``gamma_(q+4) |B| D^-1 |B|^T``, largest row sum, and of the
+    subtraction), the truncation (``||F_true - F|| <= dF``, ``||B_true - B|| <= dB``:
+    ``(2 ||B|| dB + dB^2) ||D^-1||``, ``||B|| <= sum |beta|``) and the Cholesky backward error
+    ``gamma_(q+2) (q+1)^2 max_i q_ii`` (q the half-bandwidth)."""
+    T = F.shape[1]
+    inverse = 1.0 / d
+    band = _gram_band(beta, inverse)
+    q = max(p, beta.size - 1)
+    Q = np.zeros((q + 1, T))
+    Q[q - p:] = F
+    for delta in range(min(beta.size, T)):  # entry (j, j + delta) at Q[q - delta, j + delta]
+        Q[q - delta, delta:] -= band[delta, : T - delta]
+    abs_row_sum = float(_abs_gram_row_sums(beta, inverse).max())
+    b_norm = float(np.abs(beta).sum()) * (1 + gamma(beta.size))
+    forming = (gamma(q + 4) * abs_row_sum * (1 + gamma(T + q))
+               + gamma(2) * float(np.abs(Q).max()) * (2 * q + 1))
+    truncation = dF + (2 * b_norm * dB + dB * dB) * float(inverse.max()) * (1 + gamma(2))
+    cholesky = gamma(q + 2) * (q + 1) ** 2 * float(np.abs(Q[q]).max()) * 1.01
+    Q[q] -= (forming + truncation + cholesky) * (1 + 16 * UNIT_ROUNDOFF)
+    try:
+        scipy.linalg.cholesky_banded(Q)
+    except np.linalg.LinAlgError:
+        return False
+    return True

@@ -34,6 +34,7 @@ The reported ``lower`` is the best lower bound, ``upper`` the best certified upp
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -314,8 +315,9 @@ def _banded(W, target, observers, T, view, noise_removed, progress, max_memory
             ) -> SensitivityResult:
     """``method="banded"``: the banded form of K_T once the chain has mixed
     (:mod:`sparsedp.gossip.banded`): one observer, the secure-summation view, one constant
-    symmetric doubly stochastic W; the certified c = 1 lower bound and the spectral upper
-    bound ``T lambda_max(M_T)``, in O(T w) memory."""
+    symmetric doubly stochastic W; the certified c = 1 lower bound and the least of the
+    spectral upper bound ``T lambda_max(M_T)`` and the diagonal shift ``sum(d)`` with
+    ``M_T <= diag(d)``, in O(T w) memory."""
     T = validation.rounds(T)
     Ws, precision_notes = gossip_sequence(W, T)
     if len(Ws) != 1:
@@ -335,22 +337,27 @@ def _banded(W, target, observers, T, view, noise_removed, progress, max_memory
         return _different_components(target, model, T)
     b = banded_interval(W, target, int(observers[0]), T, progress=progress,
                         max_memory=max_memory)
-    bounds = (
+    bounds = [
         Bound("ones", b.lower, "lower", "c = 1 (the papers' choice), from the banded form"),
-        Bound("spectral", b.upper, "certified upper",
+        Bound("spectral", min(T * b.lambda_max, float(T)), "certified upper",
               "T lambda_max(M_T) (v2 Sec. 3.4), certified by a banded Cholesky of "
               "F - B B^T / s"),
-        Bound("local_dp", float(T), "certified upper", "T, since M_T <= I (local DP)"),
-    )
+    ]
+    if math.isfinite(b.diagonal_shift):
+        bounds.append(Bound("diagonal_shift", b.diagonal_shift, "certified upper",
+                            "sum(d) with M_T <= diag(d), d = (M_T 1)_+ + alpha lambda_max, "
+                            "certified by a banded Cholesky of F - B diag(d)^-1 B^T"))
+    bounds.append(Bound("local_dp", float(T), "certified upper",
+                        "T, since M_T <= I (local DP)"))
     solver = {"solver": "banded form K = C F C^T, M_T = B^T F^-1 B (banded Cholesky)",
               "bandwidth": b.bandwidth, "sparse_products": b.products,
               "lambda_max_upper": b.lambda_max, "upper_certified": True,
               "estimated_memory_bytes": banded_memory(n, T)}
     notes = list(precision_notes) + [
-        "banded form: the upper bound is the spectral one (the entrywise and diagonal-shift "
-        "bounds need the T x T matrix M_T)"]
+        "banded form: the upper bound is the least of the spectral and diagonal-shift "
+        "bounds (the entrywise bound and the searched shift need the T x T matrix M_T)"]
     return _result(target, model, T, lower=float(b.lower), upper=float(b.upper), exact=None,
-                   exact_error=None, method="banded", signs=(1,) * T, bounds=bounds,
+                   exact_error=None, method="banded", signs=(1,) * T, bounds=tuple(bounds),
                    solver=solver, notes=tuple(notes))
 
 
