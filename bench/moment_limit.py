@@ -19,7 +19,8 @@ lags are moments of the pushed-forward measure in ``x = lambda^2`` and the sums
 ``C_2i + C_2i+1`` those of ``(1 + lambda) dmu``, each bracketed by its Gauss (below) and
 Gauss-Radau at ``x = 1`` (above) rules (exact arithmetic: every derivative of ``x^j`` is
 >= 0 on ``[0, 1]``); ``gauss_radau_spread`` is the largest relative change of the value
-over the box's centre, its two constant-sign corners and five random corners.
+over the box's centre, the two corners along the sign of the value's gradient (the first-order
+extremes), the two constant-sign corners and five random corners.
 
     python bench/moment_limit.py --n 100000
 
@@ -38,6 +39,7 @@ from truncation_effect import GENERATORS, TARGET_GAP, c1_value
 
 import sparsedp
 from sparsedp.graphs import large
+from sparsedp.linalg.operators import k_from_moments
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "docs" / "figures" / "moment_limit.json"
 REFERENCE_STEPS = 150
@@ -144,7 +146,10 @@ def lag_box(runs, products: int, lags: int):
     of ``products / 2`` Lanczos steps on ``R^2`` (``runs``: both measures' Lanczos)."""
     k = max(products // 2, 1)
     gauss, radau = scalar_rules(*runs[False], k)
-    gauss_plus, radau_plus = scalar_rules(*runs[True], k)
+    gauss_plus, _ = scalar_rules(*runs[True], k)
+    # the Radau rule of k free nodes needs moment 2k of (1 + lambda) dmu, C_(4k) + C_(4k+1):
+    # lag 4k + 1 is known only when P = 2k + 1
+    _, radau_plus = scalar_rules(*runs[True], max(k - (products % 2 == 0), 1))
     even, odd = np.arange(0, lags, 2), np.arange(1, lags, 2)
     lo, hi = np.empty(lags), np.empty(lags)
     lo[even], hi[even] = rule_moments(gauss, even // 2), rule_moments(radau, even // 2)
@@ -165,7 +170,11 @@ def gauss_radau_spread(runs: dict, C_reference: np.ndarray, products: int, n: in
                           (lo_a, hi_a, C_reference[:T, 0, 1])):
         lo[:known] = hi[:known] = exact[:known]
     rng = np.random.default_rng(0)
-    signs = [(np.zeros(lags), np.zeros(T)), (np.ones(lags), np.ones(T)),
+    centre = np.zeros((lags, 2, 2))
+    centre[:, 0, 0], centre[:T, 0, 1] = (lo_o + hi_o) / 2, (lo_a + hi_a) / 2
+    g_mu, g_a = value_gradient(centre, n, T)
+    signs = [(np.zeros(lags), np.zeros(T)), (np.sign(g_mu), np.sign(g_a)),
+             (-np.sign(g_mu), -np.sign(g_a)), (np.ones(lags), np.ones(T)),
              (-np.ones(lags), -np.ones(T))]
     signs += [(rng.choice([-1.0, 1.0], lags), rng.choice([-1.0, 1.0], T)) for _ in range(5)]
     spread = 0.0
@@ -175,6 +184,24 @@ def gauss_radau_spread(runs: dict, C_reference: np.ndarray, products: int, n: in
         C[:T, 0, 1] = (lo_a + hi_a) / 2 + s_a * (hi_a - lo_a) / 2
         spread = max(spread, abs(value(C, n, T) - reference) / reference)
     return spread
+
+
+def value_gradient(C: np.ndarray, n: int, T: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient of the c = 1 value ``g^T K^-1 g`` (``g = G 1``, ``g_t = sum_(j <= t) a_j``)
+    in the lags ``mu_l`` and ``a_l``: with ``x = K^-1 g``, ``d/da_l = 2 sum_(t >= l) x_t`` and
+    ``d/dmu_l = -x^T (dK/dmu_l) x``; since ``K[t, s] = K[t-1, s-1] + mu_(t+s)``, the latter is
+    minus the anti-diagonal ``t + s = l`` sum of ``Y[t, s] = sum_(j >= 0) x_(t+j) x_(s+j)``."""
+    mu = C[: 2 * T - 1, 0, 0] + 1.0 / n
+    a = C[:T, 0, 1] + 1.0 / n
+    K = k_from_moments(mu[:, None, None], T)
+    x = np.linalg.solve(K, np.cumsum(a))
+    Y = np.outer(x, x)
+    for t in range(T - 2, -1, -1):  # the last row and column have no (t + 1, s + 1) term
+        Y[t, :-1] += Y[t + 1, 1:]
+    anti = np.add.outer(np.arange(T), np.arange(T))
+    grad_mu = -np.bincount(anti.ravel(), weights=Y.ravel(), minlength=2 * T - 1)
+    grad_a = 2.0 * np.cumsum(x[::-1])[::-1]
+    return grad_mu, grad_a
 
 
 def limits(name: str, n: int, T: int) -> dict:
