@@ -21,7 +21,7 @@ So everything that the dense path does with T x T matrices reduces to banded one
   ``[[s I, B^T], [B, F]]``): one banded Cholesky of ``F - B B^T / s - delta I`` certifies
   it, delta covering the rounding of forming that matrix, the truncation (``||F_true - F|| <=
   ||D||^2 ||K_true - K_hat|| <= 4 dK``; ``||B_true - B|| <= 2 ||G_true - G||``) and the
-  Cholesky backward error ``gamma_(p+2) (p+1)^2 max_i q_ii`` (p the half-bandwidth); then
+  Cholesky backward error (below); then
   ``Delta^2 <= T lambda_max(M) <= T s`` (v2 Sec. 3.4's spectral bound);
 * more generally ``M <= diag(d)`` iff ``F - B diag(d)^-1 B^T`` is positive semidefinite, the
   same banded test, and then ``Delta^2 <= sum(d)`` (the dense path's diagonal shift).  With
@@ -333,8 +333,14 @@ def _dominates(F: np.ndarray, beta: np.ndarray, p: int, dF: float, dB: float,
     Cholesky of ``F - B D^-1 B^T - delta I`` certifies, delta covering the rounding of
     forming that matrix (``gamma_(q+4) |B| D^-1 |B|^T``, largest row sum, and of the
     subtraction), the truncation (``||F_true - F|| <= dF``, ``||B_true - B|| <= dB``:
-    ``(2 ||B|| dB + dB^2) ||D^-1||``, ``||B|| <= sum |beta|``) and the Cholesky backward error
-    ``gamma_(q+2) (q+1)^2 max_i q_ii`` (q the half-bandwidth)."""
+    ``(2 ||B|| dB + dB^2) ||D^-1||``, ``||B|| <= sum |beta|``) and the Cholesky backward error.
+
+    Cholesky backward error: a factorisation that completes gives ``R^T R = A + dA`` with
+    ``|dA| <= gamma_k |R^T| |R|`` (Higham, *Accuracy and Stability*, Thm 10.3; inner
+    products of at most q + 1 terms, charged as ``k = 2q + 2``).  ``|R^T| |R|`` has half-
+    bandwidth q and entries ``sum_k |r_ki| |r_kj| <= sqrt(c_i c_j)`` with ``c_i = ||R e_i||^2
+    = a_ii + dA_ii <= a_ii / (1 - gamma_k)`` (Cauchy-Schwarz over the columns), so
+    ``||dA||_2 <= gamma_k (2q + 1) max_i a_ii / (1 - gamma_k)`` (its largest row sum)."""
     T = F.shape[1]
     inverse = 1.0 / d
     band = _gram_band(beta, inverse)
@@ -348,7 +354,8 @@ def _dominates(F: np.ndarray, beta: np.ndarray, p: int, dF: float, dB: float,
     forming = (gamma(q + 4) * abs_row_sum * (1 + gamma(T + q))
                + gamma(2) * float(np.abs(Q).max()) * (2 * q + 1))
     truncation = dF + (2 * b_norm * dB + dB * dB) * float(inverse.max()) * (1 + gamma(2))
-    cholesky = gamma(q + 2) * (q + 1) ** 2 * float(np.abs(Q[q]).max()) * 1.01
+    k = gamma(2 * q + 2)
+    cholesky = k * (2 * q + 1) * float(np.abs(Q[q]).max()) / (1 - k) * (1 + gamma(2))
     Q[q] -= (forming + truncation + cholesky) * (1 + 16 * UNIT_ROUNDOFF)
     try:
         scipy.linalg.cholesky_banded(Q)
