@@ -293,3 +293,22 @@ def test_row_sum_deviation_is_exact_on_the_grid_and_bounded_off_it():
     exact = abs(math.fsum([third] * 3 + [-1.0]))
     rho = MatrixFacts(off_grid).row_sum_deviation
     assert exact <= rho <= exact + 1e-17
+
+
+def test_metropolis_keeps_float_weights_where_the_grid_would_delete_them():
+    """Laziness within 1e-15 of 1 on K10: the off-diagonal weights (about 1e-16) are below
+    the grid's floor, so the float64 weights are kept (no edge lost) and the row sums' own
+    deviation is reported; a grid matrix whose row sum is below 0.5 (negative entries) takes
+    the extended-precision path, which bounds the exact deviation."""
+    import math
+
+    from sparsedp.linalg.matrix_facts import MatrixFacts
+
+    W = sparsedp.gossip_matrix(nx.complete_graph(10), laziness=1 - 1e-15)
+    assert W.nnz == 100 and W.data.min() > 0
+    rows = np.split(W.data, W.indptr[1:-1])
+    exact = max(abs(math.fsum([*row, -1.0])) for row in rows)
+    assert exact <= MatrixFacts(W).row_sum_deviation
+    # on the grid, absolute sum <= 1.5, but sum - 1 = -2 - 2^-52 is not a float64
+    negative = sp.csr_matrix(np.array([[-(1 + 2.0**-52), 0.0], [0.0, 1.0]]))
+    assert MatrixFacts(negative).row_sum_deviation >= 2 + 2.0**-52

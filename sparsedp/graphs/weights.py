@@ -25,7 +25,8 @@ SCHEMES = ("metropolis", "max-degree", "row-normalised", "row-normalised-self-lo
 
 
 WEIGHTED_SCHEMES = ("row-normalised",)
-WEIGHT_GRID = 2.0**-52  # Metropolis off-diagonal weights are multiples of this
+WEIGHT_GRID = 2.0**-52  # Metropolis off-diagonal weights are multiples of this ...
+GRID_MIN_WEIGHT = 2.0**-26  # ... when none is below this (each then within 2^-26 relative)
 
 
 def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0,
@@ -40,7 +41,11 @@ def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0,
       :data:`WEIGHT_GRID` (``2^-52``, at most that far from the float64 value), so that every
       sum of them and ``1 - sum`` are exact in float64 and each stored row sums to exactly 1
       (no allowance for row sums off by rounding:
-      :attr:`sparsedp.linalg.matrix_facts.MatrixFacts.row_sum_deviation` is 0).
+      :attr:`sparsedp.linalg.matrix_facts.MatrixFacts.row_sum_deviation` is 0).  When a
+      weight (laziness included) would be below :data:`GRID_MIN_WEIGHT` (``2^-26``: degrees
+      above ``6.7 x 10^7`` or laziness within that of 1), where the grid would move it by more
+      than ``2^-26`` of itself or delete it, the float64 weights are kept and the rows carry
+      their rounding (a small drift allowance).
     * ``"max-degree"``: ``W_ij = 1 / max(d_i, d_j)``, ``W_ii = 1 - sum_{j~i} W_ij``, which is
       exactly 0 when no neighbour has a larger degree than ``i``; then W can be periodic (even
       cycles, hypercubes and other bipartite regular graphs: period 2).  Symmetric, doubly
@@ -157,15 +162,17 @@ def _degree_weights(g, scheme: str, laziness: float) -> sp.csr_matrix:
     rows = np.repeat(np.arange(g.n), np.diff(A.indptr))
     cols = A.indices
     if scheme == "metropolis":
-        # on the grid: sums of at most 2^52 multiples of 2^-52 below 1 are exact, so the
-        # diagonal 1 - sum is exact and every stored row sums to 1 (symmetric: the same
-        # rounded value on both sides of an edge)
-        off = np.floor((1.0 - laziness) / (1.0 + np.maximum(d[rows], d[cols])) / WEIGHT_GRID
-                       ) * WEIGHT_GRID
+        off = 1.0 / (1.0 + np.maximum(d[rows], d[cols]))
+        if (1.0 - laziness) * off.min(initial=1.0) >= GRID_MIN_WEIGHT:
+            # on the grid: sums of multiples of 2^-52 below 1 are exact, so the diagonal
+            # 1 - sum is exact and every stored row sums to 1 (symmetric: the same rounded
+            # value on both sides of an edge)
+            off = np.floor((1.0 - laziness) * off / WEIGHT_GRID) * WEIGHT_GRID
+            diag = 1.0 - np.bincount(rows, weights=off, minlength=g.n)
+            W = sp.csr_matrix((off, cols.copy(), A.indptr.copy()), shape=A.shape)
+            return _with_diagonal(W, diag)
         diag = 1.0 - np.bincount(rows, weights=off, minlength=g.n)
-        W = sp.csr_matrix((off, cols.copy(), A.indptr.copy()), shape=A.shape)
-        return _with_diagonal(W, diag)
-    if scheme == "max-degree":
+    elif scheme == "max-degree":
         off = 1.0 / np.maximum(d[rows], d[cols])
         has_larger_neighbour = np.bincount(rows[d[cols] > d[rows]], minlength=g.n) > 0
         diag = np.where(has_larger_neighbour,

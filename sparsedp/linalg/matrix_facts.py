@@ -67,10 +67,11 @@ class MatrixFacts:
     def row_sum_deviation(self) -> float:
         """``rho >= max_i |sum_j W_ij - 1|`` for the exact sums of the stored values.
 
-        Exact when every stored value is a multiple of ``2^-52`` and every row's absolute
-        sum is at most 1.5 (Metropolis weights as :func:`sparsedp.gossip_matrix` builds
-        them): every partial sum is then a multiple of ``2^-52`` below 2 in absolute value,
-        hence a float64, so the float64 row sums and ``sum - 1`` have no rounding.
+        Exact when every stored value is a multiple of ``2^-52``, every row's absolute sum
+        is at most 1.5 and every row sum at least 0.5 (Metropolis weights as
+        :func:`sparsedp.gossip_matrix` builds them): every partial sum is then a multiple
+        of ``2^-52`` below 2 in absolute value, hence a float64, so the float64 row sums
+        have no rounding, nor has ``sum - 1`` (Sterbenz: the sum is in [0.5, 2]).
         Otherwise the sums in extended precision (``np.longdouble``; ``|error| <=
         gamma'_(d+1) sum_j |W_ij|`` with that type's unit roundoff, charged) instead of the
         float64 sums' own rounding, which for weights built in float64 is about as large as
@@ -79,8 +80,9 @@ class MatrixFacts:
         if W.dtype == np.float64 and W.nnz and np.diff(W.indptr).min() > 0:
             scaled = W.data * 2.0**52  # exact: a power of two
             absolute_sums = np.add.reduceat(np.abs(W.data), W.indptr[:-1])
-            if absolute_sums.max() <= 1.5 and np.array_equal(scaled, np.floor(scaled)):
-                sums = np.add.reduceat(W.data, W.indptr[:-1])
+            sums = np.add.reduceat(W.data, W.indptr[:-1])
+            if (absolute_sums.max() <= 1.5 and sums.min() >= 0.5
+                    and np.array_equal(scaled, np.floor(scaled))):
                 return float(np.abs(sums - 1.0).max())
         u = float(np.finfo(np.longdouble).eps) / 2
         k = (self.longest_row + 2) * u
