@@ -8,6 +8,7 @@ import networkx as nx
 import numpy as np
 import pytest
 import scipy.linalg
+import scipy.sparse.linalg
 
 import sparsedp
 from sparsedp.errors import ParameterError
@@ -129,9 +130,9 @@ def test_the_banded_diagonal_shift_holds_for_every_sign_vector(coupling):
     B = banded._b_matrix(beta, T)
     M = B.toarray().T @ np.linalg.solve(F, B.toarray())
     ab = _band_of(F, p)
-    factor = (scipy.linalg.cholesky_banded(ab), False)
     theta = float(np.linalg.eigvalsh(M)[-1])
-    shift = banded._certified_diagonal_shift(ab, factor, B, beta, p, 0.0, 0.0, theta, np.inf)
+    row_sums = np.maximum(M.sum(axis=1), 0.0)
+    shift = banded._certified_diagonal_shift(ab, beta, p, 0.0, 0.0, row_sums, theta, np.inf)
     maximum = _brute_force_maximum(M)
     assert shift >= maximum
     if coupling > 0:
@@ -161,6 +162,32 @@ def test_dominance_is_certified_only_when_it_holds():
         assert holds or not certified
         answers.append(certified)
     assert any(answers) and not all(answers)
+
+
+def test_the_banded_upper_bound_survives_a_failed_spectral_certificate(monkeypatch):
+    """Without a certified lambda_max the diagonal shift alone is the upper end (no
+    "spectral" bound is reported); Lanczos failing to converge only changes the starting
+    estimate; with neither certificate the query is refused."""
+    W = sparsedp.gossip_matrix(lg.largest_component(lg.erdos_renyi_large(400, 12, seed=1)))
+    reference = sparsedp.squared_sensitivity(W, 5, [0], 500, method="banded")
+
+    def no_convergence(*args, **kwargs):
+        raise scipy.sparse.linalg.ArpackNoConvergence("no", np.empty(0), np.empty((0, 0)))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(scipy.sparse.linalg, "eigsh", no_convergence)
+        fallback = sparsedp.squared_sensitivity(W, 5, [0], 500, method="banded")
+    assert fallback.lower == reference.lower
+    assert fallback.upper == pytest.approx(reference.upper, rel=1e-3)
+    monkeypatch.setattr(banded, "_certified_lambda_max", lambda *args: None)
+    shift_only = sparsedp.squared_sensitivity(W, 5, [0], 500, method="banded")
+    names = {x.name for x in shift_only.bounds}
+    assert "spectral" not in names and "diagonal_shift" in names
+    assert shift_only.upper == reference.upper
+    assert shift_only.solver["lambda_max_upper"] is None
+    monkeypatch.setattr(banded, "_certified_diagonal_shift", lambda *args, **kwargs: np.inf)
+    with pytest.raises(ParameterError, match="could not certify an upper bound"):
+        sparsedp.squared_sensitivity(W, 5, [0], 500, method="banded")
 
 
 def test_the_banded_path_refuses_what_it_cannot_certify():

@@ -69,11 +69,11 @@ class BandedInterval:
     upper: the least of ``T s`` with ``lambda_max(M_T) <= s`` certified, the certified
     ``diagonal_shift`` ``sum(d)`` with ``M_T <= diag(d)`` (``inf`` when none was) and T),
     the half-bandwidth ``w`` of the mixed moments, the sparse ``products`` and
-    ``lambda_max`` (the certified s)."""
+    ``lambda_max`` (the certified s; ``None`` when only the shift was certified)."""
 
     lower: float
     upper: float
-    lambda_max: float
+    lambda_max: float | None
     diagonal_shift: float
     bandwidth: int
     products: int
@@ -123,10 +123,16 @@ def banded_interval(W, target: int, observer: int, T: int, *, progress=None,
     dB = 2.0 * dG + dB_round  # ||B_true - B_hat||_2
     factor = (scipy.linalg.cholesky_banded(F), False)
     lower = _ones_lower(F, factor, p, a, dF, r_true_err, depth)
-    theta = _lambda_max_estimate(factor, B)
+    row_sums = B.T @ scipy.linalg.cho_solve_banded(factor, B @ np.ones(T))  # M_T 1
+    theta = _lambda_max_estimate(factor, B, fallback=float(np.abs(row_sums).max()))
     lam = _certified_lambda_max(F, beta, p, dF, dB, theta)
-    shift = _certified_diagonal_shift(F, factor, B, beta, p, dF, dB, theta, ceiling=T * lam)
-    return BandedInterval(lower=lower, upper=min(T * lam, shift, float(T)), lambda_max=lam,
+    spectral = T * lam if lam is not None else math.inf
+    shift = _certified_diagonal_shift(F, beta, p, dF, dB, np.maximum(row_sums, 0.0), theta,
+                                      ceiling=min(spectral, float(T)))
+    if lam is None and not math.isfinite(shift):
+        raise ParameterError("could not certify an upper bound on the banded form (the "
+                             "allowances exceed the spectral gap); use squared_sensitivity")
+    return BandedInterval(lower=lower, upper=min(spectral, shift, float(T)), lambda_max=lam,
                           diagonal_shift=shift, bandwidth=w, products=lags.products)
 
 
@@ -265,41 +271,45 @@ def _ones_lower(F: np.ndarray, factor, p: int, r: np.ndarray, dF: float, r_err: 
     return max(value * (1 - 8 * UNIT_ROUNDOFF), 0.0)
 
 
-def _lambda_max_estimate(factor, B: sp.csr_matrix) -> float:
+def _lambda_max_estimate(factor, B: sp.csr_matrix, fallback: float) -> float:
     """A Lanczos estimate of ``lambda_max(M_T) = lambda_max(B^T F^-1 B)`` (``factor``: F's
-    banded Cholesky factor); only a starting point for the certificates."""
+    banded Cholesky factor); only a starting point for the certificates, so when Lanczos
+    does not converge the ``fallback`` (the largest ``|M_T 1|``, which is ``lambda_max`` for
+    ``M_T >= 0``) stands in."""
     T = B.shape[0]
 
     def apply(v):
         return B.T @ scipy.linalg.cho_solve_banded(factor, B @ v)
 
     op = scipy.sparse.linalg.LinearOperator((T, T), matvec=apply, dtype=np.float64)
-    return float(scipy.sparse.linalg.eigsh(op, k=1, which="LA", ncv=min(T, 20),
-                                           maxiter=LANCZOS_STEPS * 10, tol=1e-8,
-                                           return_eigenvectors=False)[0])
+    try:
+        return float(scipy.sparse.linalg.eigsh(op, k=1, which="LA", ncv=min(T, 20),
+                                               maxiter=LANCZOS_STEPS * 10, tol=1e-8,
+                                               return_eigenvectors=False)[0])
+    except scipy.sparse.linalg.ArpackNoConvergence:
+        return fallback
 
 
 def _certified_lambda_max(F: np.ndarray, beta: np.ndarray, p: int, dF: float,
-                          dB: float, theta: float) -> float:
+                          dB: float, theta: float) -> float | None:
     """The smallest s found with ``M_T <= s I`` certified (:func:`_dominates`), starting
     from the Lanczos estimate ``theta`` of ``lambda_max(M_T)`` and widening by factors of
-    1.001, 1.01, ... 2."""
+    1.001, 1.01, ... 2; ``None`` when none is (the allowances exceed the spectral gap)."""
     T = F.shape[1]
     for margin in (1e-3, 1e-2, 1e-1, 1.0):
         s = max(theta, 0.0) * (1 + margin) + 1e-300
         if _dominates(F, beta, p, dF, dB, np.full(T, s)):
             return s * (1 + 4 * UNIT_ROUNDOFF)
-    raise ParameterError("could not certify lambda_max(M_T) on the banded form (the "
-                         "allowances exceed the spectral gap); use squared_sensitivity")
+    return None
 
 
-def _certified_diagonal_shift(F: np.ndarray, factor, B: sp.csr_matrix, beta: np.ndarray,
-                              p: int, dF: float, dB: float, theta: float,
-                              ceiling: float) -> float:
+def _certified_diagonal_shift(F: np.ndarray, beta: np.ndarray, p: int, dF: float, dB: float,
+                              row_sums: np.ndarray, theta: float, ceiling: float) -> float:
     """``sum(d)`` for the least ``alpha`` in ``SHIFT_MARGINS`` for which ``d = (M_T 1)_+ +
-    alpha theta`` has ``M_T <= diag(d)`` certified (:func:`_dominates`) and ``sum(d)`` below
-    ``ceiling``; ``inf`` when none has.  Found by bisection (three Cholesky tries): a larger
-    alpha only adds to D and shrinks the allowances, so passing is monotone in it.  Then
+    alpha theta`` (``row_sums``: ``(M_T 1)_+``) has ``M_T <= diag(d)`` certified
+    (:func:`_dominates`) and ``sum(d)`` below ``ceiling``; ``inf`` when none has.  Found by
+    bisection (three Cholesky tries): a larger alpha only adds to D and shrinks the
+    allowances, so passing is monotone in it.  Then
     ``c^T M_T c <= c^T diag(d) c <= sum(d)`` for every ``|c_i| <= 1`` (the dense path's
     diagonal shift with its ``lambda_max`` term zero).
     When ``M_T >= 0`` entrywise, ``diag(M_T 1) - M_T`` is a weighted Laplacian (positive
@@ -307,7 +317,6 @@ def _certified_diagonal_shift(F: np.ndarray, factor, B: sp.csr_matrix, beta: np.
     margin; ``M_T 1 = B^T F^-1 (B 1)`` is one banded solve (any d is sound, only the
     certificate matters)."""
     T = F.shape[1]
-    row_sums = np.maximum(B.T @ scipy.linalg.cho_solve_banded(factor, B @ np.ones(T)), 0.0)
 
     def certified_total(alpha: float) -> float:
         d = row_sums + alpha * max(theta, 0.0) + 1e-300

@@ -337,12 +337,11 @@ def _banded(W, target, observers, T, view, noise_removed, progress, max_memory
         return _different_components(target, model, T)
     b = banded_interval(W, target, int(observers[0]), T, progress=progress,
                         max_memory=max_memory)
-    bounds = [
-        Bound("ones", b.lower, "lower", "c = 1 (the papers' choice), from the banded form"),
-        Bound("spectral", min(T * b.lambda_max, float(T)), "certified upper",
-              "T lambda_max(M_T) (v2 Sec. 3.4), certified by a banded Cholesky of "
-              "F - B B^T / s"),
-    ]
+    bounds = [Bound("ones", b.lower, "lower", "c = 1 (the papers' choice), from the banded form")]
+    if b.lambda_max is not None:
+        bounds.append(Bound("spectral", min(T * b.lambda_max, float(T)), "certified upper",
+                            "T lambda_max(M_T) (v2 Sec. 3.4), certified by a banded Cholesky "
+                            "of F - B B^T / s"))
     if math.isfinite(b.diagonal_shift):
         bounds.append(Bound("diagonal_shift", b.diagonal_shift, "certified upper",
                             "sum(d) with M_T <= diag(d), d = (M_T 1)_+ + alpha lambda_max, "
