@@ -79,11 +79,12 @@ class MatrixFacts:
         W = self.W
         if W.dtype == np.float64 and W.nnz and np.diff(W.indptr).min() > 0:
             scaled = W.data * 2.0**52  # exact: a power of two
-            absolute_sums = np.add.reduceat(np.abs(W.data), W.indptr[:-1])
-            sums = np.add.reduceat(W.data, W.indptr[:-1])
-            if (absolute_sums.max() <= 1.5 and sums.min() >= 0.5
-                    and np.array_equal(scaled, np.floor(scaled))):
-                return float(np.abs(sums - 1.0).max())
+            if np.array_equal(scaled, np.floor(scaled)):
+                sums = np.add.reduceat(W.data, W.indptr[:-1])
+                absolute_sums = (sums if (W.data >= 0).all()
+                                 else np.add.reduceat(np.abs(W.data), W.indptr[:-1]))
+                if absolute_sums.max() <= 1.5 and sums.min() >= 0.5:
+                    return float(np.abs(sums - 1.0).max())
         u = float(np.finfo(np.longdouble).eps) / 2
         k = (self.longest_row + 2) * u
         starts = W.indptr[:-1][np.diff(W.indptr) > 0]
