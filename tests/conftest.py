@@ -6,6 +6,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from sparsedp.graphs.weights import gossip_matrix
+from tests.interrupt_plugin import pytest_configure, pytest_runtest_protocol  # noqa: F401
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,6 +1,12 @@
 """The command line's one error boundary, run as a user would: the installed ``sparsedp``
 command in a subprocess.  Exit statuses (0 ok, 1 out of memory or broken pipe, 2 user error,
-130 interrupted), at most one line on stderr, never a traceback, strict JSON."""
+130 interrupted), at most one line on stderr, never a traceback, strict JSON.
+
+The checks of output and exit status run twice: in this process through
+:func:`sparsedp.cli.main.main` (the default tier: the same code path after the launcher, a
+fraction of a second each) and through the installed command in a subprocess (the ``slow``
+tier: two seconds each, mostly the import).  What only a real process shows (signals, closed
+pipes, the launcher) is ``slow`` alone."""
 
 from __future__ import annotations
 
@@ -21,6 +27,23 @@ COMMAND = [shutil.which("sparsedp")] if shutil.which("sparsedp") else [
 
 def _run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([*COMMAND, *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(params=["in-process", pytest.param("installed-command", marks=pytest.mark.slow)])
+def run(request, capsys):
+    """``run(*args, timeout=...)``: the command's CompletedProcess, from one of two runners."""
+    if request.param == "installed-command":
+        return _run
+
+    def in_process(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        from sparsedp.cli.main import main
+
+        capsys.readouterr()
+        status = main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["sparsedp", *args], status, out, err)
+
+    return in_process
 
 
 def _strict(text: str):
@@ -89,15 +112,16 @@ PPAC_LEAF_GRAPH = "0 1\n0 2\n1 2\n0 3\n"  # victim 3 hangs on the attacker 0 alo
     ("map", ("map", "--generator", "ring:12", "--rounds", "3", "--upper", "none")),
     ("map", ("map", "--generator", "er:60:0.1:1", "--rounds", "5", "--upper", "entrywise")),
 ])
-def test_every_command_prints_strict_json_valid_against_its_schema(schema, args, tmp_path):
+def test_every_command_prints_strict_json_valid_against_its_schema(run, schema, args,
+                                                                   tmp_path):
     """Each command's --json output parses with a parser that refuses Infinity/NaN and
     validates against its schema in docs/schemas (which is itself a valid JSON Schema)."""
     leaf_graph = tmp_path / "leaf.txt"
     leaf_graph.write_text(PPAC_LEAF_GRAPH)
-    run = _run(*(a.format(leaf_graph=leaf_graph, tmp=tmp_path) for a in args), "--json")
-    assert run.returncode == 0, run.stderr
-    _no_traceback(run)
-    record = _strict(run.stdout)
+    result = run(*(a.format(leaf_graph=leaf_graph, tmp=tmp_path) for a in args), "--json")
+    assert result.returncode == 0, result.stderr
+    _no_traceback(result)
+    record = _strict(result.stdout)
     document = json.loads((SCHEMAS / f"{schema}.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(document)
     jsonschema.validate(record, document, cls=jsonschema.Draft202012Validator)
@@ -112,10 +136,10 @@ def test_the_schemas_reject_non_finite_tokens():
         jsonschema.validate("Infinity", number)
 
 
-def test_infinity_is_the_string_infinity():
-    run = _run("account", "--target", "0", "--observer", "0", "--rounds", "4",
+def test_infinity_is_the_string_infinity(run):
+    result = run("account", "--target", "0", "--observer", "0", "--rounds", "4",
                "--noise-removed", "--json")
-    record = _strict(run.stdout)
+    record = _strict(result.stdout)
     assert record["epsilon"] == "infinity" and float(record["epsilon"]) == float("inf")
 
 
@@ -125,18 +149,20 @@ def test_infinity_is_the_string_infinity():
     (("account", "--rounds", "0"), "T"),
     (("account", "--target", "no-such-node"), "no-such-node"),
 ])
-def test_user_errors_are_one_line_with_status_2(args, message):
-    run = _run(*args)
-    assert run.returncode == 2
-    _no_traceback(run)
-    assert run.stderr.startswith("sparsedp: error:") and message in run.stderr
+def test_user_errors_are_one_line_with_status_2(run, args, message):
+    result = run(*args)
+    assert result.returncode == 2
+    _no_traceback(result)
+    assert result.stderr.startswith("sparsedp: error:") and message in result.stderr
 
 
+@pytest.mark.slow
 def test_version():
     run = _run("--version")
     assert run.returncode == 0 and run.stdout.startswith("sparsedp ")
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_quietly():
     """``sparsedp ... | head -1``: the reader goes away; no BrokenPipeError traceback."""
     proc = subprocess.Popen([*COMMAND, "randomwalk", "--generator", "er:300:0.05:1",
@@ -149,6 +175,7 @@ def test_a_closed_pipe_ends_quietly():
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_a_long_run_within_two_seconds():
     """SIGINT three seconds into a neighbourhood view at T = 300 on the embedded graph (a run
     of minutes inside numerical kernels that defer Python's signal handling; T = 3000 would
@@ -165,6 +192,7 @@ def test_ctrl_c_ends_a_long_run_within_two_seconds():
     assert proc.returncode == 130 and stderr.strip() == "sparsedp: interrupted"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.2, 0.6])
 def test_ctrl_c_while_the_command_is_still_loading_is_one_line(delay):
     """SIGINT before the package has finished importing (numpy, scipy, numba: about a
@@ -194,19 +222,19 @@ C5 = "0 1\n1 2\n2 3\n3 4\n4 0\n"
     (("randomwalk", "--generator", "complete:1000000", "--rounds", "10", "--sigma", "5"), 2),
     (("randomwalk", "--graph", "{c5}", "--rounds", "1000000000", "--sigma", "5"), 0),
 ])
-def test_huge_requests_are_refused_or_answered_within_10_s(args, status, tmp_path):
+def test_huge_requests_are_refused_or_answered_within_10_s(run, args, status, tmp_path):
     """The issue's reproducers that ran until killed or ended in a MemoryError: each now
     answers (a limit instead of a loop) or is refused by the cost model before it allocates,
     within 10 s, in at most two lines and without a traceback."""
     c5 = tmp_path / "c5.txt"
     c5.write_text(C5)
     start = time.perf_counter()
-    run = _run(*(a.format(c5=c5) for a in args), timeout=10)
+    result = run(*(a.format(c5=c5) for a in args), timeout=10)
     assert time.perf_counter() - start < 10
-    assert run.returncode == status, run.stderr
-    _no_traceback(run)
+    assert result.returncode == status, result.stderr
+    _no_traceback(result)
     if status == 2:
-        assert run.stderr.startswith("sparsedp: error:") and "needs about" in run.stderr
+        assert result.stderr.startswith("sparsedp: error:") and "needs about" in result.stderr
 
 
 @pytest.mark.parametrize("args, fragment", [
@@ -219,20 +247,20 @@ def test_huge_requests_are_refused_or_answered_within_10_s(args, status, tmp_pat
     (("ppac", "simulate", "--rounds", "10000000"), "needs about"),
     (("account", "--rounds", "2000"), "needs about"),
 ])
-def test_max_memory_is_the_budget_of_every_command(args, fragment, tmp_path):
+def test_max_memory_is_the_budget_of_every_command(run, args, fragment, tmp_path):
     """--max-memory on every command bounds every cost check of the run (generators
     included): a request over it is refused at once, naming what did not fit."""
     ring = tmp_path / "ring.txt"
     ring.write_text("".join(f"{i} {(i + 1) % 2000}\n" for i in range(2000)))
-    run = _run(*(a.format(ring=ring) for a in args), "--max-memory", "50M", timeout=30)
-    assert run.returncode == 2, run.stderr
-    assert run.stderr.startswith("sparsedp: error:") and fragment in run.stderr
-    assert "50.0 MiB" in run.stderr
-    _no_traceback(run)
+    result = run(*(a.format(ring=ring) for a in args), "--max-memory", "50M", timeout=30)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("sparsedp: error:") and fragment in result.stderr
+    assert "50.0 MiB" in result.stderr
+    _no_traceback(result)
 
 
-def test_auto_muffliato_takes_the_matrix_free_path_when_dense_does_not_fit():
-    run = _run("muffliato", "--generator", "ring:3000", "--rounds", "10", "--sigma", "5",
+def test_auto_muffliato_takes_the_matrix_free_path_when_dense_does_not_fit(run):
+    result = run("muffliato", "--generator", "ring:3000", "--rounds", "10", "--sigma", "5",
                "--max-memory", "50M", "--json", timeout=60)
-    assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout)["method"].startswith("propagation")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["method"].startswith("propagation")

@@ -125,6 +125,7 @@ def test_dual_bound_is_below_any_feasible_point():
         assert np.trace(H @ np.linalg.inv(X)) >= r.dual_bound
 
 
+@pytest.mark.slow  # the paper's n = 100, T = 100 optimisation: about a minute
 def test_paper_scale_beats_every_baseline():
     """T = 380, (k, b) = (20, 19), Florentine families (Metropolis weights): <= 60 s, and the
     objective (recomputed sensitivity times utility) beats DP-D-SGD, AntiPGD and D-MF."""

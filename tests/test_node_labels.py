@@ -8,13 +8,11 @@ with the same computation on ``H = convert_node_labels_to_integers(G)`` (the gra
 Functions that take only a matrix W name nodes by its rows; they refuse a graph with a hint.
 """
 
+import contextlib
+import io
 import json
 import math
-import os
-import pathlib
 import re
-import subprocess
-import sys
 
 import networkx as nx
 import numpy as np
@@ -22,6 +20,7 @@ import pytest
 
 import sparsedp
 from sparsedp import ppac
+from sparsedp.cli.main import main
 from sparsedp.errors import GossipMatrixError, GraphError, ParameterError
 from sparsedp.gossip.closed_forms import thm13_rate_for
 from sparsedp.graphs.graph import as_graph, read_edge_list
@@ -351,15 +350,13 @@ def test_matrix_functions_take_rows_and_refuse_graphs(labelled):
 # --------------------------------------------------------------------------------------------
 
 def run_json(*argv) -> dict:
-    """The command line in a subprocess, as a user runs it (a forked worker inside this test
-    process could not use OpenMP once an earlier test has)."""
-    root = pathlib.Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    run = subprocess.run([sys.executable, "-m", "sparsedp.cli", *argv, "--json"],
-                         capture_output=True, text=True, timeout=300, env=env, cwd=root)
-    assert run.returncode == 0, run.stderr
-    return json.loads(run.stdout)
+    """The command line's JSON record, through its entry function in this process (the
+    subprocess runs of the installed command are tests/test_cli_boundary.py's)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main([*argv, "--json"])
+    assert status == 0
+    return json.loads(out.getvalue())
 
 
 def test_cli_speaks_edge_list_ids(tmp_path):
