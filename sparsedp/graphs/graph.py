@@ -379,18 +379,21 @@ def as_graph(source: Any, *, largest_component: bool = False) -> Graph:
     return largest_component_of(graph)[0] if largest_component else graph
 
 
-def largest_component_of(graph: Graph) -> tuple[Graph, np.ndarray | None]:
+def largest_component_of(graph: Graph, *,
+                         warn: bool = True) -> tuple[Graph, np.ndarray | None]:
     """``graph`` restricted to its largest connected component (ties: the one holding the
-    earliest node) and the positions it kept, or ``(graph, None)`` when it is connected; a
-    ``UserWarning`` says how many nodes and components were dropped (see :func:`as_graph`)."""
+    earliest node) and the positions it kept, or ``(graph, None)`` when it is connected;
+    with ``warn`` a ``UserWarning`` says how many nodes and components were dropped (see
+    :func:`as_graph`)."""
     count, labels = connected_components(graph.adjacency, directed=False)
     if count == 1:
         return graph, None
     keep = np.flatnonzero(labels == np.argmax(np.bincount(labels)))
     dropped, others = graph.n - keep.size, count - 1
-    _warn_caller(f"kept the largest connected component: {keep.size} of {graph.n} nodes "
-                 f"({dropped} node{'s' * (dropped != 1)} in {others} other "
-                 f"component{'s' * (others != 1)} dropped)")
+    if warn:
+        _warn_caller(f"kept the largest connected component: {keep.size} of {graph.n} "
+                     f"nodes ({dropped} node{'s' * (dropped != 1)} in {others} other "
+                     f"component{'s' * (others != 1)} dropped)")
     adjacency = graph.adjacency[keep][:, keep].tocsr()
     adjacency.sort_indices()
     return Graph(adjacency, graph.node_ids[keep]), keep
