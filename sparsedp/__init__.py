@@ -15,7 +15,14 @@ numerical engine), ``privacy`` (mechanism-level accounting), one subpackage per 
 (``gossip``, ``randomwalk``, ``ppac``, ``mf``), ``cli``, and ``testing`` (dense references).
 """
 
-from sparsedp.errors import GossipMatrixError, GraphError, ParameterError, SparseDPError
+from sparsedp.errors import (
+    GossipMatrixError,
+    GraphError,
+    NodeIndexError,
+    NodeLabelError,
+    ParameterError,
+    SparseDPError,
+)
 from sparsedp.gossip import Bound, SensitivityResult, estimate_cost, squared_sensitivity
 from sparsedp.gossip.closed_forms import (
     ClosedForm,
@@ -73,6 +80,8 @@ __all__ = [
     "Graph",
     "GraphError",
     "MFResult",
+    "NodeIndexError",
+    "NodeLabelError",
     "PairwiseLoss",
     "PrivacyMap",
     "WorstCase",

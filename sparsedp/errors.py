@@ -38,6 +38,40 @@ class GraphError(SparseDPError):
     """
 
 
+class NodeIndexError(GraphError, IndexError):
+    """A node index (a row of W) outside ``0..n-1``: also an ``IndexError``, as numpy raises
+    for an index out of bounds.
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp
+    >>> W = sparsedp.gossip_matrix(nx.path_graph(3))
+    >>> try:
+    ...     sparsedp.squared_sensitivity(W, target=10**6, observers=[0], T=3)
+    ... except IndexError as err:
+    ...     print(type(err).__name__, "-", err)
+    NodeIndexError - unknown node id 1000000 for target: W has the rows 0..2
+    """
+
+
+class NodeLabelError(GraphError, KeyError):
+    """A node label that the graph does not have: also a ``KeyError``, as a ``dict`` (and a
+    networkx graph's ``G.nodes[label]``) raises for a missing key.
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp
+    >>> g = sparsedp.as_graph(nx.Graph([("a", "b")]))
+    >>> try:
+    ...     g.index_of("z", "target")
+    ... except KeyError as err:
+    ...     print(type(err).__name__, "-", err)
+    NodeLabelError - unknown node id 'z' for target (nodes are named by their labels: 'a', 'b')
+    """
+
+    __str__ = Exception.__str__  # the message as written, not KeyError's repr of it
+
+
 class GossipMatrixError(SparseDPError):
     """A gossip matrix fails a required property (named in the message, with the row).
 

@@ -8,7 +8,7 @@ from numbers import Real
 
 import numpy as np
 
-from sparsedp.errors import GraphError, ParameterError
+from sparsedp.errors import GraphError, NodeIndexError, ParameterError
 
 
 def rounds(T) -> int:
@@ -23,11 +23,12 @@ def rounds(T) -> int:
 def node_index(node, n: int, role: str) -> int:
     """A node index in ``0..n-1``, a row of the matrix W of the functions that take only W
     (``role`` names the argument in the error).  Functions that take a graph name nodes by
-    their labels instead (:meth:`sparsedp.graphs.Graph.index_of`)."""
+    their labels instead (:meth:`sparsedp.graphs.Graph.index_of`).  An index outside
+    ``0..n-1`` is a :class:`~sparsedp.errors.NodeIndexError` (also an ``IndexError``)."""
     if isinstance(node, bool) or not isinstance(node, numbers.Integral):
         raise GraphError(f"{role} must be an integer node index (a row of W), got {node!r}")
     if not 0 <= node < n:
-        raise GraphError(f"unknown node id {node} for {role}: W has the rows 0..{n - 1}")
+        raise NodeIndexError(f"unknown node id {node} for {role}: W has the rows 0..{n - 1}")
     return int(node)
 
 

@@ -13,7 +13,7 @@ import pytest
 import sparsedp
 from sparsedp.audit.mf import audit_mf
 from sparsedp.audit.simulate_sgd import attackers_view, gradient_responses, noise_responses
-from sparsedp.errors import ParameterError
+from sparsedp.errors import NodeIndexError, ParameterError
 from sparsedp.mf import mf_sensitivity, muffliato_sgd, participation
 
 
@@ -138,7 +138,6 @@ def test_the_audit_is_reproducible_and_independent_of_the_thread_count():
     (dict(trust_model="ldp"), "unknown trust model"),
     (dict(attackers=[]), "attacker set is empty"),
     (dict(attackers=[0]), "target 0 is one of the attackers"),
-    (dict(attackers=[99]), "rows of W"),
     (dict(T=0), "T must be a positive integer"),
     (dict(trials=5), "trials must be an integer >= 8"),
     (dict(participation_scheme=(4, 4)), "need T >= 13"),
@@ -148,3 +147,10 @@ def test_bad_input_is_one_clear_error(kwargs, message):
     args.update(kwargs)
     with pytest.raises(ParameterError, match=message):
         audit_mf(**args)
+
+
+def test_an_attacker_outside_the_rows_is_an_index_error():
+    with pytest.raises(IndexError, match=r"unknown node id 99 for attacker: W has the rows 0\.\.") \
+            as caught:
+        audit_mf(RING, 0, [3, 99], 4, trials=1000)
+    assert isinstance(caught.value, NodeIndexError)

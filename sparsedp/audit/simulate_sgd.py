@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from sparsedp import validation
 from sparsedp.errors import ParameterError
 
 __all__ = ["TRUST", "Attackers", "attackers_view", "gradient_responses", "noise_responses",
@@ -69,11 +70,10 @@ def attackers_view(W: sp.csr_matrix, attackers, trust: str, target: int) -> Atta
         raise ParameterError(f"unknown trust model {trust!r}; the SGD audit simulates: "
                              f"{', '.join(TRUST)}")
     n = W.shape[0]
-    chosen = np.unique(np.atleast_1d(np.asarray(attackers, dtype=np.int64)))
-    if chosen.size == 0:
+    given = np.atleast_1d(np.asarray(attackers, dtype=object)).ravel()
+    if given.size == 0:
         raise ParameterError("the attacker set is empty")
-    if chosen.min() < 0 or chosen.max() >= n:
-        raise ParameterError(f"attackers must be rows of W (0..{n - 1}), got {chosen.tolist()}")
+    chosen = np.unique(validation.node_set(given, n, "attacker"))
     if target in set(chosen.tolist()):
         raise ParameterError(f"the target {target} is one of the attackers")
     edges = (abs(W) + abs(W).T).tocsr()

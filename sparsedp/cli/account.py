@@ -13,7 +13,11 @@ import argparse
 import time
 
 from sparsedp import validation
-from sparsedp.cli.graph_input import target_and_observers
+from sparsedp.cli.graph_input import (
+    add_graph_file_options,
+    read_graph_file,
+    target_and_observers,
+)
 from sparsedp.cli.options import add_memory_option, add_progress_option, exact_flag
 from sparsedp.gossip.sensitivity import (
     METHODS,
@@ -23,7 +27,6 @@ from sparsedp.gossip.sensitivity import (
 )
 from sparsedp.gossip.views import VIEWS, VIEWS_WITHOUT_OBSERVERS
 from sparsedp.graphs.generators import synthetic_social_graph
-from sparsedp.graphs.graph import as_graph
 from sparsedp.graphs.weights import SCHEMES, gossip_matrix
 from sparsedp.privacy.gaussian import gaussian_epsilon
 from sparsedp.resources import format_bytes
@@ -39,8 +42,8 @@ def add_parser(sub) -> None:
         description="Certified bounds on the squared sensitivity Delta_T(target -> observers)^2 "
         "of T rounds of noisy gossip averaging, and the resulting epsilon.",
     )
-    acc.add_argument("--graph", help="edge-list file (SNAP style); default: embedded synthetic "
-                     f"social graph with {DEFAULT_GRAPH_NODES} nodes")
+    add_graph_file_options(acc, f"embedded synthetic social graph with {DEFAULT_GRAPH_NODES} "
+                                "nodes")
     acc.add_argument("--scheme", default="metropolis", choices=SCHEMES, help="gossip weights")
     acc.add_argument("--target", help="node id whose privacy is accounted (default: last node)")
     acc.add_argument("--observer", action="append", dest="observers", metavar="ID",
@@ -85,7 +88,7 @@ def account(args: argparse.Namespace) -> dict:
         graph = synthetic_social_graph(DEFAULT_GRAPH_NODES, seed=0)
         graph_name = f"synthetic social graph (n={DEFAULT_GRAPH_NODES}, seed=0)"
     else:
-        graph = as_graph(args.graph)
+        graph = read_graph_file(args)
         graph_name = str(args.graph)
     W = gossip_matrix(graph, scheme=args.scheme)  # row i is the node graph.id_of(i)
     # node ids as typed ("42" names the integer label 42), turned into rows of W

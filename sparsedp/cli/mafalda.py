@@ -14,6 +14,7 @@ import time
 import networkx as nx
 import numpy as np
 
+from sparsedp.cli.graph_input import add_graph_file_options, read_graph_file
 from sparsedp.cli.mf import participation_scheme
 from sparsedp.cli.options import add_progress_option
 from sparsedp.errors import ParameterError
@@ -32,8 +33,7 @@ def add_parser(sub) -> None:
         "DP-D-SGD, AntiPGD and D-MF, each with the sensitivity recomputed by the LDP "
         "accounting (docs/mafalda.md).",
     )
-    p.add_argument("--graph", help="edge-list file (SNAP style); default: the Florentine "
-                   "families graph")
+    add_graph_file_options(p, "the Florentine families graph")
     p.add_argument("--scheme", default="row-normalised-self-loops", choices=SCHEMES,
                    help="gossip weights")
     p.add_argument("--rounds", "-T", type=int, default=380, help="gradient steps T = k b")
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> dict:
         graph = as_graph(nx.florentine_families_graph())
         name = "Florentine families (networkx)"
     else:
-        graph, name = as_graph(args.graph), str(args.graph)
+        graph, name = read_graph_file(args), str(args.graph)
     if args.save is not None and not args.save.endswith(".npy"):
         raise ParameterError(f"--save: expected a .npy file name, got {args.save!r}")
     W = gossip_matrix(graph, scheme=args.scheme)

@@ -15,6 +15,7 @@ import networkx as nx
 
 from sparsedp import validation
 from sparsedp.cli.exports import add_export_options, export
+from sparsedp.cli.graph_input import add_graph_file_options, read_graph_file
 from sparsedp.cli.options import add_memory_option, add_progress_option, exact_flag
 from sparsedp.errors import ParameterError
 from sparsedp.graphs.graph import as_graph
@@ -36,8 +37,7 @@ def add_parser(sub) -> None:
         "against an attacker set, for DP-D-SGD, Muffliato-SGD(K), AntiPGD, DECOR or Zip-DL under "
         "LDP, PNDP or SecLDP (docs/mf.md), and the resulting mu-GDP, RDP and epsilon.",
     )
-    p.add_argument("--graph", help="edge-list file (SNAP style); default: the Florentine "
-                   "families graph")
+    add_graph_file_options(p, "the Florentine families graph")
     p.add_argument("--scheme", default="row-normalised-self-loops", choices=SCHEMES,
                    help="gossip weights")
     p.add_argument("--target", help="node id whose record is protected (default: last node)")
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> dict:
         graph = as_graph(nx.florentine_families_graph())
         name = "Florentine families (networkx)"
     else:
-        graph, name = as_graph(args.graph), str(args.graph)
+        graph, name = read_graph_file(args), str(args.graph)
     W = gossip_matrix(graph, scheme=args.scheme)
     if args.K != 1 and args.algorithm != "muffliato-sgd":
         raise ParameterError("-K is for --algorithm muffliato-sgd")

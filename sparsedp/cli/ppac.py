@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from sparsedp.cli.exports import add_export_options, export, graph_distances
+from sparsedp.cli.graph_input import add_graph_file_options, read_graph_file
 from sparsedp.cli.options import add_memory_option, add_progress_option
 from sparsedp.graphs.graph import Graph, as_graph
 from sparsedp.ppac import (
@@ -74,8 +75,7 @@ def _exact(text: str):
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--graph", help="edge-list file (SNAP style); default: the paper's 6-node "
-                   "example")
+    add_graph_file_options(p, "the paper's 6-node example")
     p.add_argument("--designated-seed", type=int, default=0,
                    help="seed of the designated neighbours (with --graph)")
     p.add_argument("--scale", type=float, default=None,
@@ -115,7 +115,7 @@ def add_parser(sub) -> None:
 
 
 def _setup(args):
-    graph = None if args.graph is None else as_graph(args.graph)
+    graph = None if args.graph is None else read_graph_file(args)
     return ppac_instance(graph, str(args.graph), args.designated_seed, args.scale)
 
 

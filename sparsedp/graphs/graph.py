@@ -21,11 +21,12 @@ The generators live in :mod:`sparsedp.graphs.generators`.
 
 from __future__ import annotations
 
+import io
 import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import networkx as nx
 import numpy as np
@@ -33,13 +34,18 @@ import scipy.io
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from sparsedp.errors import GraphError, ParameterError
+from sparsedp.errors import GraphError, NodeLabelError, ParameterError
 from sparsedp.graphs.edge_list_fields import (
     _DIRECTED_HEADER,
     _blank_comments,
     _check_weights,
+    _edge_weights,
+    _header_candidate,
+    _names_numeric_columns,
     _remap_ids,
     _warn_caller,
+    _warn_header,
+    _weight_column,
 )
 
 __all__ = [
@@ -155,21 +161,22 @@ class Graph:
         return (ids.dtype.kind in "iu" and ids[0] == 0 and ids[-1] == self.n - 1
                 and bool(np.all(ids[1:] > ids[:-1])))
 
-    def _unknown(self, label: Any, role: str) -> GraphError:
+    def _unknown(self, label: Any, role: str) -> NodeLabelError:
         shown = repr(label) if isinstance(label, str) else str(label)
         where = "" if role == "node" else f" for {role}"
         sample = ", ".join(repr(v) for v in self.node_ids[:3].tolist())
         more = ", ..." if self.n > 3 else ""
-        return GraphError(f"unknown node id {shown}{where} (nodes are named by their labels: "
-                          f"{sample}{more})")
+        return NodeLabelError(f"unknown node id {shown}{where} (nodes are named by their "
+                              f"labels: {sample}{more})")
 
     def index_of(self, label: Any, role: str = "node") -> int:
         """Row index of the node labelled ``label`` (any value equal to a label: python or
         numpy scalar).
 
         For integer labels a decimal string such as ``"42"`` (as typed on a command line) is
-        accepted too.  ``role`` names the argument in the error: ``GraphError("unknown node id
-        'x' for target (...)")``, which also shows a few of the graph's labels.
+        accepted too.  ``role`` names the argument in the error: ``NodeLabelError("unknown
+        node id 'x' for target (...)")`` (a ``GraphError`` and a ``KeyError``), which also
+        shows a few of the graph's labels.
         """
         if self.labels_are_positions and isinstance(label, (int, np.integer)) \
                 and not isinstance(label, bool):
@@ -295,24 +302,32 @@ def _from_matrix(matrix: Any) -> Graph:
     return _graph_from_pairs(m.row[nonzero], m.col[nonzero], np.arange(m.shape[0]))
 
 
-def as_graph(source: Any) -> Graph:
+def as_graph(source: Any, *, largest_component: bool = False) -> Graph:
     """Normalise ``source`` into a :class:`Graph`.
 
     Accepted: a :class:`Graph` (returned as is); a networkx ``Graph``/``DiGraph`` (node ids and
     order kept; a ``DiGraph`` is symmetrised with a warning); a square scipy sparse matrix or
-    dense array used as adjacency (nonzero => edge, diagonal dropped, asymmetric pattern
-    symmetrised with a warning, node ids ``0..n-1``); a path (``str`` / ``os.PathLike``) to an
-    edge-list file, read by :func:`read_edge_list`.
+    array, or a dense array, used as adjacency (nonzero => edge, diagonal dropped, asymmetric
+    pattern symmetrised with a warning, node ids ``0..n-1``); a path (``str`` /
+    ``os.PathLike``) to an edge-list file or an open binary file (``sys.stdin.buffer``), read
+    by :func:`read_edge_list`.
 
     Parameters
     ----------
-    source : Graph, networkx.Graph, scipy.sparse matrix, numpy.ndarray, str or os.PathLike
+    source : Graph, networkx.Graph, scipy.sparse matrix, numpy.ndarray, str, os.PathLike or file
         The graph, in any of the forms above.
+    largest_component : bool, default False
+        Keep only the largest connected component (ties: the one holding the earliest
+        node), with a ``UserWarning`` saying how many nodes and components were dropped.
+        The kept nodes keep their labels; their positions are renumbered ``0..k-1`` in the
+        original order, so :meth:`Graph.index_of` / :meth:`Graph.id_of` of the result map
+        between the two.  A connected graph is returned unchanged.
 
     Returns
     -------
     Graph
-        The normalised graph (``source`` itself when it is a :class:`Graph`).
+        The normalised graph (``source`` itself when it is a connected :class:`Graph`, or
+        any :class:`Graph` without ``largest_component``).
 
     Raises
     ------
@@ -325,7 +340,8 @@ def as_graph(source: Any) -> Graph:
     Warns
     -----
     UserWarning
-        When directed input (a ``DiGraph``, an asymmetric pattern) is symmetrised.
+        When directed input (a ``DiGraph``, an asymmetric pattern) is symmetrised, or
+        ``largest_component`` drops nodes.
 
     Examples
     --------
@@ -336,21 +352,56 @@ def as_graph(source: Any) -> Graph:
     >>> g = sparsedp.as_graph(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]))
     >>> g.node_ids.tolist(), g.degrees.tolist()
     ([0, 1, 2], [1, 2, 1])
+
+    The largest component of a graph with an isolated node, labels kept:
+
+    >>> import warnings
+    >>> G = nx.Graph([(0, 1), (1, 2)]); G.add_node("lonely")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     g = sparsedp.as_graph(G, largest_component=True)
+    >>> g.node_ids.tolist()
+    [0, 1, 2]
+    >>> print(caught[0].message)
+    kept the largest connected component: 3 of 4 nodes (1 node in 1 other component dropped)
     """
     if isinstance(source, Graph):
-        return source
-    if isinstance(source, nx.Graph):
-        return _from_networkx(source)
-    if isinstance(source, (str, os.PathLike)):
-        return read_edge_list(source)
-    if sp.issparse(source) or isinstance(source, np.ndarray):
-        return _from_matrix(source)
-    raise TypeError("as_graph expects a Graph, networkx graph, scipy sparse matrix, numpy array "
-                    f"or edge-list path, got {type(source).__name__}")
+        graph = source
+    elif isinstance(source, nx.Graph):
+        graph = _from_networkx(source)
+    elif isinstance(source, (str, os.PathLike)) or hasattr(source, "read"):
+        graph = read_edge_list(source)
+    elif sp.issparse(source) or isinstance(source, np.ndarray):
+        graph = _from_matrix(source)
+    else:
+        raise TypeError("as_graph expects a Graph, networkx graph, scipy sparse matrix, numpy "
+                        f"array or edge-list path, got {type(source).__name__}")
+    return largest_component_of(graph)[0] if largest_component else graph
+
+
+def largest_component_of(graph: Graph, *,
+                         warn: bool = True) -> tuple[Graph, np.ndarray | None]:
+    """``graph`` restricted to its largest connected component (ties: the one holding the
+    earliest node) and the positions it kept, or ``(graph, None)`` when it is connected;
+    with ``warn`` a ``UserWarning`` says how many nodes and components were dropped (see
+    :func:`as_graph`)."""
+    count, labels = connected_components(graph.adjacency, directed=False)
+    if count == 1:
+        return graph, None
+    keep = np.flatnonzero(labels == np.argmax(np.bincount(labels)))
+    dropped, others = graph.n - keep.size, count - 1
+    if warn:
+        _warn_caller(f"kept the largest connected component: {keep.size} of {graph.n} "
+                     f"nodes ({dropped} node{'s' * (dropped != 1)} in {others} other "
+                     f"component{'s' * (others != 1)} dropped)")
+    adjacency = graph.adjacency[keep][:, keep].tocsr()
+    adjacency.sort_indices()
+    return Graph(adjacency, graph.node_ids[keep]), keep
 
 
 def require_connected(graph: Any) -> None:
-    """Raise ``GraphError("graph is disconnected: K connected components ...")`` unless connected.
+    """Raise ``GraphError("graph is disconnected: K connected components ...")`` unless
+    connected; the message names ``largest_component=True`` / ``--largest-component``.
 
     ``graph`` is a :class:`Graph`, an adjacency matrix (its pattern, read as undirected) or
     anything else :func:`as_graph` accepts.
@@ -367,7 +418,9 @@ def require_connected(graph: Any) -> None:
     if count > 1:
         largest = int(np.bincount(labels).max())
         raise GraphError(f"graph is disconnected: {count} connected components "
-                         f"(the largest has {largest} of {adjacency.shape[0]} nodes)")
+                         f"(the largest has {largest} of {adjacency.shape[0]} nodes); keep "
+                         "only the largest with largest_component=True (sparsedp.as_graph, "
+                         "gossip_matrix) or --largest-component on the command line")
 
 
 # --------------------------------------------------------------------------------------------
@@ -474,7 +527,8 @@ def _parse_pairs(body: bytes, path: str) -> np.ndarray:
     return values.reshape(-1, 2)
 
 
-def read_edge_list(path: str | os.PathLike[str]) -> Graph:
+def read_edge_list(path: str | os.PathLike[str] | BinaryIO, *,
+                   largest_component: bool = False) -> Graph:
     r"""Read a SNAP-style edge list into a :class:`Graph`.
 
     Format: lines starting with ``#`` or ``%`` are comments, blank lines are skipped, fields are
@@ -482,21 +536,36 @@ def read_edge_list(path: str | os.PathLike[str]) -> Graph:
     are ignored.  Integer ids are remapped to ``0..n-1`` in increasing id order (``node_ids``
     keeps the originals); a file with any other id (``alice bob``) is read with string labels,
     numbered in order of first appearance.  Every id that appears is a node, also one seen
-    only in a self-loop.  Duplicate edges and unweighted self-loops are dropped.  A numeric
-    third column is read as edge weights and checked: ``nan``, ``inf``, a negative weight or
-    a weighted self-loop is a ``GraphError`` naming the line; valid weights are ignored with a
-    ``UserWarning`` (the gossip scheme sets W).  A binary file, an empty file, a directory or
-    a missing file is a ``GraphError`` naming the path.  The graph is symmetrised with a
-    ``UserWarning`` when a comment declares it directed (SNAP "Directed graph", KONECT "asym") or
-    when the edges are partially reciprocal (some ``u v`` also appear as ``v u``, some do not);
-    a list naming each edge once, or every edge in both directions, is read as undirected.
-    A Matrix Market file (``%%MatrixMarket`` header) is read with ``scipy.io.mmread`` (its
-    parse errors as ``GraphError``).  Malformed lines raise ``GraphError`` with the line number.
+    only in a self-loop.  Duplicate edges and unweighted self-loops are dropped.
+
+    A header line naming the columns (``source target`` or ``source,target,weight``, as
+    pandas writes it) is recognised when its fields are not like those of the other lines:
+    neither of its first two fields is a number, and the other lines have integer node ids
+    or a number where it has a name (``source target weight`` above ``alice bob 0.5``).  It
+    is skipped with a ``UserWarning`` naming the line; its names select the weight column of
+    :func:`sparsedp.gossip_matrix`\ ``(path, weight=...)``.  (Above text ids without a
+    numeric column a header cannot be told from an edge: comment it out with ``#``.)
+
+    A numeric third column is read as edge weights and checked: ``nan``, ``inf``, a negative
+    weight or a weighted self-loop is a ``GraphError`` naming the line; valid weights are
+    ignored here with a ``UserWarning`` (the gossip scheme sets W;
+    ``gossip_matrix(path, scheme="row-normalised", weight="weight")`` uses them).  A binary
+    file, an empty file, a directory or a missing file is a ``GraphError`` naming the path.
+    The graph is symmetrised with a ``UserWarning`` when a comment declares it directed
+    (SNAP "Directed graph", KONECT "asym") or when the edges are partially reciprocal (some
+    ``u v`` also appear as ``v u``, some do not); a list naming each edge once, or every edge
+    in both directions, is read as undirected.  A Matrix Market file (``%%MatrixMarket``
+    header) is read with ``scipy.io.mmread`` (its parse errors as ``GraphError``).
+    Malformed lines raise ``GraphError`` with the line number.
 
     Parameters
     ----------
-    path : str or os.PathLike
-        The edge-list (or Matrix Market) file.
+    path : str, os.PathLike or binary file
+        The edge-list (or Matrix Market) file, or an open binary file such as
+        ``sys.stdin.buffer`` (named in messages by its ``name``).
+    largest_component : bool, default False
+        Keep only the largest connected component, with a warning (see
+        :func:`sparsedp.as_graph`).
 
     Returns
     -------
@@ -512,7 +581,8 @@ def read_edge_list(path: str | os.PathLike[str]) -> Graph:
     Warns
     -----
     UserWarning
-        When the graph is symmetrised, or valid edge weights are ignored.
+        When a header line is skipped, the graph is symmetrised, valid edge weights are
+        ignored, or ``largest_component`` drops nodes.
 
     Examples
     --------
@@ -526,37 +596,137 @@ def read_edge_list(path: str | os.PathLike[str]) -> Graph:
     >>> g.index_of(30), g.index_of("30")  # row of a label (a decimal string works too)
     (2, 2)
     """
-    path_str = os.fspath(path)
-    try:
-        data = Path(path_str).read_bytes()
-    except OSError as exc:
-        raise GraphError(f"cannot read edge list {path_str}: {exc.strerror}") from None
-    if b"\0" in data[:65536]:
-        raise GraphError(f"{path_str} is not a text edge list (binary content)")
+    data, name = _read_source(path)
     if data.startswith(b"%%MatrixMarket"):
-        return _read_matrix_market(path_str)
+        graph = _read_matrix_market(data, name)
+    else:
+        edges = _parse_edge_file(data, name)
+        _check_weights(edges.body, edges.index, name, edges.header)
+        graph = edges.graph()
+    return largest_component_of(graph)[0] if largest_component else graph
+
+
+def read_weighted_edges(path: str | os.PathLike[str] | BinaryIO, weight: str, *,
+                        largest_component: bool = False) -> tuple[Graph, sp.csr_matrix]:
+    """The graph of an edge-list file (:func:`read_edge_list`) and its weighted adjacency
+    ``A_w`` (rows in the graph's order, symmetric; a self-loop ``u u w`` is ``A_w[u, u] =
+    w``), the weights read from the column that ``weight`` names: a name in the file's
+    header line, or without a header ``"weight"`` for the third column (networkx's
+    ``read_weighted_edgelist``).  An edge given twice (either direction) with two different
+    weights, a line without a weight or a weight that is not a finite number > 0 is a
+    ``GraphError`` naming the lines; an unknown column name a ``ParameterError``."""
+    data, name = _read_source(path)
+    if data.startswith(b"%%MatrixMarket"):
+        raise ParameterError(f"weight={weight!r} reads a column of an edge list; {name} is a "
+                             "Matrix Market file: build W from its values directly")
+    edges = _parse_edge_file(data, name)
+    column = _weight_column(weight, edges.header, name)
+    weights, lines = _edge_weights(edges.body, column, len(edges.index), name)
+    graph = edges.graph()
+    adjacency = _weighted_adjacency(edges.index, weights, lines, graph.n, name)
+    if largest_component:
+        graph, keep = largest_component_of(graph)
+        if keep is not None:
+            adjacency = adjacency[keep][:, keep].tocsr()
+    return graph, adjacency
+
+
+def _weighted_adjacency(index: np.ndarray, weights: np.ndarray, lines: np.ndarray, n: int,
+                        path: str) -> sp.csr_matrix:
+    """Symmetric ``A_w`` from the pairs ``index`` and their weights; an edge listed twice
+    must carry the same weight."""
+    low, high = index.min(axis=1), index.max(axis=1)
+    order = np.lexsort((high, low))
+    low, high, weights, lines = low[order], high[order], weights[order], lines[order]
+    again = np.flatnonzero((low[1:] == low[:-1]) & (high[1:] == high[:-1]))
+    conflict = again[weights[again + 1] != weights[again]]
+    if conflict.size:
+        k = int(conflict[0])
+        raise GraphError(f"{path}, lines {min(lines[k], lines[k + 1])} and "
+                         f"{max(lines[k], lines[k + 1])}: the edge is given the weights "
+                         f"{weights[k]:g} and {weights[k + 1]:g}")
+    first = np.ones(low.size, dtype=bool)
+    first[1:] = (low[1:] != low[:-1]) | (high[1:] != high[:-1])
+    low, high, weights = low[first], high[first], weights[first]
+    off = low != high
+    rows = np.concatenate([low, high[off]])
+    cols = np.concatenate([high, low[off]])
+    adjacency = sp.csr_matrix((np.concatenate([weights, weights[off]]), (rows, cols)),
+                              shape=(n, n))
+    adjacency.sort_indices()
+    return adjacency
+
+
+def _read_source(source: Any) -> tuple[bytes, str]:
+    """The bytes of a path or an open file, and the name to show in messages."""
+    if hasattr(source, "read"):
+        data = source.read()
+        return (data.encode() if isinstance(data, str) else data,
+                str(getattr(source, "name", "<stream>")))
+    path = os.fspath(source)
+    try:
+        return Path(path).read_bytes(), path
+    except OSError as exc:
+        raise GraphError(f"cannot read edge list {path}: {exc.strerror}") from None
+
+
+@dataclass(frozen=True)
+class _EdgeFile:
+    """An edge list parsed: ``body`` with its comments and header blanked (line numbers
+    kept), the pairs as positions into ``ids``, the header's names (or None)."""
+
+    name: str
+    body: bytes
+    index: np.ndarray
+    ids: np.ndarray
+    header: list[str] | None
+    declared_directed: bool
+
+    def graph(self) -> Graph:
+        reason = f"{self.name} declares a directed graph" if self.declared_directed else None
+        return _graph_from_pairs(self.index[:, 0], self.index[:, 1], self.ids,
+                                 one_sided_ok=True, declared_directed=reason)
+
+
+def _parse_edge_file(data: bytes, name: str) -> _EdgeFile:
+    """Parse a text edge list (see :func:`read_edge_list`): comments, the header line,
+    integer ids (fast path) or text labels."""
+    if b"\0" in data[:65536]:
+        raise GraphError(f"{name} is not a text edge list (binary content)")
     body = bytearray(data.replace(b",", b" "))
     comments = _blank_comments(body)
+    candidate = _header_candidate(body)
+    if candidate is not None:
+        start, end, fields = candidate
+        line = bytes(body[start:end])
+        body[start:end] = b" " * (end - start)
+    header = None
     try:
-        pairs = _parse_pairs(bytes(body), path_str)
+        pairs = _parse_pairs(bytes(body), name)
         if pairs.size == 0:
-            raise GraphError(f"graph is empty (no nodes): {path_str} lists no edges")
+            if candidate is not None:
+                raise _LabelledIds  # a single line: an edge of two text labels
+            raise GraphError(f"graph is empty (no nodes): {name} lists no edges")
         ids, index = _remap_ids(pairs)
+        header = None if candidate is None else fields  # text above integer ids
     except _LabelledIds:
-        index, ids = _parse_labels(bytes(body), path_str)
-    _check_weights(bytes(body), index, path_str)
+        if candidate is not None and _names_numeric_columns(fields, bytes(body)):
+            header = fields
+        elif candidate is not None:
+            body[start:end] = line  # an edge after all
+        index, ids = _parse_labels(bytes(body), name)
+    if header is not None:
+        _warn_header(bytes(body), start, header, name)
     declared = any(_DIRECTED_HEADER.search(c) for c in comments)
-    return _graph_from_pairs(
-        index[:, 0], index[:, 1], ids, one_sided_ok=True,
-        declared_directed=f"{path_str} declares a directed graph" if declared else None)
+    return _EdgeFile(name, bytes(body), index, ids, header, declared)
 
 
-def _read_matrix_market(path: str) -> Graph:
+def _read_matrix_market(data: bytes, name: str) -> Graph:
     """A Matrix Market file through ``scipy.io.mmread``, its parse errors as ``GraphError``."""
     try:
-        matrix = scipy.io.mmread(path)
+        matrix = scipy.io.mmread(io.BytesIO(data))
     except (ValueError, TypeError, IndexError, OverflowError, EOFError) as exc:
-        raise GraphError(f"{path}: not a valid Matrix Market file ({exc})") from None
+        raise GraphError(f"{name}: not a valid Matrix Market file ({exc})") from None
     return _from_matrix(matrix)
 
 

@@ -22,12 +22,11 @@ import os
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from sparsedp import validation
 from sparsedp.errors import ParameterError
 from sparsedp.graphs.cost import require_generator_fits
-from sparsedp.graphs.graph import Graph
+from sparsedp.graphs.graph import Graph, largest_component_of
 
 
 def adjacency_from_pairs(u: np.ndarray, v: np.ndarray, n: int) -> sp.csr_matrix:
@@ -110,15 +109,9 @@ def chung_lu_large(n: int, average_degree: float, exponent: float = 2.5, seed=No
 
 
 def largest_component(graph: Graph) -> Graph:
-    """The subgraph induced by the largest connected component (original node ids kept)."""
-    count, labels = connected_components(graph.adjacency, directed=False)
-    if count == 1:
-        return graph
-    giant = np.argmax(np.bincount(labels))
-    keep = np.flatnonzero(labels == giant)
-    sub = graph.adjacency[keep][:, keep].tocsr()
-    sub.sort_indices()
-    return Graph(sub, graph.node_ids[keep])
+    """The subgraph induced by the largest connected component (original node ids kept),
+    without a warning (:func:`sparsedp.graphs.graph.largest_component_of`)."""
+    return largest_component_of(graph, warn=False)[0]
 
 
 def save_graph(graph: Graph, path: str | os.PathLike) -> None:

@@ -8,6 +8,7 @@ only where nonzero).  Their properties are checked by :mod:`sparsedp.linalg.stoc
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any
 
@@ -16,7 +17,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsedp.errors import GraphError, ParameterError
-from sparsedp.graphs.graph import as_graph, require_connected
+from sparsedp.graphs.graph import (
+    Graph,
+    as_graph,
+    largest_component_of,
+    read_weighted_edges,
+    require_connected,
+)
+from sparsedp.linalg.matrix_facts import array_view
 from sparsedp.linalg.stochastic import lock_gossip_matrix
 
 __all__ = ["SCHEMES", "gossip_matrix"]
@@ -30,7 +38,8 @@ GRID_MIN_WEIGHT = 2.0**-26  # ... when none is below this (each then within 2^-2
 
 
 def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0,
-                  weight: str | None = None) -> sp.csr_matrix:
+                  weight: str | None = None, *,
+                  largest_component: bool = False) -> sp.csr_matrix | sp.csr_array:
     """Gossip matrix of a connected graph (anything :func:`sparsedp.graphs.as_graph` accepts).
 
     With ``d_i`` the degree of node ``i`` and ``j ~ i`` its neighbours:
@@ -60,20 +69,30 @@ def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0,
     ``laziness = a`` in [0, 1) returns ``a I + (1 - a) W``.
 
     ``weight``: as in networkx, the name of a networkx edge attribute holding edge weights
-    ``w_ij > 0`` (an edge without it weighs 1), or ``None`` (default: the pattern only; a
-    ``UserWarning`` says so when the graph's edges carry a ``"weight"`` attribute).  Weights
+    ``w_ij > 0`` (an edge without it weighs 1), or for an edge-list file the name of its
+    weight column (a name of its header line, ``source target weight``; without a header
+    ``"weight"`` is the third column, as networkx's ``read_weighted_edgelist`` calls it;
+    :func:`sparsedp.graphs.graph.read_weighted_edges`), or ``None`` (default: the pattern
+    only; a ``UserWarning`` says so when the graph's edges carry a ``"weight"`` attribute or
+    the file a third column).  Weights
     are used by the schemes that define weighted rows, :data:`WEIGHTED_SCHEMES`:
     ``"row-normalised"`` gives ``W_ij = w_ij / s_i`` with ``s_i = sum_k w_ik`` (a self-loop
     ``{i, i}`` of weight ``w_ii`` gives ``W_ii = w_ii / s_i``).  Metropolis and max-degree
     weights are functions of the degrees only, so ``weight`` with them is a
-    ``ParameterError``; so is a missing, non-positive or non-finite weight (the edge is named),
-    a directed graph, or a graph that is not a networkx graph (a file or matrix has no
-    attributes: build W from your weights directly).
+    ``ParameterError``; so is a missing, non-positive or non-finite weight (the edge is named;
+    in a file a ``GraphError`` naming the line), a directed networkx graph, or a graph that
+    is neither a networkx graph nor an edge-list file (a matrix has no attributes: build W
+    from your weights directly).
 
     Row and column ``i`` belong to the node at position ``i`` of the graph:
     ``as_graph(graph).id_of(i)``, i.e. ``list(G)[i]`` for a networkx graph (``i`` itself when
     the nodes are ``0..n-1`` in order).  The functions that take W name nodes by these rows;
-    ``as_graph(graph).index_of(label)`` converts a label.
+    ``as_graph(graph).index_of(label)`` converts a label.  With ``largest_component=True``
+    the rows are those of ``as_graph(graph, largest_component=True)``: its ``id_of`` /
+    ``index_of`` name the kept nodes.
+
+    A scipy sparse *array* in (``csr_array``, ``coo_array``, ...) gives a ``csr_array`` out;
+    anything else a ``csr_matrix``.
 
     Parameters
     ----------
@@ -85,27 +104,33 @@ def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0,
     laziness : float, default 0.0
         ``a`` in [0, 1): the result is ``a I + (1 - a) W``.
     weight : str, optional
-        Name of a networkx edge attribute with positive edge weights (only with
-        ``"row-normalised"``); ``None`` uses the pattern only.
+        Name of a networkx edge attribute, or of an edge-list file's column, with positive
+        edge weights (only with ``"row-normalised"``); ``None`` uses the pattern only.
+    largest_component : bool, default False
+        Build W on the largest connected component only, with a ``UserWarning`` saying how
+        many nodes were dropped (:func:`sparsedp.as_graph`).
 
     Returns
     -------
-    scipy.sparse.csr_matrix
-        The ``n x n`` gossip matrix W, rows in the graph's node order, locked
+    scipy.sparse.csr_matrix or scipy.sparse.csr_array
+        The ``n x n`` gossip matrix W (a ``csr_array`` for a sparse-array input), rows in
+        the graph's node order, locked
         (:func:`sparsedp.lock_gossip_matrix`: read-only, checked once; ``W.copy()`` gives a
         writeable one).
 
     Raises
     ------
     GraphError
-        For a disconnected graph (with the component count) or a single node.
+        For a disconnected graph (with the component count and the ``largest_component``
+        option) or a single node.
     ParameterError
         For an unknown scheme, a laziness outside [0, 1) or unusable weights.
 
     Warns
     -----
     UserWarning
-        When the edges carry a ``"weight"`` attribute that ``weight=None`` leaves unused.
+        When the edges carry a ``"weight"`` attribute that ``weight=None`` leaves unused, or
+        ``largest_component`` drops nodes.
 
     Examples
     --------
@@ -130,8 +155,10 @@ def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0,
     >>> try:
     ...     sparsedp.gossip_matrix(nx.Graph([(0, 1), (2, 3)]))
     ... except sparsedp.GraphError as err:
-    ...     print(err)
-    graph is disconnected: 2 connected components (the largest has 2 of 4 nodes)
+    ...     print(err)  # doctest: +NORMALIZE_WHITESPACE
+    graph is disconnected: 2 connected components (the largest has 2 of 4 nodes); keep only
+    the largest with largest_component=True (sparsedp.as_graph, gossip_matrix) or
+    --largest-component on the command line
     """
     if scheme not in SCHEMES:
         raise ParameterError(f"unknown gossip scheme {scheme!r}; valid schemes: "
@@ -144,15 +171,16 @@ def gossip_matrix(graph: Any, scheme: str = "metropolis", laziness: float = 0.0,
                              + ", ".join(WEIGHTED_SCHEMES))
     if weight is None:
         _warn_if_weighted(graph)
+        g = as_graph(graph, largest_component=largest_component)
     else:
-        _check_weights(graph, weight)
-    g = as_graph(graph)
+        g, weighted = _weighted_adjacency(graph, weight, largest_component)
     if g.n < 2:
         raise GraphError("graph has a single node; gossip needs at least 2 nodes")
     require_connected(g)
-    W = (_weighted_row_normalised(graph, weight, laziness) if weight is not None
+    W = (_row_normalised(weighted, laziness) if weight is not None
          else _degree_weights(g, scheme, laziness))
-    return lock_gossip_matrix(W, copy=False)  # checked once, read-only: queries reuse the checks
+    W = lock_gossip_matrix(W, copy=False)  # checked once, read-only: queries reuse the checks
+    return array_view(W) if isinstance(graph, sp.sparray) else W
 
 
 def _degree_weights(g, scheme: str, laziness: float) -> sp.csr_matrix:
@@ -207,12 +235,17 @@ def _warn_if_weighted(graph: Any) -> None:
                           "'row-normalised' to use them", UserWarning, stacklevel=3)
 
 
-def _check_weights(graph: Any, weight: str) -> None:
-    """An undirected networkx graph whose ``weight`` attributes are finite and > 0."""
+def _weighted_adjacency(graph: Any, weight: str,
+                        largest_component: bool) -> tuple[Graph, sp.csr_matrix]:
+    """The graph and its weighted adjacency ``A_w`` (rows in the graph's order): the
+    ``weight`` attributes of an undirected networkx graph (each finite and > 0; an edge
+    without one weighs 1), or the ``weight`` column of an edge-list file."""
+    if isinstance(graph, (str, os.PathLike)) or hasattr(graph, "read"):
+        return read_weighted_edges(graph, weight, largest_component=largest_component)
     if not isinstance(graph, nx.Graph):
-        raise ParameterError(f"weight={weight!r} reads a networkx edge attribute, but the "
-                             f"graph is a {type(graph).__name__}: build W from the weights "
-                             "directly")
+        raise ParameterError(f"weight={weight!r} reads a networkx edge attribute or an "
+                             f"edge-list column, but the graph is a {type(graph).__name__}: "
+                             "build W from the weights directly")
     if graph.is_directed():
         raise ParameterError(f"weight={weight!r} needs an undirected graph; got a directed one")
     for u, v, w in graph.edges(data=weight, default=1.0):
@@ -220,15 +253,18 @@ def _check_weights(graph: Any, weight: str) -> None:
                 and w > 0):
             raise ParameterError(f"edge ({u!r}, {v!r}) has {weight}={w!r}; weights must be "
                                  "finite and > 0")
+    weighted = sp.csr_matrix(nx.to_scipy_sparse_array(graph, nodelist=list(graph),
+                                                      weight=weight, format="csr"),
+                             dtype=np.float64)
+    g, keep = largest_component_of(as_graph(graph)) if largest_component else (
+        as_graph(graph), None)
+    return g, weighted if keep is None else weighted[keep][:, keep].tocsr()
 
 
-def _weighted_row_normalised(graph: nx.Graph, weight: str, laziness: float) -> sp.csr_matrix:
-    """``W = (1 - a) S^{-1} A_w + a I`` with ``A_w`` the weighted adjacency (networkx order)
-    and ``S = diag(A_w 1)``."""
-    Aw = sp.csr_matrix(nx.to_scipy_sparse_array(graph, nodelist=list(graph), weight=weight,
-                                                format="csr"), dtype=np.float64)
-    strength = np.asarray(Aw.sum(axis=1)).ravel()
-    W = sp.diags((1.0 - laziness) / strength, format="csr") @ Aw
+def _row_normalised(weighted: sp.csr_matrix, laziness: float) -> sp.csr_matrix:
+    """``W = (1 - a) S^{-1} A_w + a I`` with ``S = diag(A_w 1)``."""
+    strength = np.asarray(weighted.sum(axis=1)).ravel()
+    W = sp.diags((1.0 - laziness) / strength, format="csr") @ weighted
     if laziness:
         W = (W + laziness * sp.identity(W.shape[0], format="csr")).tocsr()
     W.eliminate_zeros()

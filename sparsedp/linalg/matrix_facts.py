@@ -27,8 +27,8 @@ from scipy.sparse.csgraph import connected_components, shortest_path
 
 from sparsedp.linalg import kernels
 
-__all__ = ["MatrixFacts", "is_locked", "locked_facts", "one_query", "query_memo", "register",
-           "registered_facts", "remember_for_query", "reuse_scope"]
+__all__ = ["MatrixFacts", "array_view", "is_locked", "locked_facts", "one_query", "query_memo",
+           "register", "registered_facts", "remember_for_query", "reuse_scope"]
 
 
 class MatrixFacts:
@@ -44,6 +44,7 @@ class MatrixFacts:
         self.verdicts: dict[tuple[str, float], str | None] = {}
         self.input_dtype = W.dtype  # the type W was given in (float32: coarser rounding)
         self.locked: tuple | None = None  # (W's arrays, its shape) when W was locked
+        self.array_view: sp.csr_array | None = None  # locked W as a csr_array (array_view)
 
     @cached_property
     def longest_row(self) -> int:
@@ -159,6 +160,21 @@ def register(W: sp.csr_matrix, facts: MatrixFacts | None = None) -> sp.csr_matri
     return W
 
 
+def array_view(W: sp.csr_matrix) -> sp.csr_array:
+    """The locked ``W`` (:func:`register`) as a ``scipy.sparse.csr_array`` over the same
+    read-only arrays, locked with the same facts: what a caller who works with scipy's sparse
+    arrays gets back (the engine keeps computing on ``W``)."""
+    facts = locked_facts(W)
+    if facts is None:
+        raise ValueError("array_view needs a locked matrix")
+    if facts.array_view is None:
+        view = sp.csr_array(W.shape, dtype=W.dtype)
+        view.data, view.indices, view.indptr = W.data, W.indices, W.indptr
+        setattr(view, _ATTRIBUTE, facts)
+        facts.array_view = view
+    return facts.array_view
+
+
 def registered_facts(W) -> MatrixFacts | None:
     """The remembered facts of W: a locked W (:func:`locked_facts`), or any W seen earlier in
     the current query (:func:`one_query`); else ``None``."""
@@ -175,7 +191,8 @@ def locked_facts(W) -> MatrixFacts | None:
     """The facts of a locked W that is still intact (the same read-only arrays and shape as
     when it was locked), else ``None``.  A copy or an unpickled W is not locked."""
     facts = getattr(W, _ATTRIBUTE, None)
-    if not isinstance(facts, MatrixFacts) or facts.locked is None or facts.W is not W:
+    if not isinstance(facts, MatrixFacts) or facts.locked is None or (
+            W is not facts.W and W is not facts.array_view):
         return None
     arrays, shape = facts.locked
     current = _arrays(W)

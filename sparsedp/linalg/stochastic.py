@@ -18,6 +18,7 @@ from sparsedp.errors import GossipMatrixError, GraphGivenForMatrixError, Paramet
 from sparsedp.linalg import kernels
 from sparsedp.linalg.matrix_facts import (
     MatrixFacts,
+    array_view,
     is_locked,
     register,
     registered_facts,
@@ -139,18 +140,19 @@ def matrix_facts(W: Any) -> MatrixFacts:
     return facts
 
 
-def lock_gossip_matrix(W: Any, *, copy: bool = True) -> sp.csr_matrix:
+def lock_gossip_matrix(W: Any, *, copy: bool = True) -> sp.csr_matrix | sp.csr_array:
     """W checked once as a gossip matrix and returned read-only, so that every later query
     on it skips the checks.
 
-    The result is a plain ``scipy.sparse.csr_matrix`` (canonical, float64) whose arrays are
-    read-only; the engine remembers what its checks found (row and column sums, symmetry,
-    connected components, ...) and reuses that for as long as the matrix lives, instead of
-    a full pass over W per check and per query.  Changing the matrix is refused by numpy
-    (``ValueError: assignment destination is read-only``); a matrix whose arrays are
-    writeable again or were replaced is simply checked afresh.  Making an array writeable,
-    changing it and making it read-only again is not detected and defeats the lock: change a
-    copy (``W.copy()`` is writeable and unlocked) instead.
+    The result is a plain ``scipy.sparse.csr_matrix`` (canonical, float64; a
+    ``scipy.sparse.csr_array`` when W is a scipy sparse array) whose arrays are read-only; the
+    engine remembers what its checks found (row and column sums, symmetry, connected
+    components, ...) and reuses that for as long as the matrix lives, instead of a full pass
+    over W per check and per query.  Changing the matrix is refused by numpy (``ValueError:
+    assignment destination is read-only``); a matrix whose arrays are writeable again or were
+    replaced is simply checked afresh.  Making an array writeable, changing it and making it
+    read-only again is not detected and defeats the lock: change a copy (``W.copy()`` is
+    writeable and unlocked) instead.
     :func:`sparsedp.gossip_matrix` returns locked matrices.
 
     Parameters
@@ -164,8 +166,8 @@ def lock_gossip_matrix(W: Any, *, copy: bool = True) -> sp.csr_matrix:
 
     Returns
     -------
-    scipy.sparse.csr_matrix
-        The locked matrix.
+    scipy.sparse.csr_matrix or scipy.sparse.csr_array
+        The locked matrix (a ``csr_array`` when W is a scipy sparse array).
 
     Raises
     ------
@@ -193,7 +195,8 @@ def lock_gossip_matrix(W: Any, *, copy: bool = True) -> sp.csr_matrix:
                     for b in _arrays_of(W)):
         M = M.copy()
     diagnosis.facts.W = M
-    return register(M, diagnosis.facts)
+    locked = register(M, diagnosis.facts)
+    return array_view(locked) if isinstance(W, sp.sparray) else locked
 
 
 def _arrays_of(W: Any) -> tuple[np.ndarray, ...]:
