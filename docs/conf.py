@@ -13,7 +13,8 @@ import inspect
 import os
 import sys
 
-sys.path.insert(0, os.path.abspath(".."))  # the checkout's package, also without an install
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # the checkout's package, also without an install
 
 import sparsedp  # noqa: E402
 
@@ -49,16 +50,22 @@ autodoc_typehints = "none"  # the numpydoc Parameters sections already give the 
 numpydoc_show_class_members = False  # the dataclass fields are the Attributes sections
 numpydoc_class_members_toctree = False
 
-SECTIONS = {  # subpackage that defines a name -> section of the API page, in this order
-    "graphs": "Graphs and gossip matrices",
-    "linalg": "Checks and spectra of a gossip matrix",
-    "gossip": "Gossip averaging: squared sensitivity and closed forms",
-    "privacy": "Privacy accounting of a Gaussian mechanism",
-    "maps": "Privacy maps of a whole graph",
-    "randomwalk": "Random walks and Muffliato",
-    "ppac": "Private averaging consensus (PPAC)",
-    "mf": "Matrix-factorisation accounting",
-    "errors": "Errors",
+html_theme = "pydata_sphinx_theme"
+html_title = f"sparsedp {release}"
+html_theme_options = {"navigation_with_keys": False}
+
+# Section of the API page for the names defined in each subpackage, in this order; the names
+# of a subpackage not listed get a section titled with its name.
+SECTIONS = {
+    "sparsedp.graphs": "Graphs and gossip matrices",
+    "sparsedp.linalg": "Checks and spectra of a gossip matrix",
+    "sparsedp.gossip": "Gossip averaging: squared sensitivity and closed forms",
+    "sparsedp.privacy": "Privacy accounting of a Gaussian mechanism",
+    "sparsedp.maps": "Privacy maps of a whole graph",
+    "sparsedp.randomwalk": "Random walks and Muffliato",
+    "sparsedp.ppac": "Private averaging consensus (PPAC)",
+    "sparsedp.mf": "Matrix-factorisation accounting",
+    "sparsedp.errors": "Errors",
 }
 
 
@@ -67,11 +74,12 @@ def api_sections() -> list[tuple[str, list[str]]]:
     groups: dict[str, list[str]] = {}
     for name in sparsedp.__all__:
         module = inspect.getmodule(getattr(sparsedp, name))
-        part = module.__name__.split(".")[1] if module and "." in module.__name__ else "sparsedp"
-        groups.setdefault(part, []).append(name)
-    order = [part for part in SECTIONS if part in groups] + sorted(set(groups) - set(SECTIONS))
-    return [(SECTIONS.get(part, f"sparsedp.{part}"), sorted(groups[part], key=str.lower))
-            for part in order]
+        package = ".".join(module.__name__.split(".")[:2]) if module else "sparsedp"
+        groups.setdefault(package, []).append(name)
+    order = [package for package in SECTIONS if package in groups]
+    order += sorted(set(groups) - set(SECTIONS))
+    return [(SECTIONS.get(package, package), sorted(groups[package], key=str.lower))
+            for package in order]
 
 
 API_INTRO = """\
@@ -102,10 +110,8 @@ def write_api_page(path: str) -> None:
             page.write(text)
 
 
-# Written when this file is read, before Sphinx looks for its source files and before
-# autosummary generates the stubs of the names the page lists.
-write_api_page(os.path.join(os.path.dirname(os.path.abspath(__file__)), "api.rst"))
-
-html_theme = "pydata_sphinx_theme"
-html_title = f"sparsedp {release}"
-html_theme_options = {"navigation_with_keys": False}
+def setup(app):
+    # config-inited comes before Sphinx looks for the source files and before autosummary
+    # generates the stub pages of the names the API page lists.
+    app.connect("config-inited", lambda app, config: write_api_page(
+        os.path.join(app.srcdir, "api.rst")))
