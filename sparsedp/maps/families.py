@@ -161,8 +161,8 @@ def mf_map(source, observers="all", targets="all", T: int = 20, sigma: float | N
 
     Parameters
     ----------
-    source : a row-stochastic non-negative W or a graph (``W = gossip_matrix(graph,
-        scheme)``).
+    source : a row-stochastic non-negative W or a graph
+        (``W = gossip_matrix(graph, scheme)``).
     observers, targets : ``"all"``, a list of nodes or ``("sample", k, seed)``.
     T : gradient steps.
     sigma, delta : noise and delta of the ``epsilon`` column (both or neither).
