@@ -24,8 +24,8 @@ extremes), the two constant-sign corners and five random corners.
 
     python bench/moment_limit.py --n 100000
 
-Merges its records (one per graph, n and T) into ``docs/figures/moment_limit.json`` and
-redraws ``.png`` from all of them.
+Merges its records (one per graph, n and T) into ``bench/results/moment_limit.json``
+(``--record``: ``docs/figures/moment_limit.json``) and redraws ``.png`` from all of them.
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ import json
 import pathlib
 
 import numpy as np
+from outputs import add_output_options, output_path
 from truncation_effect import GENERATORS, TARGET_GAP, c1_value
 
 import sparsedp
 from sparsedp.graphs import large
 from sparsedp.linalg.operators import k_from_moments
 
-OUT = pathlib.Path(__file__).resolve().parent.parent / "docs" / "figures" / "moment_limit.json"
 REFERENCE_STEPS = 150
 PRODUCTS = (10, 15, 20, 25, 30, 35, 40, 50, 60, 80)
 
@@ -242,14 +242,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10**5)
     parser.add_argument("--T", type=int, default=1000)
+    add_output_options(parser)
     args = parser.parse_args()
+    out = output_path(args, "moment_limit.json")
     fresh = [limits(name, args.n, args.T) for name in GENERATORS]
     keys = {(result["graph"], result["n"], result["T"]) for result in fresh}
-    kept = json.loads(OUT.read_text()) if OUT.exists() else []
+    kept = json.loads(out.read_text()) if out.exists() else []
     results = [result for result in kept
                if (result["graph"], result["n"], result["T"]) not in keys] + fresh
-    OUT.write_text(json.dumps(results, indent=1) + "\n")
-    plot(results, OUT.with_suffix(".png"))
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    plot(results, out.with_suffix(".png"))
 
 
 def plot(results: list[dict], path: pathlib.Path) -> None:

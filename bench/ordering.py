@@ -9,27 +9,29 @@ thread.  Ratios are against the original order in the same round, so the machine
 cancels.  Graphs: Erdos-Renyi and Chung-Lu (power law, exponent 2.5) from
 :mod:`sparsedp.graphs.large`, average degree 20, node ids in random order as generated.
 
-    python bench/ordering.py                 # n = 10^6, writes docs/figures/ordering.json
+    python bench/ordering.py                 # n = 10^6, writes bench/results/ordering.json
     python bench/ordering.py --n 100000 --rounds 3
+    python bench/ordering.py --record        # writes docs/figures/ordering.json
+
+BLAS is pinned to ``--blas-threads`` threads (default 1) for the whole run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import pathlib
 import time
 
 import numba
 import numpy as np
+from blas_pinning import add_blas_option, pinned_blas
+from outputs import add_output_options, output_path
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from sparsedp import gossip_matrix
 from sparsedp.graphs import large
 from sparsedp.linalg import _numba_kernels as kernels_numba
 from sparsedp.linalg.kernels import _chunks
-
-FIGURES = pathlib.Path(__file__).resolve().parents[1] / "docs" / "figures"
 
 
 def orders(W) -> dict:
@@ -79,7 +81,7 @@ def timings(matrices: dict, rounds: int) -> dict:
     return best
 
 
-def run(n: int, rounds: int) -> list[dict]:
+def run(n: int, rounds: int, blas_threads: int) -> list[dict]:
     records = []
     for name, make in (("erdos-renyi", large.erdos_renyi_large),
                        ("chung-lu", large.chung_lu_large)):
@@ -95,6 +97,7 @@ def run(n: int, rounds: int) -> list[dict]:
                 "order_seconds": perms[order][1], "mean_relative_bandwidth":
                 bandwidth(matrices[order]), **{f"{k}_seconds": v for k, v in times.items()},
                 **{f"{k}_gain": best["original"][k] / v for k, v in times.items()},
+                "blas_threads": blas_threads,
             })
             print(json.dumps(records[-1]), flush=True)
     return records
@@ -104,10 +107,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10**6)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--out", default=str(FIGURES / "ordering.json"))
+    add_output_options(parser)
+    add_blas_option(parser)
     args = parser.parse_args()
-    records = run(args.n, args.rounds)
-    pathlib.Path(args.out).write_text(json.dumps(records, indent=1) + "\n")
+    with pinned_blas(args.blas_threads):
+        records = run(args.n, args.rounds, args.blas_threads)
+    output_path(args, "ordering.json").write_text(json.dumps(records, indent=1) + "\n")
 
 
 if __name__ == "__main__":

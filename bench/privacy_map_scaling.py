@@ -18,7 +18,9 @@ seed 1), Metropolis weights.  Timed, each in this process after a warm-up (numba
 * ``one-vs-all``: one observer against every target (``upper="none"``, T = 100) next to one
   single-pair :func:`sparsedp.squared_sensitivity` query on the same graph.
 
-Prints one JSON record (``--out FILE`` also writes it):
+Prints one JSON record and writes it to ``bench/results/privacy_map_scaling.json``
+(``--record``: ``docs/figures/``; ``--out FILE``: there); everything runs on
+``--blas-threads`` BLAS threads (default 1):
 
     python bench/privacy_map_scaling.py                     # n = 10^4, 160 observers
     python bench/privacy_map_scaling.py --n 2000 --observers 2000   # a full small map
@@ -34,6 +36,8 @@ import statistics
 import time
 
 import numpy as np
+from blas_pinning import add_blas_option, pinned_blas
+from outputs import add_output_options, output_path
 
 import sparsedp
 from sparsedp.graphs import erdos_renyi
@@ -66,8 +70,19 @@ def main() -> None:
     parser.add_argument("--certified-observers", type=int, default=1)
     parser.add_argument("--entrywise-observers", type=int, default=16,
                         help="observers timed for upper='entrywise' at --certified-T")
-    parser.add_argument("--out", help="also write the JSON record here")
+    add_output_options(parser)
+    add_blas_option(parser)
     args = parser.parse_args()
+    with pinned_blas(args.blas_threads):
+        record = measure(args)
+    record["blas_threads"] = args.blas_threads
+    text = json.dumps(record, indent=2)
+    print(text)
+    output_path(args, "privacy_map_scaling.json").write_text(text + "\n")
+
+
+def measure(args: argparse.Namespace) -> dict:
+    """The record of one run with the parsed options ``args``."""
     n, T = args.n, args.T
 
     graph, build = _timed(erdos_renyi, n, args.degree / n, seed=1)
@@ -115,11 +130,7 @@ def main() -> None:
                             "ratio": one_seconds / single_seconds}
     record["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     record["numba_threads"] = os.environ.get("NUMBA_NUM_THREADS", "default")
-    text = json.dumps(record, indent=2)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as handle:
-            handle.write(text + "\n")
+    return record
 
 
 def _certified(W, cT: int, observers: int, upper: str = "certified") -> dict:

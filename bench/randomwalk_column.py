@@ -4,7 +4,8 @@ Erdos-Renyi graph (``erdos_renyi_large``, average degree 20, giant component), M
 weights; one source, all receivers.  Times the spectral enclosure (Gershgorin + Lanczos) and
 each column method separately, reports the error bounds, and checks that the methods agree
 within the sum of their bounds.  Graph construction is not timed with the query.  Writes
-``docs/figures/randomwalk_column.json``.
+``bench/results/randomwalk_column.json`` (``--record``: ``docs/figures/``); BLAS runs on
+``--blas-threads`` threads (default 1).
 
     python bench/randomwalk_column.py                       # n = 10^6 (the acceptance size)
     python bench/randomwalk_column.py --n 100000 --methods chebyshev
@@ -15,16 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pathlib
 import time
 
 import numpy as np
+from blas_pinning import add_blas_option, pinned_blas
+from outputs import add_output_options, output_path
 
 from sparsedp.graphs import large as lg
 from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.randomwalk.log_green import log_green_columns, spectral_interval
-
-FIGURES = pathlib.Path(__file__).resolve().parents[1] / "docs" / "figures"
 
 
 def measure(n: int, degree: float, methods: list[str], tol: float, seed: int) -> dict:
@@ -75,11 +75,13 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["chebyshev", "quadrature"])
     parser.add_argument("--tol", type=float, default=1e-8)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=pathlib.Path, default=FIGURES / "randomwalk_column.json")
+    add_output_options(parser)
+    add_blas_option(parser)
     args = parser.parse_args()
-    record = measure(args.n, args.degree, args.methods, args.tol, args.seed)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=1))
+    with pinned_blas(args.blas_threads):
+        record = measure(args.n, args.degree, args.methods, args.tol, args.seed)
+    record["blas_threads"] = args.blas_threads
+    output_path(args, "randomwalk_column.json").write_text(json.dumps(record, indent=1))
 
 
 if __name__ == "__main__":

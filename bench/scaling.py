@@ -11,11 +11,16 @@ process as the structured path and records their values: :func:`sparsedp.testing
 interleaved rounds (one above nT = 5000) of 20 structured queries and one run of each
 reference, best time of each.
 
-Records are merged into ``docs/figures/scaling.json`` (a point run again replaces its old
-record) and the plot ``docs/figures/scaling.png`` is redrawn from all of them:
+Every configuration, the dense references and the engine alike, runs on ``--blas-threads``
+BLAS threads (default 1, the engine's default; each record names it as ``blas_threads``).
 
-    python bench/scaling.py                 # the default grid (about 5 minutes, 2 cores)
-    python bench/scaling.py --acceptance    # the issue-3 targets, n = 10^7 included (~10 min)
+Records are merged into ``bench/results/scaling.json`` (a point run again replaces its old
+record) and the plot ``bench/results/scaling.png`` is redrawn from all of them; ``--record``
+merges into the published ``docs/figures/scaling.json`` and ``.png`` instead.  Run times on
+the 2-core reference machine (``docs/performance.md`` keeps the table of every bench):
+
+    python bench/scaling.py                 # the default grid (about 3 minutes)
+    python bench/scaling.py --acceptance    # the issue-3 targets, n = 10^7 included (about 2 h)
     python bench/scaling.py --quick         # a small grid (CI-friendly, under a minute)
     python bench/scaling.py --n 1000000 --T 1000 --methods structured   # one point
 """
@@ -31,20 +36,25 @@ import subprocess
 import sys
 import time
 
-FIGURES = pathlib.Path(__file__).resolve().parents[1] / "docs" / "figures"
+from blas_pinning import add_blas_option
+from outputs import add_output_options, output_path
+
+BENCH = pathlib.Path(__file__).resolve().parent
 TRUNCATION_RTOL = 1e-7  # certified widening allowed by the mixing truncation (gap ~1e-7)
 
 WORKER = r"""
 import json, resource, sys, time
+sys.path.insert(0, sys.argv[8])  # bench/, for blas_pinning
 import numpy as np
 import scipy.linalg.lapack
-from threadpoolctl import threadpool_limits
+from blas_pinning import pinned_blas
 import sparsedp
 from sparsedp.graphs import large as lg
 from sparsedp import gossip_matrix
 from sparsedp.testing import dense_M, published_style_M
 n, T, method, view = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-seed, rtol = int(sys.argv[5]), float(sys.argv[6])
+seed, rtol, blas_threads = int(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
+pinned_blas(blas_threads).__enter__()  # this whole process: engine and dense references alike
 warm = gossip_matrix(lg.erdos_renyi_large(200, 10, seed=0))
 sparsedp.squared_sensitivity(warm, 1, [0], 20, exact=False)   # compile / load numba kernels
 sparsedp.squared_sensitivity(warm, 1, list(range(12)), 5, exact=False)
@@ -59,7 +69,7 @@ if view == "neighbourhood":
 else:
     observers = [0]
 record = {"n": graph.n, "T": T, "method": method, "view": view, "m": len(observers),
-          "truncation_rtol": rtol, "build_seconds": build}
+          "truncation_rtol": rtol, "build_seconds": build, "blas_threads": blas_threads}
 
 def query(method, rtol=rtol):
     return sparsedp.squared_sensitivity(W, target, observers, T, method=method, exact=False,
@@ -110,13 +120,13 @@ else:
                   sparse_products=r.solver.get("sparse_products"),
                   iterations=r.solver.get("iterations"))
 # Calibrations measured in this process (the machine's speed drifts 2-4x over a day): one
-# scipy W @ x on the same W and one dense Cholesky (LAPACK dpotrf) of the same T; best of 5.
+# scipy W @ x on the same W and one dense Cholesky (LAPACK dpotrf) of the same T on the
+# pinned BLAS threads, as the engine runs its dense work; best of 5.
 x = np.random.default_rng(0).random(W.shape[0])
 record["matvec_seconds"], _ = best_of(5, lambda: W @ x)
 spd = np.eye(T) * T + np.random.default_rng(1).random((T, T)) / T
 spd = np.asfortranarray(spd + spd.T)
-with threadpool_limits(1, user_api="blas"):  # as the engine runs its dense work
-    record["dpotrf_seconds"], _ = best_of(5, lambda: scipy.linalg.lapack.dpotrf(spd))
+record["dpotrf_seconds"], _ = best_of(5, lambda: scipy.linalg.lapack.dpotrf(spd))
 for key in ("query_seconds", "second_query_seconds"):
     if key in record:
         record[key.replace("_seconds", "_per_matvec")] = record[key] / record["matvec_seconds"]
@@ -150,10 +160,11 @@ QUICK_GRID = [
 ]
 
 
-def run_point(method: str, n: int, T: int, view: str, rtol: float, seed: int = 1,
-              timeout: float = 4 * 3600) -> dict:
+def run_point(method: str, n: int, T: int, view: str, rtol: float, blas_threads: int,
+              seed: int = 1, timeout: float = 4 * 3600) -> dict:
     proc = subprocess.run(
-        [sys.executable, "-c", WORKER, str(n), str(T), method, view, str(seed), str(rtol)],
+        [sys.executable, "-c", WORKER, str(n), str(T), method, view, str(seed), str(rtol),
+         str(blas_threads), str(BENCH)],
         capture_output=True, text=True, timeout=timeout, check=False,
     )
     if proc.returncode != 0:
@@ -229,28 +240,27 @@ def main() -> None:
     parser.add_argument("--view", default="single", choices=("single", "neighbourhood"))
     parser.add_argument("--methods", default="structured")
     parser.add_argument("--truncation-rtol", type=float, default=TRUNCATION_RTOL)
-    parser.add_argument("--out", default=str(FIGURES / "scaling"))
+    add_output_options(parser)
+    add_blas_option(parser)
     args = parser.parse_args()
     if args.n:
         grid = [(m, args.n, args.T or 1000, args.view) for m in args.methods.split(",")]
     else:
         grid = QUICK_GRID if args.quick else ACCEPTANCE_GRID if args.acceptance else DEFAULT_GRID
-    out = pathlib.Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    path = out.with_suffix(".json")
+    path = output_path(args, "scaling.json")
     old = json.loads(path.read_text())["records"] if path.exists() else []
     records = []
     for method, n, T, view, *point_rtol in grid:
         start = time.perf_counter()
         rtol = point_rtol[0] if point_rtol else args.truncation_rtol
-        record = run_point(method, n, T, view, rtol)
+        record = run_point(method, n, T, view, rtol, args.blas_threads)
         record["requested_n"] = n
         records.append(record)
         print(json.dumps(record), f"({time.perf_counter() - start:.0f} s)", flush=True)
     meta = {"machine_cores": len(os.sched_getaffinity(0)),
             "last_command": " ".join(sys.argv), "records": merge(old, records)}
     path.write_text(json.dumps(meta, indent=1))
-    plot(meta["records"], out.with_suffix(".png"))
+    plot(meta["records"], path.with_suffix(".png"))
     print("peak RSS of this driver:",
           resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, "MB")
 

@@ -1,8 +1,9 @@
-"""pytest-benchmark: the engine's paths against the dense reference, same instance.
+"""pytest-benchmark: the engine's paths against the dense reference, same instance (quick).
 
-    python -m pytest bench/ --benchmark-only
+    python -m pytest bench -m quick --benchmark-only
 
-The dense reference forms H_T explicitly (mT x nT) and takes a pseudo-inverse.
+The dense reference forms H_T explicitly (mT x nT) and takes a pseudo-inverse; both sides run
+on the same pinned BLAS threads (``--blas-threads``, default 1; ``bench/conftest.py``).
 """
 
 import pytest
@@ -11,6 +12,8 @@ import sparsedp
 from sparsedp.testing import dense_M
 
 T = 20
+
+pytestmark = pytest.mark.quick
 
 
 @pytest.mark.parametrize("method", ["structured", "matrix-free"])

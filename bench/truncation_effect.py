@@ -12,8 +12,9 @@ method.  Next to it: the products of the certified structured query at ``truncat
 
     python bench/truncation_effect.py --n 100000
 
-Writes ``docs/figures/truncation_effect.json`` and ``.png`` (the change against the cut, the
-certified stop marked, the target gap drawn).
+Writes ``bench/results/truncation_effect.json`` and ``.png`` (``--record``:
+``docs/figures/``; the change against the cut, the certified stop marked, the target gap
+drawn).
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ import pathlib
 
 import numpy as np
 import scipy.sparse.linalg
+from outputs import add_output_options, output_path
 
 import sparsedp
 from sparsedp.graphs import large
 from sparsedp.linalg.moments import LagPropagator
 from sparsedp.linalg.operators import k_from_moments, toeplitz_blocks
 
-OUT = pathlib.Path(__file__).resolve().parent.parent / "docs" / "figures" / "truncation_effect.json"
 TARGET_GAP = 1e-6
 GENERATORS = {"erdos-renyi": large.erdos_renyi_large, "chung-lu": large.chung_lu_large}
 CUTS = (25, 50, 100, 200, 400, 600, 800, 1200, 1600)
@@ -75,12 +76,14 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10**5)
     parser.add_argument("--T", type=int, default=1000)
     parser.add_argument("--truncation-rtol", type=float, default=5e-7)
+    add_output_options(parser)
     args = parser.parse_args()
     rows = [effect(name, args.n, args.T, args.truncation_rtol) for name in GENERATORS]
     for row in rows:
         print(json.dumps(row), flush=True)
-    OUT.write_text(json.dumps(rows, indent=1) + "\n")
-    plot(rows, OUT.with_suffix(".png"))
+    out = output_path(args, "truncation_effect.json")
+    out.write_text(json.dumps(rows, indent=1) + "\n")
+    plot(rows, out.with_suffix(".png"))
 
 
 def plot(rows: list[dict], path: pathlib.Path) -> None:

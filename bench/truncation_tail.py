@@ -19,24 +19,22 @@ level`` (as the structured path does).  With ``X = K_hat^{-1} G_hat`` the script
 
     python bench/truncation_tail.py --n 100000 --T 1000
 
-Writes ``docs/figures/truncation_tail.json``.
+Writes ``bench/results/truncation_tail.json`` (``--record``: ``docs/figures/``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import pathlib
 
 import numpy as np
+from outputs import add_output_options, output_path
 
 import sparsedp
 from sparsedp.gossip.certified_solve import truncation_pattern
 from sparsedp.graphs import large
 from sparsedp.linalg.moments import LagPropagator
 from sparsedp.linalg.operators import k_from_moments, toeplitz_blocks
-
-OUT = pathlib.Path(__file__).resolve().parent.parent / "docs" / "figures" / "truncation_tail.json"
 
 
 def lags(W, target: int, T: int, level):
@@ -107,13 +105,14 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--T", type=int, default=1000)
     parser.add_argument("--level", type=float, default=1e-6)
+    add_output_options(parser)
     args = parser.parse_args()
     graph = large.largest_component(large.erdos_renyi_large(args.n, 20, seed=1))
     W = sparsedp.gossip_matrix(graph)
     record = {"n": int(W.shape[0]), "T": args.T, **slack(W, graph.n // 2, args.T, args.level),
               "radau": radau_weights(W, 40)}
     print(json.dumps(record, indent=1))
-    OUT.write_text(json.dumps(record, indent=1) + "\n")
+    output_path(args, "truncation_tail.json").write_text(json.dumps(record, indent=1) + "\n")
 
 
 if __name__ == "__main__":
