@@ -93,12 +93,8 @@ def gossip_block(W, target: int, obs: Observation, T: int, *, method: str, max_m
                  progress) -> TargetBlock:
     """DP-D-SGD under PNDP: the innovation form (``method="innovations"``, or ``"auto"`` where
     :func:`sparsedp.mf.innovations.preferred`), else the gossip engine (module docstring)."""
-    if method == "innovations" or (method == "auto" and innovations.applies(W, obs) and
-                                   innovations.preferred(W.shape[0], W.nnz,
-                                                         obs.observed.size, T)):
-        if not innovations.applies(W, obs):
-            raise ParameterError("method='innovations' needs every node whose noise is known "
-                                 "to have all of its neighbours observed")
+    if method == "innovations" or (method == "auto" and innovations.preferred(
+            W.shape[0], W.nnz, obs.observed.size, T)):
         return innovations.innovation_block(W, target, obs, T, max_memory=max_memory,
                                             progress=progress)
     if obs.trust == "pndp":
