@@ -114,15 +114,15 @@ def test_auto_prefers_innovations_for_many_observed_rows():
 MEMORY_SCRIPT = """
 import sys, tracemalloc, networkx as nx, numpy as np, sparsedp
 from sparsedp.mf import trust
-from sparsedp.mf.innovations import innovation_block, innovation_memory, InnovationOperator
+from sparsedp.mf.innovations import innovation_sandwich, innovation_memory, InnovationOperator
 G = nx.powerlaw_cluster_graph(3000, 10, 0.1, seed=3)
 W = sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops")
 hub = int(np.argmax([d for _, d in sorted(G.degree())]))
 obs = trust.resolve("pndp", W, 2999, [hub])
 m = InnovationOperator.build(W, obs.observed, obs.known_noise, 20).m
-innovation_block(W, 2999, obs, 4)  # compile and warm up outside the measurement
+innovation_sandwich(W, 2999, obs, 4)  # compile and warm up outside the measurement
 tracemalloc.start()
-innovation_block(W, 2999, obs, 20)
+innovation_sandwich(W, 2999, obs, 20)
 print(tracemalloc.get_traced_memory()[1], innovation_memory(3000, W.nnz, m, 20), m)
 """
 

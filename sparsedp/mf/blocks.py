@@ -95,8 +95,11 @@ def gossip_block(W, target: int, obs: Observation, T: int, *, method: str, max_m
     :func:`sparsedp.mf.innovations.preferred`), else the gossip engine (module docstring)."""
     if method == "innovations" or (method == "auto" and innovations.preferred(
             W.shape[0], W.nnz, obs.observed.size, T)):
-        return innovations.innovation_block(W, target, obs, T, max_memory=max_memory,
-                                            progress=progress)
+        sandwich, info = innovations.innovation_sandwich(W, target, obs, T,
+                                                         max_memory=max_memory,
+                                                         progress=progress)
+        return TargetBlock(T=T, closed_form=None, sandwich=sandwich, method="innovations",
+                           solver=info)
     if obs.trust == "pndp":
         return view_target_block(W, target, obs.attackers, T, view="neighbourhood",
                                  noise_removed=True, method=method, max_memory=max_memory,

@@ -17,7 +17,8 @@ and with ``h_r = s_r(U) - k_r`` (``h_(-1) = 0``)
 
 The hidden state is driven by the hidden nodes' noise only, independent of ``e(O)``.  A node
 ``v`` whose noise the attackers know (PNDP's own noise: the attackers, whose closed
-neighbourhood is observed; ``"pndp-eq12"`` knows none) has ``W_vU = 0``, so ``y_r(v)`` is its own noise and gradient, both known: its rows carry no
+neighbourhood is observed; ``"pndp-eq12"`` knows none) has ``W_vU = 0``,
+so ``y_r(v)`` is its own noise and gradient, both known: its rows carry no
 information and are dropped.  On the other observed rows ``O'`` the noise covariance is
 
     K = I + F F^T,    F: hidden noise -> (W_OU h_(r-1))_r   ((T m') x (T |U|)),
@@ -51,10 +52,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsedp import resources
-from sparsedp.gossip.target_block import TargetBlock
 from sparsedp.linalg import kernels
-from sparsedp.linalg.certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma, \
-    sandwich_from_solve
+from sparsedp.linalg.certified import (
+    UNIT_ROUNDOFF,
+    MatrixSandwich,
+    frobenius,
+    gamma,
+    sandwich_from_solve,
+)
 from sparsedp.linalg.solvers import block_pcg
 from sparsedp.mf.trust import Observation
 
@@ -157,10 +162,12 @@ class InnovationOperator:
         return self.T * (self.longest_row + longest_column + 2) + 2
 
 
-def innovation_block(W, target: int, obs: Observation, T: int, *, rtol: float = RTOL,
-                     maxiter: int = 5000, max_memory=None, progress=None) -> TargetBlock:
-    """The certified sandwich of ``M`` for DP-D-SGD under ``"pndp"`` / ``"pndp-eq12"`` by
-    the innovation form (module docstring); ``ResourceLimitError`` beyond ``max_memory``."""
+def innovation_sandwich(W, target: int, obs: Observation, T: int, *, rtol: float = RTOL,
+                        maxiter: int = 5000, max_memory=None, progress=None
+                        ) -> tuple[MatrixSandwich, dict]:
+    """The certified sandwich of ``M`` (``lambda_min(K) >= 1``: its upper side is certified)
+    for DP-D-SGD under ``"pndp"`` / ``"pndp-eq12"`` by the innovation form (module
+    docstring), and the solver info; ``ResourceLimitError`` beyond ``max_memory``."""
     W = sp.csr_matrix(W, dtype=np.float64)
     n = W.shape[0]
     operator = InnovationOperator.build(W, obs.observed, obs.known_noise, T)
@@ -186,8 +193,7 @@ def innovation_block(W, target: int, obs: Observation, T: int, *, rtol: float = 
             "sparse_products": 2 * (T - 1) * (solve.iterations + solve.restarts + 2)
             + g_products,
             "lambda_min_lower_bound": 1.0, "upper_certified": True}
-    return TargetBlock(T=T, closed_form=None, sandwich=sandwich, upper_certified=True,
-                       method="innovations", solver=info)
+    return sandwich, info
 
 
 def _charge_rounding(sandwich: MatrixSandwich, X: np.ndarray, R: np.ndarray, e_norm: float,
