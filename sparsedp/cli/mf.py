@@ -68,7 +68,8 @@ def add_parser(sub) -> None:
     p.add_argument("--exact", type=exact_flag, default="auto",
                    help="exhaustive sign search (scalar gradients): auto, true, false")
     p.add_argument("--method", default="auto",
-                   help="gossip engine path for DP-D-SGD under PNDP (as sparsedp account)")
+                   help="DP-D-SGD under PNDP: innovations, or a gossip engine path (as "
+                   "sparsedp account); auto chooses by cost")
     p.add_argument("--summary", action="store_true",
                    help="every target against the attackers, min/mean/max per distance")
     add_export_options(p)

@@ -11,7 +11,9 @@ local DP (``"ldp"``)
     the target's column of step t in range(B) exactly when ``e_t`` is in the column space of L
     (also exact): a pattern with a step outside it is infinitely sensitive.
 DP-D-SGD under PNDP (K = 1, L = I)
-    the gossip engine's certified view (:mod:`sparsedp.gossip.target_block`): ``"pndp"`` is
+    the innovation form ``K = I + F F^T`` (:mod:`sparsedp.mf.innovations`: block CG,
+    ``lambda_min >= 1``) when its cost model prefers it (many observed rows), else the
+    gossip engine's certified view (:mod:`sparsedp.gossip.target_block`): ``"pndp"`` is
     ``view="neighbourhood", observers=attackers, noise_removed=True``; ``"pndp-eq12"`` is
     ``view="secure-summation", observers=received rows, noise_removed=False`` (equal to the
     neighbourhood view without noise removal when every attacker has ``W[a, a] > 0``).
@@ -40,6 +42,7 @@ from sparsedp.gossip.certified_solve import OPERATOR_ASSEMBLY_MAX_DIM, _certifie
 from sparsedp.gossip.target_block import TargetBlock, view_target_block
 from sparsedp.linalg import exact_rank
 from sparsedp.linalg.certified import gamma
+from sparsedp.mf import innovations
 from sparsedp.mf.exact_rows import independent_observations
 from sparsedp.mf.operators import MFSystem
 from sparsedp.mf.trust import Observation
@@ -88,7 +91,15 @@ def require_invertible(L: np.ndarray, trust: str) -> None:
 
 def gossip_block(W, target: int, obs: Observation, T: int, *, method: str, max_memory,
                  progress) -> TargetBlock:
-    """DP-D-SGD under PNDP through the gossip engine (module docstring)."""
+    """DP-D-SGD under PNDP: the innovation form (``method="innovations"``, or ``"auto"`` where
+    :func:`sparsedp.mf.innovations.preferred`), else the gossip engine (module docstring)."""
+    if method == "innovations" or (method == "auto" and innovations.preferred(
+            W.shape[0], W.nnz, obs.observed.size, T)):
+        sandwich, info = innovations.innovation_sandwich(W, target, obs, T,
+                                                         max_memory=max_memory,
+                                                         progress=progress)
+        return TargetBlock(T=T, closed_form=None, sandwich=sandwich, method="innovations",
+                           solver=info)
     if obs.trust == "pndp":
         return view_target_block(W, target, obs.attackers, T, view="neighbourhood",
                                  noise_removed=True, method=method, max_memory=max_memory,

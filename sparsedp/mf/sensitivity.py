@@ -86,7 +86,9 @@ def mf_sensitivity(
     gradients : ``"vector"`` (default) or ``"scalar"`` (module docstring).
     exact : ``"auto"`` (exhaustive sign search when every pattern has at most 24 steps),
         ``True`` (at most 30) or ``False``; only with ``gradients="scalar"``.
-    method, max_memory, progress : passed to the gossip engine on the DP-D-SGD PNDP path.
+    method, max_memory, progress : DP-D-SGD under PNDP: ``method="innovations"`` is the
+        innovation form (:mod:`sparsedp.mf.innovations`), ``"auto"`` chooses it or the gossip
+        engine by cost, any other value is the engine's method; all three go to the path.
 
     Returns
     -------

@@ -1,0 +1,215 @@
+"""DP-D-SGD under PNDP in innovation form: ``K = I + F F^T``, solved by block CG and certified
+with ``lambda_min(K) >= 1`` (no dense ``(m T) x (m T)`` matrix).
+
+The attacker set sees the messages ``s_r(v)``, ``v`` in the observed set ``O``, of the
+recursion ``s_r = W s_(r-1) + e_r`` (``e_r`` the gradients and noise of round r; the gossip
+engine's round convention, :mod:`sparsedp.gossip.views`).  Split the nodes into ``O`` and the
+hidden rest ``U``.  Subtracting from each observation what earlier observations already
+determine is a block unit lower-triangular, hence invertible, map of the observations (the
+same information, the same ``M = G^T K^+ G``):
+
+    y_r(v) = s_r(v) - W_vO s_(r-1)(O) - W_vU k_(r-1)     (v in O),
+    k_r = W_UU k_(r-1) + W_UO s_(r-1)(O)                  (known: earlier observations),
+
+and with ``h_r = s_r(U) - k_r`` (``h_(-1) = 0``)
+
+    y_r(v) = (W_OU h_(r-1))_v + e_r(v),      h_r = W_UU h_(r-1) + e_r(U).
+
+The hidden state is driven by the hidden nodes' noise only, independent of ``e(O)``.  A node
+``v`` whose noise the attackers know (PNDP's own noise: the attackers, whose closed
+neighbourhood is observed; ``"pndp-eq12"`` knows none) has ``W_vU = 0``,
+so ``y_r(v)`` is its own noise and gradient, both known: its rows carry no
+information and are dropped.  On the other observed rows ``O'`` the noise covariance is
+
+    K = I + F F^T,    F: hidden noise -> (W_OU h_(r-1))_r   ((T m') x (T |U|)),
+
+so ``lambda_min(K) >= 1`` exactly, and the target's columns are ``G = F E_u`` (u hidden) or
+the unit rows of ``e_r(u)`` (u observed: its data reaches U only through the known input).
+``X ~ K^{-1} G`` by block CG (:func:`sparsedp.linalg.solvers.block_pcg`, no preconditioner:
+``K >= I`` is well conditioned; 10-12 iterations at T = 20 on a 10^4-node power-law graph)
+and the certified sandwich of :func:`sparsedp.linalg.certified.sandwich_from_solve` with
+``lambda_lb = 1`` (:func:`_charge_rounding` adds the operator's and G's rounding).
+
+This is the gossip engine's ``neighbourhood`` view with ``noise_removed=True`` (``"pndp"``)
+and its ``secure-summation`` view of the received rows (``"pndp-eq12"``): the same M, reached
+without the Gram ``(m T)^2 n`` flops and ``8 (m T)^2`` bytes that the engine needs once its
+numerical ``lambda_min`` certificate cannot be replaced by an analytic one (noise removed).
+
+Rounding: with ``W >= 0`` every operator output is a sum of non-negative weights times the
+input along paths of at most ``N = T (d_row + d_col + 2) + 2`` roundings (``d_row``,
+``d_col``: the longest row and column of W; a step of the forward recursion sums at most
+``d_row`` products and adds ``e_r``, a step of the adjoint at most ``d_col`` products and adds
+one term; the mask and the row selections are exact), so ``|fl(K X) - K X| <= gamma_N K |X|``
+entrywise (Higham, Lemma 3.5 for each product, composed), and ``|fl(G) - G| <=
+gamma_(T (d_row + 1)) G``.  Both are charged as perturbations of the residual.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsedp import resources
+from sparsedp.linalg import kernels
+from sparsedp.linalg.certified import (
+    UNIT_ROUNDOFF,
+    MatrixSandwich,
+    frobenius,
+    gamma,
+    sandwich_from_solve,
+)
+from sparsedp.linalg.solvers import block_pcg
+from sparsedp.mf.trust import Observation
+
+EXPECTED_ITERATIONS = 20  # block CG iterations the cost model assumes (10-12 measured, T = 20)
+GRAM_FLOPS_PER_CG_FLOP = 8.0  # the engine's dense work is BLAS-3: this much faster per flop
+RTOL = 1e-7  # block CG tolerance: the residual enters the bounds squared; on a 10^4-node
+# power-law graph (T = 20, hub attacker) 1e-10 and 1e-6 both leave a relative gap of 3.5e-10,
+# the rounding allowance's, with 12 and 8 iterations
+
+
+def preferred(n: int, nnz: int, m: int, T: int) -> bool:
+    """Whether the innovation form is expected to be cheaper than the gossip engine's dense
+    paths: their ``(m T)^2 n`` Gram flops (BLAS-3, ``GRAM_FLOPS_PER_CG_FLOP`` times faster
+    per flop) against ``EXPECTED_ITERATIONS`` block CG iterations of ``4 T^2 nnz`` flops.
+    Only a speed choice: both are certified and agree (``tests/test_mf.py``)."""
+    gram_flops = float(m * T) ** 2 * n / GRAM_FLOPS_PER_CG_FLOP
+    return gram_flops > EXPECTED_ITERATIONS * 4.0 * T * T * nnz
+
+
+def innovation_memory(n: int, nnz: int, m: int, T: int) -> int:
+    """Bytes the innovation solve holds at its peak (an upper estimate, checked against the
+    measured peak in ``tests/test_mf.py``): W^T in CSR, the target's hidden impulses and the
+    adjoint's output (``T x n x T`` each), the recursions' ``n x T`` states, and block CG's
+    about 16 blocks of ``T m x T``."""
+    csr = 12 * nnz + 8 * (n + 1)
+    return int(csr + 8 * (2 * T * n * T + 8 * n * T + 16 * T * m * T))
+
+
+@dataclasses.dataclass(frozen=True)
+class InnovationOperator:
+    """``F``, ``F^T`` and ``K = I + F F^T`` on blocks ``(T, m', c)`` (module docstring);
+    ``rows``: the observed rows kept (``O'``), ``hidden``: 1.0 on U, 0.0 on O."""
+
+    W: sp.csr_matrix
+    WT: sp.csr_matrix
+    rows: np.ndarray
+    hidden: np.ndarray
+    T: int
+
+    @classmethod
+    def build(cls, W, observed: np.ndarray, known_noise: np.ndarray, T: int):
+        W = sp.csr_matrix(W, dtype=np.float64)
+        hidden = np.ones(W.shape[0])
+        hidden[observed] = 0.0
+        rows = np.setdiff1d(observed, known_noise).astype(np.int64)
+        return cls(W=W, WT=W.T.tocsr(), rows=rows, hidden=hidden, T=int(T))
+
+    @property
+    def m(self) -> int:
+        return self.rows.size
+
+    def forward(self, Z: np.ndarray) -> np.ndarray:
+        """``F Z``: hidden noise ``Z`` (T, n, c), zero on the observed nodes -> (T, m', c)."""
+        T, n, c = Z.shape
+        out = np.zeros((T, self.m, c))
+        h = np.ascontiguousarray(Z[0])
+        for r in range(1, T):
+            Wh = kernels.spmm(self.W, h)
+            out[r] = Wh[self.rows]
+            h = Wh * self.hidden[:, None]
+            h += Z[r]
+        return out
+
+    def adjoint(self, Y: np.ndarray) -> np.ndarray:
+        """``F^T Y``: (T, m', c) -> hidden noise (T, n, c) (zero on the observed nodes)."""
+        T, _, c = Y.shape
+        n = self.W.shape[0]
+        Z = np.zeros((T, n, c))
+        b = np.zeros((n, c))
+        for r in range(T - 2, -1, -1):  # b_r = W^T (P^T Y_(r+1) + hidden * b_(r+1))
+            b *= self.hidden[:, None]
+            b[self.rows] += Y[r + 1]
+            b = kernels.spmm(self.WT, b)
+            Z[r] = b * self.hidden[:, None]
+        return Z
+
+    def apply_K(self, Y: np.ndarray) -> np.ndarray:
+        return Y + self.forward(self.adjoint(Y))
+
+    def target_columns(self, target: int) -> tuple[np.ndarray, float]:
+        """``G`` (T, m', T) of the target and its relative entrywise rounding."""
+        T = self.T
+        position = np.searchsorted(self.rows, target)
+        if position < self.m and self.rows[position] == target:  # observed: unit rows
+            G = np.zeros((T, self.m, T))
+            G[np.arange(T), position, np.arange(T)] = 1.0
+            return G, 0.0
+        Z = np.zeros((T, self.W.shape[0], T))
+        Z[np.arange(T), target, np.arange(T)] = 1.0
+        return self.forward(Z), gamma(T * (self.longest_row + 1))
+
+    @property
+    def longest_row(self) -> int:
+        return int(np.diff(self.W.indptr).max())
+
+    @property
+    def rounding_depth(self) -> int:
+        """``N`` of the module docstring: ``|fl(K X) - K X| <= gamma_N K |X|``."""
+        longest_column = int(np.diff(self.WT.indptr).max())
+        return self.T * (self.longest_row + longest_column + 2) + 2
+
+
+def innovation_sandwich(W, target: int, obs: Observation, T: int, *, rtol: float = RTOL,
+                        maxiter: int = 5000, max_memory=None, progress=None
+                        ) -> tuple[MatrixSandwich, dict]:
+    """The certified sandwich of ``M`` (``lambda_min(K) >= 1``: its upper side is certified)
+    for DP-D-SGD under ``"pndp"`` / ``"pndp-eq12"`` by the innovation form (module
+    docstring), and the solver info; ``ResourceLimitError`` beyond ``max_memory``."""
+    W = sp.csr_matrix(W, dtype=np.float64)
+    n = W.shape[0]
+    operator = InnovationOperator.build(W, obs.observed, obs.known_noise, T)
+    resources.require_within(
+        innovation_memory(n, W.nnz, operator.m, T), resources.memory_budget(max_memory),
+        f"DP-D-SGD under {obs.trust!r} (innovation form, {operator.m} observed rows, T = {T})")
+    G3, G_relative_error = operator.target_columns(target)
+    g_products = T - 1 if G_relative_error else 0
+    X3, KX3, solve = block_pcg(operator.apply_K, G3, lambda R: R, rtol=rtol, maxiter=maxiter,
+                               progress=progress)
+    size = (T * operator.m, T)
+    G, X, KX = G3.reshape(size), X3.reshape(size), KX3.reshape(size)
+    depth = operator.rounding_depth
+    K_abs_X = operator.apply_K(np.abs(X3)).reshape(size)  # >= (1 - gamma_N) K |X|
+    e_norm = gamma(depth) * frobenius(K_abs_X) / (1.0 - gamma(depth))
+    f_norm = G_relative_error * frobenius(G)
+    sandwich = _charge_rounding(sandwich_from_solve(G, X, KX, 1.0), X, G - KX,
+                                e_norm, f_norm)
+    info = {"solver": "block CG on K = I + F F^T (innovation form)",
+            "iterations": solve.iterations, "restarts": solve.restarts,
+            "max_relative_residual": solve.max_relative_residual,
+            "converged": solve.converged, "observed_rows": int(T * operator.m),
+            "sparse_products": 2 * (T - 1) * (solve.iterations + solve.restarts + 2)
+            + g_products,
+            "lambda_min_lower_bound": 1.0, "upper_certified": True}
+    return sandwich, info
+
+
+def _charge_rounding(sandwich: MatrixSandwich, X: np.ndarray, R: np.ndarray, e_norm: float,
+                     f_norm: float) -> MatrixSandwich:
+    """Add to a sandwich from :func:`sandwich_from_solve` (with ``lambda_lb = 1``) the
+    rounding of the operator product (``||fl(K X) - K X||_F <= e_norm``) and of G
+    (``||fl(G) - G||_F <= f_norm``).
+
+    With exact ``G``, ``K X`` and ``R_true = G - K X = R + D``, ``||D||_F <= delta = e_norm +
+    f_norm`` (R the computed residual): the lower side ``2 G^T X - X^T K X`` (or its linear
+    form plus ``sym(X^T R_true)``) moves by at most ``||X||_F (e_norm + 2 f_norm)``, and
+    ``R_true^T R_true <= R^T R + (2 delta ||R||_F + delta^2) I`` (as the dense product's
+    rounding is charged in :func:`sandwich_from_solve`)."""
+    delta = e_norm + f_norm
+    inflate = 1.0 + 8 * UNIT_ROUNDOFF
+    eta_low = frobenius(X) * (e_norm + 2.0 * f_norm) * inflate
+    eta_excess = (2.0 * delta * frobenius(R) + delta * delta) * inflate
+    return dataclasses.replace(sandwich, eta_low=sandwich.eta_low + eta_low,
+                               eta_excess=sandwich.eta_excess + eta_excess)
