@@ -55,6 +55,7 @@ def main() -> None:
     T, sigma, delta = (100, None, None) if args.upper == "none" else (30, 1.0, 1e-5)
     start = time.perf_counter()
     m = sparsedp.privacy_map(W, "all", "all", T, sigma, delta, upper=args.upper, float32=True,
+                             max_pairs=None,
                              progress=False)
     seconds = time.perf_counter() - start
     print(json.dumps({
