@@ -69,6 +69,7 @@ def measure(n: int, upper: str, prepass: int | None, refine: int | None) -> dict
     T, sigma, delta = (100, None, None) if upper == "none" else (30, 1.0, 1e-5)
     start = time.perf_counter()
     m = sparsedp.privacy_map(W, "all", "all", T, sigma, delta, upper=upper, float32=True,
+                             max_pairs=None,
                              progress=False)
     seconds = time.perf_counter() - start
     return {

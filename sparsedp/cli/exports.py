@@ -1,22 +1,21 @@
 """``--csv FILE`` and ``--plot FILE`` for the commands that report many receivers or victims:
 one row per node (its id, its graph distance from the source or attacker, its values) and a
 figure of the main value against graph distance (matplotlib, the optional extra
-``sparsedp[plot]``).  Both files are written whole or not at all (a temporary file renamed
-into place)."""
+``sparsedp[plot]``).  Both files are written whole or not at all
+(:func:`sparsedp.files.write_atomically`)."""
 
 from __future__ import annotations
 
 import argparse
 import csv
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from scipy.sparse.csgraph import shortest_path
 
 from sparsedp.errors import ParameterError
+from sparsedp.files import write_atomically
 
 
 def add_export_options(parser: argparse.ArgumentParser) -> None:
@@ -41,26 +40,6 @@ def export(args: argparse.Namespace, columns: dict[str, list], *, x: str, y: str
         write_atomically(args.csv, lambda path: _write_csv(path, columns))
     if args.plot:
         write_atomically(args.plot, lambda path: _write_plot(path, columns, x, y, title))
-
-
-def write_atomically(target: str, write) -> None:
-    """``write(temporary)`` then ``os.replace`` onto ``target``: no half-written file, ever."""
-    target_path = Path(target)
-    directory = target_path.parent if str(target_path.parent) else Path(".")
-    if not directory.is_dir():
-        raise ParameterError(f"cannot write {target}: no directory {directory}")
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".sparsedp-",
-                                         suffix=target_path.suffix)
-    os.close(handle)
-    try:
-        write(temporary)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp creates it private
-        os.replace(temporary, target_path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
 
 
 def _write_csv(path: str, columns: dict[str, list]) -> None:

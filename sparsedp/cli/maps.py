@@ -17,17 +17,18 @@ Selections (``--observers``, ``--targets``): ``all``, a comma-separated list of 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from sparsedp import validation
-from sparsedp.cli.exports import write_atomically
 from sparsedp.cli.graph_input import add_graph_options, load_graph
 from sparsedp.cli.options import add_memory_option, add_progress_option, exact_flag
-from sparsedp.errors import ParameterError
+from sparsedp.errors import ParameterError, ResourceLimitError
 from sparsedp.graphs.weights import SCHEMES
 from sparsedp.maps import store
 from sparsedp.maps.families import mf_map, random_walk_map
-from sparsedp.maps.plots import PLOT_KINDS, plot_map
+from sparsedp.maps.plan import DEFAULT_MAX_PAIRS, MapPlan, map_plan
+from sparsedp.maps.plots import PLOT_KINDS, check_plot, plot_map
 from sparsedp.maps.privacy_map import MAP_VIEWS, UPPER_MODES, privacy_map
 from sparsedp.maps.sweep import sweep
 from sparsedp.maps.worst_case import per_target_worst_case
@@ -38,6 +39,8 @@ FAMILIES = ("gossip", "random-walk", "mf")
 MF_ALGORITHMS = ("dp-d-sgd", "antipgd", "zip-dl")  # the ones named by a plain string
 DEFAULT_GRAPH_NODES = 2000  # the embedded synthetic social graph, as for randomwalk
 SHOWN = 10  # rows of each summary in the text report (--json has all)
+CONFIRM_SECONDS = 600  # an estimated time above this (or pairs above DEFAULT_MAX_PAIRS) needs
+# --yes
 
 
 def _selection(text: str):
@@ -47,10 +50,13 @@ def _selection(text: str):
     if text.startswith("sample:"):
         parts = text.split(":")
         try:
-            return ("sample", int(parts[1]), int(parts[2])) if len(parts) == 3 else None
+            if len(parts) == 3:
+                return ("sample", int(parts[1]), int(parts[2]))
         except ValueError:
             pass
-        raise argparse.ArgumentTypeError(f"expected sample:K:SEED, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected sample:K:SEED (K nodes drawn with the integer seed SEED, e.g. "
+            f"sample:50:0), got {text!r}")
     ids = [v.strip() for v in text.split(",") if v.strip()]
     if not ids:
         raise argparse.ArgumentTypeError("expected all, sample:K:SEED or a list of node ids")
@@ -126,6 +132,11 @@ def add_parser(sub) -> None:
     p.add_argument("--trust", default="pndp", choices=TRUST_MODELS, help="mf: trust model")
     p.add_argument("--gradients", default="vector", choices=GRADIENTS,
                    help="mf: vector or scalar gradients (scalar: exact sign search at small T)")
+    p.add_argument("--yes", action="store_true",
+                   help=f"run a map over {DEFAULT_MAX_PAIRS:,} pairs or estimated to take over "
+                        f"{CONFIRM_SECONDS // 60} minutes (refused without it; its pairs, "
+                        "estimated time and sizes are printed on stderr before it starts "
+                        "unless --progress never)")
     p.add_argument("--json", action="store_true", help="print one JSON object (summaries)")
     add_memory_option(p)
     add_progress_option(p)
@@ -222,17 +233,38 @@ def run(args: argparse.Namespace) -> dict:
                   "targets": args.targets, "T": args.rounds, "sigma": args.sigma,
                   "delta": args.delta, "upper": args.upper, "exact": args.exact,
                   "view": args.view, "float32": args.float32}
-    existed = False
-    if args.out is not None:  # before any work
-        store.require_pyarrow()
-        existed = store.check_store(args.out, parameters)
+    plan = map_plan(graph, args.observers, args.targets, args.rounds, upper=args.upper,
+                    view=args.view, exact=args.exact, float32=args.float32)
+    existed = _before_work(args, plan, graph, parameters)
     result = privacy_map(graph, observers=args.observers, targets=args.targets, T=args.rounds,
                          sigma=args.sigma, delta=args.delta, scheme=args.scheme,
                          upper=args.upper, view=args.view, exact=args.exact,
                          float32=args.float32,
                          progress=args.progress,
-                         max_memory=args.max_memory)
+                         max_memory=args.max_memory, max_pairs=None)  # checked: _before_work
     return _finish(args, start, result, parameters, graph, source, existed)
+
+
+def _before_work(args, plan: MapPlan, graph, parameters: dict | None) -> bool:
+    """Everything checked before the map starts: the plot asked for (kind, size, path), the
+    store at ``--out`` (``parameters``; ``None``: no table), then the plan, stated on stderr
+    (unless ``--progress never``) and refused above the command's limits without ``--yes``.
+    Returns whether ``--out`` holds this map already."""
+    if getattr(args, "plot", None) is not None:
+        check_plot(args.plot, args.plot_kind, observers=plan.observers, targets=plan.targets,
+                   graph_nodes=graph.n)
+    existed = False
+    if parameters is not None and args.out is not None:
+        store.require_pyarrow()
+        existed = store.check_store(args.out, parameters)
+    if args.progress != "never":
+        print(f"sparsedp: {plan.describe()}", file=sys.stderr, flush=True)
+    if not args.yes and (plan.pairs > DEFAULT_MAX_PAIRS or plan.seconds > CONFIRM_SECONDS):
+        raise ResourceLimitError(
+            f"{plan.describe()}: over the command's limits ({DEFAULT_MAX_PAIRS:,} pairs, "
+            f"{CONFIRM_SECONDS // 60} minutes estimated); add --yes to run it, or select fewer "
+            "observers or targets (e.g. --observers sample:K:SEED)")
+    return existed
 
 
 def _finish(args, start, result, parameters, graph, source, existed) -> dict:
@@ -240,7 +272,7 @@ def _finish(args, start, result, parameters, graph, source, existed) -> dict:
     if args.out is not None:
         store.write_map(result, args.out, parameters)
     if args.plot is not None:
-        write_atomically(args.plot, lambda path: plot_map(result, path, args.plot_kind, graph))
+        plot_map(result, args.plot, args.plot_kind, graph)
     record = result.to_dict(table=False)
     record["parameters"] = parameters
     record["graph"] = {"source": source, "nodes": graph.n, "edges": graph.num_edges}
@@ -267,13 +299,13 @@ def _run_family(args: argparse.Namespace, start: float) -> dict:
         parameters.update(alpha=args.alpha, contributions=args.contributions)
     else:
         parameters.update(algorithm=args.algorithm, trust=args.trust, gradients=args.gradients)
-    existed = False
-    if args.out is not None:  # before any work
-        store.require_pyarrow()
-        existed = store.check_store(args.out, parameters)
+    family = "random-walk" if args.family == "random-walk" else "mf"
+    plan = map_plan(graph, args.observers, args.targets, args.rounds, family=family)
+    existed = _before_work(args, plan, graph, parameters)
     common = {"observers": args.observers, "targets": args.targets, "T": args.rounds,
               "sigma": args.sigma, "delta": args.delta, "scheme": args.scheme,
-              "progress": args.progress, "max_memory": args.max_memory}
+              "progress": args.progress, "max_memory": args.max_memory,
+              "max_pairs": None}  # checked: _before_work
     if args.family == "random-walk":
         result = random_walk_map(graph, alpha=args.alpha, contributions=args.contributions,
                                  **common)
@@ -288,6 +320,8 @@ def _run_per_target(args: argparse.Namespace, start: float) -> dict:
     if args.out is not None or args.plot is not None:
         raise ParameterError("--per-target writes no pair table: drop --out and --plot")
     graph, source = load_graph(args, DEFAULT_GRAPH_NODES)
+    _before_work(args, map_plan(graph, args.observers, args.targets, args.rounds,
+                                family="per-target"), graph, None)
     result = per_target_worst_case(graph, args.rounds, args.sigma, args.delta,
                                    observers=args.observers, targets=args.targets,
                                    scheme=args.scheme, refine=args.refine,

@@ -41,6 +41,7 @@ from sparsedp import resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.linalg.matrix_facts import is_locked, reuse_scope
 from sparsedp.linalg.stochastic import lock_gossip_matrix
+from sparsedp.maps.plan import DEFAULT_MAX_PAIRS, estimate, require_pairs
 from sparsedp.maps.privacy_map import (
     KIND_CODE,
     KIND_NAMES,
@@ -64,7 +65,8 @@ BYTES_PER_PAIR = 12 + 3 * 8 + 8 + 1 + 16  # rows, distance, 3 floats, hops, kind
 def random_walk_map(source, observers="all", targets="all", T: int = 100,
                     sigma: float = 10.0, alpha: float = 2.0, delta: float | None = None, *,
                     scheme: str = "metropolis", contributions: float | None = None,
-                    method: str = "auto", progress=None, max_memory=None) -> PrivacyMap:
+                    method: str = "auto", progress=None, max_memory=None,
+                    max_pairs=DEFAULT_MAX_PAIRS) -> PrivacyMap:
     """The random-walk privacy map (module docstring): Renyi losses at order ``alpha`` of
     every selected target (the walk's source) towards every selected observer (a receiver).
 
@@ -82,6 +84,7 @@ def random_walk_map(source, observers="all", targets="all", T: int = 100,
     method : ``"auto"``, ``"series"`` or ``"log-green"`` (:func:`sparsedp.random_walk_rdp`).
     progress : a bar over the targets.
     max_memory : budget for the table, checked before any work.
+    max_pairs : the most pairs computed, as for :func:`sparsedp.privacy_map`.
 
     Returns
     -------
@@ -94,7 +97,7 @@ def random_walk_map(source, observers="all", targets="all", T: int = 100,
     GraphError
         An unknown node.
     ResourceLimitError
-        The table does not fit in ``max_memory``.
+        The table does not fit in ``max_memory``, or more pairs than ``max_pairs``.
 
     Examples
     --------
@@ -119,6 +122,8 @@ def random_walk_map(source, observers="all", targets="all", T: int = 100,
     n = W.shape[0]
     obs = select_nodes(observers, graph, n, "observers")
     tgt = select_nodes(targets, graph, n, "targets")
+    require_pairs(estimate("random-walk", n, W.nnz, obs.size, tgt.size, _pairs(obs, tgt), T,
+                           epsilon=delta is not None), max_pairs)
     table = _Table(graph, W, obs, tgt, max_memory, f"the random-walk map at T = {T}")
     bar = progress_bar(progress, total=tgt.size, desc="targets", unit="target")
     kind = None
@@ -155,7 +160,7 @@ def mf_map(source, observers="all", targets="all", T: int = 20, sigma: float | N
            delta: float | None = None, *, scheme: str = "metropolis",
            algorithm="dp-d-sgd", trust_model: str = "pndp",
            participation_scheme="user-level", gradients: str = "vector", exact="auto",
-           progress=None, max_memory=None) -> PrivacyMap:
+           progress=None, max_memory=None, max_pairs=DEFAULT_MAX_PAIRS) -> PrivacyMap:
     """The matrix-factorisation privacy map (module docstring): bounds on ``sens^2`` of
     every selected target towards each selected observer (attacker set ``{observer}``).
 
@@ -171,6 +176,7 @@ def mf_map(source, observers="all", targets="all", T: int = 20, sigma: float | N
         :func:`sparsedp.mf_sensitivity`.
     progress : a bar over the observers.
     max_memory : budget for the table (checked before any work) and each pair's dense work.
+    max_pairs : the most pairs computed, as for :func:`sparsedp.privacy_map`.
 
     Returns
     -------
@@ -183,7 +189,8 @@ def mf_map(source, observers="all", targets="all", T: int = 20, sigma: float | N
     GraphError
         An unknown node.
     ResourceLimitError
-        The table or a pair's dense work does not fit in ``max_memory``.
+        The table or a pair's dense work does not fit in ``max_memory``, or more pairs than
+        ``max_pairs``.
 
     Examples
     --------
@@ -213,6 +220,8 @@ def mf_map(source, observers="all", targets="all", T: int = 20, sigma: float | N
     n = W.shape[0]
     obs = select_nodes(observers, graph, n, "observers")
     tgt = select_nodes(targets, graph, n, "targets")
+    require_pairs(estimate("mf", n, W.nnz, obs.size, tgt.size, _pairs(obs, tgt), T,
+                           epsilon=sigma is not None), max_pairs)
     table = _Table(graph, W, obs, tgt, max_memory, f"the matrix-factorisation map at T = {T}")
     bar = progress_bar(progress, total=obs.size, desc="observers", unit="observer")
     options = {"algorithm": algorithm, "trust_model": trust_model, "gradients": gradients,
@@ -259,7 +268,7 @@ class _Table:
     major, targets in the given order), hop distances in the undirected pattern of W."""
 
     def __init__(self, graph, W, obs: np.ndarray, tgt: np.ndarray, max_memory, what: str):
-        pairs = obs.size * tgt.size - np.intersect1d(obs, tgt).size
+        pairs = _pairs(obs, tgt)
         resources.require_within(pairs * BYTES_PER_PAIR, resources.memory_budget(max_memory),
                                  f"{what} ({pairs} pairs)", "select fewer observers or targets")
         self.graph, self.W, self.obs, self.tgt = graph, W, obs, tgt
@@ -297,3 +306,8 @@ class _Table:
             "epsilon": self.values["epsilon"].ravel()[keep],
         }
         return PrivacyMap(columns=columns, parameters=parameters, notes=notes, info=info)
+
+
+def _pairs(obs: np.ndarray, tgt: np.ndarray) -> int:
+    """Rows of a family table: every selected pair with ``observer != target``."""
+    return int(obs.size * tgt.size - np.intersect1d(obs, tgt).size)

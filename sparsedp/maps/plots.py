@@ -8,17 +8,24 @@
   :data:`HEATMAP_MAX` nodes a side;
 * ``"graph"``: the graph drawn with each target coloured by its worst case over the observers
   (:meth:`PrivacyMap.per_target`), for graphs of at most :data:`GRAPH_MAX_NODES` nodes.
+
+Self pairs (observer = target, distance 0) are left out of every kind: their value is the
+largest of the map by far and would take over the heatmap's colour scale and the distance
+axis.  :func:`check_plot` refuses, before a map is computed, what could not be drawn.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from sparsedp.errors import ParameterError
+from sparsedp.files import write_atomically
 from sparsedp.graphs.graph import Graph
 from sparsedp.maps.privacy_map import PrivacyMap
 
-__all__ = ["PLOT_KINDS", "plot_map"]
+__all__ = ["PLOT_KINDS", "check_plot", "plot_map"]
 
 PLOT_KINDS = ("distance", "heatmap", "graph")
 HEATMAP_MAX = 500
@@ -28,16 +35,45 @@ GRAPH_MAX_NODES = 2000
 def plot_map(privacy_map: PrivacyMap, path, kind: str = "distance", graph: Graph | None = None,
              title: str | None = None) -> None:
     """Draw ``kind`` (module docstring) of ``privacy_map`` to ``path`` (format from its
-    suffix); ``graph`` (labels as in the map) is needed for ``"graph"``."""
-    if kind not in PLOT_KINDS:
-        raise ParameterError(f"plot kind must be one of {PLOT_KINDS}, got {kind!r}")
-    try:
-        import matplotlib
+    suffix), written atomically (:func:`sparsedp.files.write_atomically`); ``graph`` (labels
+    as in the map) is needed for ``"graph"``.  Self pairs (observer = target, distance 0)
+    are left out.
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ParameterError("plots need matplotlib: pip install 'sparsedp[plot]'") from None
+    Parameters
+    ----------
+    privacy_map : PrivacyMap
+        The map to draw.
+    path : str or path-like
+        The image file (``.png``, ``.pdf``, ``.svg``, ...).
+    kind : str
+        One of :data:`PLOT_KINDS`.
+    graph : Graph, optional
+        The map's graph, for ``kind="graph"``.
+    title : str, optional
+        The figure's title (default: T and the weight scheme).
+
+    Raises
+    ------
+    ParameterError
+        Everything :func:`check_plot` refuses, or a map with nothing to draw (naming
+        ``path``).
+
+    Examples
+    --------
+    >>> import os, tempfile, networkx as nx, sparsedp
+    >>> from sparsedp.maps.plots import plot_map
+    >>> m = sparsedp.privacy_map(nx.cycle_graph(8), T=4, upper="none")
+    >>> path = os.path.join(tempfile.mkdtemp(), "map.png")
+    >>> plot_map(m, path, "heatmap")
+    >>> os.path.getsize(path) > 0
+    True
+    """
+    c = privacy_map.columns
+    check_plot(path, kind, observers=np.unique(c["observer"]).size,
+               targets=np.unique(c["target"]).size,
+               graph_nodes=None if graph is None else graph.n)
+    import matplotlib.pyplot as plt
+
     value, label = _value(privacy_map)
     figure, axes = plt.subplots(figsize=(6.5, 4.5))
     try:
@@ -50,12 +86,78 @@ def plot_map(privacy_map: PrivacyMap, path, kind: str = "distance", graph: Graph
         p = privacy_map.parameters
         axes.set_title(title or f"T = {p.get('T')}, {p.get('scheme', 'given W')}", fontsize=10)
         figure.tight_layout()
-        suffix = str(path).rsplit(".", 1)[-1] if "." in str(path) else "png"
-        figure.savefig(path, format=suffix, dpi=120)
+        suffix = _suffix(path)
+        write_atomically(path, lambda temporary: figure.savefig(temporary, format=suffix,
+                                                                dpi=120))
     except ValueError as exc:
         raise ParameterError(f"cannot draw {path}: {exc}") from None
     finally:
         plt.close(figure)
+
+
+def check_plot(path, kind: str = "distance", *, observers: int, targets: int,
+               graph_nodes: int | None) -> None:
+    """Refuse, before any work, a plot that :func:`plot_map` could not draw.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The image file asked for; its suffix names the format.
+    kind : str
+        One of :data:`PLOT_KINDS`.
+    observers, targets : int
+        How many observers and targets the map will have.
+    graph_nodes : int or None
+        The graph's node count (``None``: no graph, which ``kind="graph"`` needs).
+
+    Raises
+    ------
+    ParameterError
+        An unknown kind, matplotlib missing, a format matplotlib cannot write, a missing
+        directory, a heatmap over :data:`HEATMAP_MAX` nodes a side, a graph drawing without
+        the graph or over :data:`GRAPH_MAX_NODES` nodes; each message names ``path``.
+
+    Examples
+    --------
+    >>> from sparsedp.maps.plots import check_plot
+    >>> check_plot("map.png", "heatmap", observers=20, targets=20, graph_nodes=20)
+    >>> check_plot("map.png", "graph", observers=5, targets=5000,
+    ...            graph_nodes=5000)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sparsedp.errors.ParameterError: cannot draw map.png: the graph drawing is for at most ...
+    """
+    if kind not in PLOT_KINDS:
+        raise ParameterError(f"plot kind must be one of {PLOT_KINDS}, got {kind!r}")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise ParameterError("plots need matplotlib: pip install 'sparsedp[plot]'") from None
+    formats = FigureCanvasBase.get_supported_filetypes()
+    problem = None
+    if _suffix(path) not in formats:
+        problem = (f"unknown image format {_suffix(path)!r} (the file's suffix; one of "
+                   f"{', '.join(sorted(formats))})")
+    elif not Path(path).parent.is_dir():
+        problem = f"no directory {Path(path).parent}"
+    elif kind == "heatmap" and max(observers, targets) > HEATMAP_MAX:
+        problem = (f"a heatmap draws at most {HEATMAP_MAX} nodes a side ({observers} "
+                   f"observers, {targets} targets; use --plot-kind distance or a sample)")
+    elif kind == "graph" and graph_nodes is None:
+        problem = "drawing the graph needs the graph"
+    elif kind == "graph" and graph_nodes > GRAPH_MAX_NODES:
+        problem = (f"the graph drawing is for at most {GRAPH_MAX_NODES} nodes, the graph has "
+                   f"{graph_nodes} (the distance plot draws any size)")
+    if problem is not None:
+        raise ParameterError(f"cannot draw {path}: {problem}")
+
+
+def _suffix(path) -> str:
+    """The image format named by the path's suffix (``png`` without one)."""
+    return Path(path).suffix.lstrip(".").lower() or "png"
 
 
 def _value(privacy_map: PrivacyMap) -> tuple[str, str]:
@@ -72,15 +174,18 @@ def _value(privacy_map: PrivacyMap) -> tuple[str, str]:
 
 
 def _distance(axes, privacy_map: PrivacyMap, value: str, label: str) -> None:
-    rows = [r for r in privacy_map.by_distance() if r["distance"] >= 0 and r[value] is not None]
+    from matplotlib.ticker import MaxNLocator
+
+    rows = [r for r in privacy_map.by_distance() if r["distance"] > 0 and r[value] is not None]
     if not rows:
-        raise ValueError("the map has no pair at a finite distance")
+        raise ValueError("the map has no pair of distinct nodes at a finite distance")
     d = [r["distance"] for r in rows]
     low, mean, high = ([r[value][k] for r in rows] for k in ("min", "mean", "max"))
     axes.fill_between(d, low, high, alpha=0.3, label="min - max over pairs")
     axes.plot(d, mean, "o-", label="mean")
     if min(low) > 0:
         axes.set_yscale("log")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # hop distances: whole numbers
     axes.set_xlabel("hop distance between observer and target")
     axes.set_ylabel(label)
     axes.legend(fontsize=8)
@@ -90,11 +195,9 @@ def _heatmap(figure, axes, privacy_map: PrivacyMap, value: str, label: str) -> N
     c = privacy_map.columns
     observers, o_index = np.unique(c["observer"], return_inverse=True)
     targets, t_index = np.unique(c["target"], return_inverse=True)
-    if max(len(observers), len(targets)) > HEATMAP_MAX:
-        raise ValueError(f"a heatmap draws at most {HEATMAP_MAX} nodes a side "
-                         f"({len(observers)} observers, {len(targets)} targets)")
+    others = c["observer"] != c["target"]  # self pairs stay blank: they would set the scale
     grid = np.full((len(observers), len(targets)), np.nan)
-    grid[o_index, t_index] = c[value]
+    grid[o_index[others], t_index[others]] = c[value][others]
     image = axes.imshow(grid, aspect="auto", interpolation="nearest", cmap="viridis")
     figure.colorbar(image, ax=axes, label=label)
     axes.set_xlabel(f"target ({len(targets)})")
@@ -105,11 +208,6 @@ def _graph(figure, axes, privacy_map: PrivacyMap, graph: Graph | None, value: st
            label: str) -> None:
     import networkx as nx
 
-    if graph is None:
-        raise ValueError("drawing the graph needs the graph")
-    if graph.n > GRAPH_MAX_NODES:
-        raise ValueError(f"the graph drawing is for at most {GRAPH_MAX_NODES} nodes, "
-                         f"the graph has {graph.n}")
     key = {"epsilon": "worst_epsilon", "upper": "worst_upper", "lower": "worst_lower"}[value]
     worst = {r["target"]: r[key] for r in privacy_map.per_target()}
     G = nx.Graph()

@@ -65,6 +65,7 @@ from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.linalg.matrix_facts import is_locked, one_query, reuse_scope
 from sparsedp.linalg.stochastic import lock_gossip_matrix, matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
+from sparsedp.maps.plan import DEFAULT_MAX_PAIRS, estimate, require_pairs, table_bytes_per_pair
 from sparsedp.maps.selection import select_nodes
 from sparsedp.plain import plain
 from sparsedp.privacy.gaussian import gaussian_epsilon
@@ -214,6 +215,7 @@ def privacy_map(
     progress=None,
     backend: str = "auto",
     max_memory=None,
+    max_pairs=DEFAULT_MAX_PAIRS,
 ) -> PrivacyMap:
     """Bounds on ``Delta_T(target -> observer)^2`` for every selected pair (module docstring).
 
@@ -255,6 +257,10 @@ def privacy_map(
     backend : ``"auto"``, ``"numba"`` or ``"numpy"`` for the kernels (the numpy twins give the
         same values; used by the tests).
     max_memory : memory budget; the table and one batch are checked against it before work.
+    max_pairs : the most pairs (observers x targets) computed, checked before any work
+        (default :data:`sparsedp.maps.plan.DEFAULT_MAX_PAIRS`, 10^7; ``None``: no limit).
+        :func:`sparsedp.maps.plan.map_plan` states a request's pairs, estimated time and
+        sizes without computing it.
 
     Returns
     -------
@@ -270,7 +276,8 @@ def privacy_map(
     GossipMatrixError
         W negative or not row-stochastic.
     ResourceLimitError
-        The table or one batch does not fit in ``max_memory``.
+        The table or one batch does not fit in ``max_memory``, or more pairs than
+        ``max_pairs`` (the message names both and the estimated time and sizes).
 
     Examples
     --------
@@ -302,6 +309,10 @@ def privacy_map(
     n = W.shape[0]
     obs = select_nodes(observers, graph, n, "observers")
     tgt = select_nodes(targets, graph, n, "targets")
+    set_size = float(np.diff(W.indptr)[obs].mean()) if view == "neighbourhood" else 1.0
+    require_pairs(estimate("gossip", n, W.nnz, obs.size, tgt.size, obs.size * tgt.size, T,
+                           upper=upper, view=view, exact=exact, float32=float32,
+                           epsilon=sigma is not None, set_size=set_size), max_pairs)
     if view == "neighbourhood":
         return _neighbourhood_map(graph, W, obs, tgt, T, sigma, delta, upper, do_exact,
                                   float32, progress, backend, max_memory,
@@ -314,7 +325,7 @@ def privacy_map(
                 and doubly_stochastic_to_rounding(W))
     b = 1 if truncate else _batch_size(batch_size, n, T, tgt.size, obs.size)
     budget = resources.memory_budget(max_memory)
-    table_bytes = obs.size * tgt.size * _bytes_per_pair(float32)
+    table_bytes = obs.size * tgt.size * table_bytes_per_pair(float32)
     resources.require_within(table_bytes + (8 if truncate else 3 * 8 * b) * T * n, budget,
                              f"the map of {obs.size} x {tgt.size} pairs at T = {T}",
                              "select fewer observers or targets")
@@ -418,7 +429,7 @@ def _neighbourhood_map(graph, W, obs, tgt, T, sigma, delta, upper, do_exact, flo
     degrees = np.diff(pattern.indptr)
     m = int(degrees[obs].max()) + 1  # the chosen observers' largest closed neighbourhood
     work = 8 * (2 * T * m * n + 4 * (m * T) ** 2)  # lags and Z; K, L, P and the sandwich
-    resources.require_within(obs.size * tgt.size * _bytes_per_pair(float32) + work,
+    resources.require_within(obs.size * tgt.size * table_bytes_per_pair(float32) + work,
                              resources.memory_budget(max_memory),
                              f"the neighbourhood map of {obs.size} x {tgt.size} pairs at T = "
                              f"{T}", "select fewer observers or targets")
@@ -490,13 +501,6 @@ def hop_pattern(W, facts=None):
     symmetric."""
     facts = matrix_facts(W) if facts is None else facts
     return W if facts.symmetric else abs(W) + abs(W).T
-
-
-def _bytes_per_pair(float32: bool) -> int:
-    """The table's bytes per pair while it is built: observer, target, distance (4 bytes
-    each for rows), lower, upper, epsilon (4 or 8), the kind's code (1) and string (16), and
-    the epsilon conversion's sort and inverse (16)."""
-    return 12 + 3 * (4 if float32 else 8) + 17 + 16
 
 
 def _narrow(values: np.ndarray, down: bool) -> np.ndarray:

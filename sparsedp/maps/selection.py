@@ -39,7 +39,8 @@ def select_nodes(selection, graph: Graph | None, n: int, role: str) -> np.ndarra
 
 def _sample(selection: tuple, n: int, role: str) -> np.ndarray:
     if len(selection) != 3 or selection[0] != "sample":
-        raise ParameterError(f"a sample of {role} is ('sample', k, seed), got {selection!r}")
+        raise ParameterError(f"a sample of {role} is ('sample', k, seed) with an integer "
+                             f"seed, e.g. ('sample', 50, 0); got {selection!r}")
     _, k, seed = selection
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
         raise ParameterError(f"sample size of {role} must be an integer >= 1, got {k!r}")

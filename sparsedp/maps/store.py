@@ -1,8 +1,9 @@
 """The on-disk store of a privacy map: one Parquet file (pyarrow, the optional extra
 ``sparsedp[map]``) holding the table and, in its schema metadata, the map's parameters.
 
-Writing is atomic (a temporary file in the same directory, then ``os.replace``), so a reader
-never sees half a table.  A path that already holds a map with other parameters, or a file
+Writing is atomic (:func:`sparsedp.files.write_atomically`: a temporary file in the same
+directory, then ``os.replace``, with the permissions the umask gives), so a reader never sees
+half a table.  A path that already holds a map with other parameters, or a file
 that is not a sparsedp map, is refused (:func:`check_store`): a store is never overwritten
 with a different map.  The same parameters give the same table, so such a store is replaced.
 
@@ -15,13 +16,12 @@ computed), ``kind`` (string).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from sparsedp.errors import ParameterError
+from sparsedp.files import write_atomically
 from sparsedp.maps.privacy_map import PrivacyMap
 
 METADATA_KEY = b"sparsedp.map.parameters"
@@ -104,16 +104,7 @@ def write_map(privacy_map: PrivacyMap, path, parameters: dict | None = None) -> 
             arrays[name] = pa.array(values)
     table = pa.table(arrays).replace_schema_metadata(
         {METADATA_KEY: json.dumps(parameters).encode()})
-    handle, temporary = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.",
-                                         suffix=".tmp")
-    os.close(handle)
-    try:
-        pq.write_table(table, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    write_atomically(path, lambda temporary: pq.write_table(table, temporary))
     return path
 
 

@@ -31,13 +31,13 @@ import hashlib
 import itertools
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from sparsedp.errors import ParameterError
+from sparsedp.files import write_atomically
 from sparsedp.graphs.specs import graph_from_spec
 from sparsedp.maps import store
 from sparsedp.maps.families import mf_map, random_walk_map
@@ -175,9 +175,8 @@ def _check_manifest(out: Path, parameters: dict) -> None:
 
 
 def _write_manifest(out: Path, parameters: dict) -> None:
-    temporary = out / f".{MANIFEST}.tmp"
-    temporary.write_text(json.dumps(parameters, indent=1))
-    os.replace(temporary, out / MANIFEST)
+    text = json.dumps(parameters, indent=1)
+    write_atomically(out / MANIFEST, lambda temporary: Path(temporary).write_text(text))
 
 
 def compute_chunk(task: dict, chunks_dir: str) -> int:
@@ -187,7 +186,8 @@ def compute_chunk(task: dict, chunks_dir: str) -> int:
     family = task.get("family", "gossip")
     common = {"observers": task["observers"], "targets": _selection(task["targets"]),
               "T": task["T"], "sigma": task["sigma"], "delta": task["delta"],
-              "scheme": task["scheme"], "progress": False}
+              "scheme": task["scheme"], "progress": False,
+              "max_pairs": None}  # the sweep's own block of observers
     if family.startswith("gossip"):
         view = "neighbourhood" if family == "gossip:neighbourhood" else "secure-summation"
         result = privacy_map(graph, upper=task["upper"], view=view, **common)
