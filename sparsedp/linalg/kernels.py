@@ -60,11 +60,12 @@ import os
 
 import numpy as np
 
+from sparsedp.linalg.threads import PARALLEL_MIN_WORK, numba_threads_for
+
 _PARALLEL_PREFIX_BITS = 8
 BACKENDS = ("auto", "numba", "numpy")
 _STAGNATION = 1e-15
 FUSED_MAX_WIDTH = 8  # wider blocks: plain product, then chunked BLAS Gram products
-PARALLEL_MIN_WORK = 200_000  # nnz(W) * columns below which "auto" sparse products use scipy
 GRAM_PARALLEL_MIN_COLUMNS = 128  # columns below which "auto" gram_abs_sums uses numpy (BLAS)
 
 
@@ -263,7 +264,8 @@ def max_sign_quadratic(M: np.ndarray, backend: str = "auto") -> tuple[float, np.
     else:
         kernel = _numba_module().max_sign_quadratic
         prefix = min(M.shape[0] - 1, _PARALLEL_PREFIX_BITS)
-        best_q, best_c = kernel(Mi, prefix)
+        with numba_threads_for(2.0 ** (M.shape[0] - 1) * M.shape[0]):
+            best_q, best_c = kernel(Mi, prefix)
         c = best_c[int(np.argmax(best_q))]
     c = c.astype(np.float64)
     return float(c @ (M @ c)), c
@@ -394,7 +396,8 @@ def gram_abs_sums(Y: np.ndarray, backend: str = "auto") -> tuple[np.ndarray, np.
         Yj = Y.transpose(2, 0, 1)
         M = np.matmul(Yj, Yj.transpose(0, 2, 1))
         return np.abs(M).sum(axis=(1, 2)), np.diagonal(M, axis1=1, axis2=2).copy()
-    return _numba_module().gram_abs_sums(Y, 64)
+    with numba_threads_for(Y.size * Y.shape[0]):
+        return _numba_module().gram_abs_sums(Y, 64)
 
 
 def _mlp_mean_losses_numpy(theta, X, y, h: int, chunk: int = 32) -> np.ndarray:
@@ -535,7 +538,8 @@ def spmm(W, X: np.ndarray, backend: str = "auto") -> np.ndarray:
     if _sparse_backend(W, X, backend) == "numpy":
         return np.asarray(W @ X)
     Y = np.empty_like(X)
-    _numba_module().csr_spmm(*_product_parts(W), X, Y)
+    with numba_threads_for(W.nnz * X.shape[1]):
+        _numba_module().csr_spmm(*_product_parts(W), X, Y)
     return Y
 
 
@@ -553,16 +557,19 @@ def spmm_fused(
         return Y, X.T @ Y, Y.T @ Y, ((Y - shift) ** 2).sum(axis=0)
     if X.shape[1] > FUSED_MAX_WIDTH:
         Y = spmm(W, X, backend=backend)
-        cross, gram, centred = _numba_module().block_grams(
-            X, Y, float(shift), numba_threads()
-        )
+        with numba_threads_for(X.shape[0] * X.shape[1] ** 2):
+            cross, gram, centred = _numba_module().block_grams(
+                X, Y, float(shift), numba_threads()
+            )
         return Y, cross, gram, centred
     Y = np.empty_like(X)
     module = _numba_module()
     fused = {1: module.csr_spmm_fused_one, 2: module.csr_spmm_fused_pair}.get(
         X.shape[1], module.csr_spmm_fused
     )
-    cross, gram, centred = fused(*_product_parts(W), X, Y, float(shift), _chunks(X.shape[0]))
+    with numba_threads_for(W.nnz * X.shape[1]):
+        cross, gram, centred = fused(*_product_parts(W), X, Y, float(shift),
+                                     _chunks(X.shape[0]))
     return Y, cross, gram, centred
 
 
@@ -595,7 +602,8 @@ def spmm_rows(W, X: np.ndarray, Y: np.ndarray, rows: np.ndarray, backend: str = 
     if _sparse_backend(W, X, backend) == "numpy":
         Y[rows] = W[rows] @ X
         return
-    _numba_module().csr_spmm_rows(*_product_parts(W), X, Y, rows)
+    with numba_threads_for(W.nnz * X.shape[1]):  # the frontier's share is not known here
+        _numba_module().csr_spmm_rows(*_product_parts(W), X, Y, rows)
 
 
 def csr_line_sums(
@@ -652,7 +660,8 @@ def symmetry_defect(W, backend: str = "auto") -> tuple[float, tuple[int, int]]:
         k = int(np.argmax(np.abs(D.data)))
         i = int(np.searchsorted(D.indptr, k, side="right") - 1)
         return float(abs(D.data[k])), (i, int(D.indices[k]))
-    best, rows, cols = _numba_module().csr_symmetry_defect(*_csr_parts(W))
+    with numba_threads_for(W.nnz):
+        best, rows, cols = _numba_module().csr_symmetry_defect(*_csr_parts(W))
     value = float(best.max()) if best.size else 0.0
     if value == 0.0:
         return 0.0, (0, 0)
