@@ -41,6 +41,7 @@ from sparsedp.graphs.edge_list_fields import (
     _remap_ids,
     _warn_caller,
 )
+from sparsedp.reprs import short_repr
 
 __all__ = [
     "Graph",
@@ -98,6 +99,8 @@ class Graph:
 
     adjacency: sp.csr_matrix
     node_ids: np.ndarray
+
+    __repr__ = short_repr
 
     def __post_init__(self) -> None:
         adjacency, node_ids = self.adjacency, self.node_ids
