@@ -48,6 +48,8 @@ from sparsedp.maps import (
     per_target_worst_case,
     privacy_map,
     random_walk_map,
+    read_map,
+    write_map,
 )
 from sparsedp.mf import MFResult, mf_sensitivity
 from sparsedp.ppac import laplacian_consensus_matrix, ppac_layout
@@ -70,8 +72,9 @@ from sparsedp.randomwalk import (
     random_walk_mean_rdp,
     random_walk_rdp,
 )
+from sparsedp.version import package_version
 
-__version__ = "0.1.0"
+__version__ = package_version()  # pyproject.toml's, from the installed metadata
 
 __all__ = [
     "Bound",
@@ -120,6 +123,7 @@ __all__ = [
     "rdp_epsilon",
     "rdp_to_dp",
     "read_edge_list",
+    "read_map",
     "spectral_info",
     "squared_sensitivity",
     "estimate_cost",
@@ -131,4 +135,5 @@ __all__ = [
     "thm16_rate",
     "thm16_rate_for",
     "thm17_utility_estimate",
+    "write_map",
 ]

@@ -107,5 +107,18 @@ class ParameterError(SparseDPError):
     """
 
 
+class MissingExtraError(ParameterError, ImportError):
+    """An optional dependency is not installed; the message names the extra that installs it
+    (``pip install 'sparsedp[pandas]'``).  Also an ``ImportError``, as numpy and pandas raise
+    for a missing optional dependency.
+
+    Examples
+    --------
+    >>> import sparsedp
+    >>> issubclass(sparsedp.errors.MissingExtraError, ImportError)
+    True
+    """
+
+
 class ResourceLimitError(SparseDPError):
     """A request would need more memory than the budget allows (estimate and what fits named)."""

@@ -77,8 +77,10 @@ def test_products_agree_busy_or_quiet(load, monkeypatch):
     (each row is summed the same way), the same Gram sums up to the order of the chunks."""
     monkeypatch.delenv("SPARSEDP_THREADS", raising=False)
     rng = np.random.default_rng(3)
-    W = sp.random(40_000, 40_000, density=8 / 40_000, random_state=4, format="csr")
-    X = rng.standard_normal((40_000, 2))
+    n = 40_000
+    rows = np.repeat(np.arange(n), 8)
+    W = sp.csr_matrix((rng.random(rows.size), (rows, rng.integers(0, n, rows.size))), (n, n))
+    X = rng.standard_normal((n, 2))
     assert threads.PARALLEL_MIN_WORK <= W.nnz * 2 < threads.BUSY_PARALLEL_MIN_WORK
     load(0.0)
     quiet = kernels.spmm_fused(W, X, 0.25, backend="numba")

@@ -47,6 +47,7 @@ from sparsedp.errors import ParameterError
 from sparsedp.gossip.inputs import gossip_sequence
 from sparsedp.gossip.sensitivity import SensitivityResult, squared_sensitivity
 from sparsedp.progress import progress_bar
+from sparsedp.reprs import short_repr
 
 __all__ = ["AuditResult", "audit_gossip"]
 
@@ -84,6 +85,8 @@ class AuditResult(GaussianVerdict):
     mu_lower: float
     model_matches: bool
     bound_holds: bool
+
+    __repr__ = short_repr
 
     @property
     def instance(self) -> str:

@@ -58,6 +58,7 @@ from sparsedp.mf import algorithms, participation
 from sparsedp.mf.result import MFResult
 from sparsedp.mf.sensitivity import EXHAUSTIVE_AUTO_MAX, mf_sensitivity
 from sparsedp.progress import progress_bar
+from sparsedp.reprs import short_repr
 
 __all__ = ["MFAuditResult", "audit_mf"]
 
@@ -94,6 +95,8 @@ class MFAuditResult(GaussianVerdict):
     mu_lower: float
     model_matches: bool
     bound_holds: bool
+
+    __repr__ = short_repr
 
     QUANTITY = "sens^2"
 

@@ -33,6 +33,7 @@ from sparsedp.errors import ParameterError
 from sparsedp.plain import plain
 from sparsedp.ppac.information import leakage
 from sparsedp.ppac.protocol import PPACLayout, simulated_data
+from sparsedp.reprs import short_repr
 
 __all__ = ["PPACAuditResult", "audit_ppac"]
 
@@ -56,6 +57,8 @@ class PPACAuditResult:
     nats_low: float
     nats_high: float
     features: int
+
+    __repr__ = short_repr
 
     @property
     def passed(self) -> bool:

@@ -37,6 +37,7 @@ from sparsedp.plain import plain
 from sparsedp.progress import progress_bar
 from sparsedp.randomwalk.accounting import random_walk_rdp
 from sparsedp.randomwalk.pairwise import PairwiseLoss
+from sparsedp.reprs import short_repr
 
 __all__ = ["RandomWalkAuditResult", "audit_random_walk"]
 
@@ -67,6 +68,8 @@ class RandomWalkAuditResult:
     rdp_high: float
     epsilon_lower: float
     arrival_rate: float
+
+    __repr__ = short_repr
 
     @property
     def passed(self) -> bool:

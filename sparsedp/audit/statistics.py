@@ -40,6 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from sparsedp.reprs import short_repr
+
 __all__ = ["Mahalanobis", "PrivacyLowerBounds", "chi2_quantile", "clopper_pearson_upper",
            "lower_bounds", "mahalanobis", "shift_gram", "thresholds"]
 
@@ -151,6 +153,8 @@ class PrivacyLowerBounds:
     false_positive_rates: np.ndarray
     false_negative_rates: np.ndarray
     best_threshold: int
+
+    __repr__ = short_repr
 
 
 def lower_bounds(false_positives: np.ndarray, false_negatives: np.ndarray, runs: int,

@@ -56,6 +56,7 @@ from sparsedp.gossip.certified_solve import doubly_stochastic_to_rounding
 from sparsedp.linalg.certified import UNIT_ROUNDOFF, gamma
 from sparsedp.linalg.moments import LagPropagator
 from sparsedp.linalg.stochastic import matrix_facts
+from sparsedp.reprs import short_repr
 
 MIXING_LEVEL = 1e-20  # n eps^2 at which the lags are truncated
 BAND_ARRAYS = 12  # band-sized arrays held at once (F, its factor, B B^T's band, Q, bounds)
@@ -77,6 +78,8 @@ class BandedInterval:
     diagonal_shift: float
     bandwidth: int
     products: int
+
+    __repr__ = short_repr
 
 
 def banded_interval(W, target: int, observer: int, T: int, *, progress=None,

@@ -61,6 +61,7 @@ from sparsedp.gossip.closed_forms_numeric import (
     thm16_rate,
     thm17_utility_estimate,
 )
+from sparsedp.hints import GossipMatrix, Nodes
 from sparsedp.linalg.spectral import spectral_info
 from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix
 
@@ -88,7 +89,7 @@ _TESTS = "tests/test_gossip_closed_forms.py"
 # Closed forms for a given gossip matrix
 # --------------------------------------------------------------------------------------------
 
-def certified_rho(W) -> tuple[float, str]:
+def certified_rho(W: GossipMatrix) -> tuple[float, str]:
     """An upper bound on ``rho = max(|lambda_2|, |lambda_n|)`` of a symmetric W, and a note.
 
     :func:`sparsedp.spectral_info` reports estimates of lambda_2 and lambda_n together with
@@ -162,7 +163,7 @@ def _adjacent_observers(M, j: int, A: np.ndarray) -> list[int]:
     return [int(a) for a in A if col[a] != 0.0]
 
 
-def thm13_rate_for(W, target: int, observer: int) -> ClosedForm:
+def thm13_rate_for(W: GossipMatrix, target: int, observer: int) -> ClosedForm:
     """Thm 13 for a given W: checks W symmetric, doubly stochastic, primitive and
     ``target != observer`` (for ``target == observer`` the slope is close to 1, not 1/n:
     counterexample in the tests), then returns :func:`thm13_rate`.
@@ -202,7 +203,7 @@ def thm13_rate_for(W, target: int, observer: int) -> ClosedForm:
     return thm13_rate(M.shape[0])
 
 
-def thm15_bound_for(W, target: int, observers, T: int) -> ClosedForm:
+def thm15_bound_for(W: GossipMatrix, target: int, observers: Nodes, T: int) -> ClosedForm:
     """Thm 15 for a given W, with rho from :func:`certified_rho` (rounded up by the reported
     eigenvalue error, so rho is not under-estimated).  Checks W symmetric, doubly stochastic,
     primitive and ``target not in observers`` (the bound is false otherwise: counterexample in
@@ -258,7 +259,7 @@ def thm15_bound_for(W, target: int, observers, T: int) -> ClosedForm:
                       (*form.notes, note))
 
 
-def thm16_rate_for(W, target: int, observers) -> ClosedForm:
+def thm16_rate_for(W: GossipMatrix, target: int, observers: Nodes) -> ClosedForm:
     """Thm 16 for a given W.  Checks W symmetric, doubly stochastic, primitive, target not in
     observers and target adjacent to no observer (``W_aj == 0`` for every a in A).
 

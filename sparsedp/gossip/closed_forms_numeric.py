@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from sparsedp import validation
 from sparsedp.errors import ParameterError
 from sparsedp.privacy.gaussian import calibrate_sigma_classical
+from sparsedp.reprs import short_repr
 
 __all__ = [
     "KINDS",
@@ -72,6 +73,8 @@ class ClosedForm:
     assumptions: str
     terms: tuple[tuple[str, float], ...] = ()
     notes: tuple[str, ...] = ()
+
+    __repr__ = short_repr
 
     def to_dict(self) -> dict:
         """Plain data (JSON-ready)."""

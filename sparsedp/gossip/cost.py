@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from sparsedp.linalg import gram
 from sparsedp.linalg.operators import CHUNK_BLOCK_ENTRIES, DEFAULT_MEMORY_BUDGET, MIN_CHUNK_COLUMNS
+from sparsedp.reprs import short_repr
 
 __all__ = ["Cost", "method_cost", "minimal_memory", "structured_memory"]
 
@@ -29,6 +30,8 @@ class Cost:
     memory: int
     sparse_products: int
     note: str = ""
+
+    __repr__ = short_repr
 
     def to_dict(self) -> dict:
         return {"method": self.method, "memory_bytes": self.memory,

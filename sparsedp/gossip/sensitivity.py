@@ -61,6 +61,7 @@ from sparsedp.gossip.inputs import (  # the EXHAUSTIVE_* limits are re-exported
     gossip_sequence,
 )
 from sparsedp.gossip.views import VIEW_NOTES, ObservationModel, resolve_view
+from sparsedp.hints import ExactSearch, GossipInput, MemorySize, Nodes
 from sparsedp.linalg import gram
 from sparsedp.linalg.matrix_facts import one_query
 from sparsedp.linalg.operators import GossipSystem
@@ -69,6 +70,7 @@ from sparsedp.linalg.stochastic import matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.plain import plain
 from sparsedp.privacy.interop import gaussian_dp_event
+from sparsedp.reprs import short_repr
 
 METHODS = ("auto", "structured", "gram", "dense", "matrix-free", "banded")
 PRECONDITIONERS = ("auto", "stationary", "gram")
@@ -134,6 +136,8 @@ class SensitivityResult:
     notes: tuple[str, ...] = ()
     known_noise: tuple[int, ...] = ()  # nodes whose noise the attacker knows (noise_removed)
 
+    __repr__ = short_repr
+
     @property
     def gap(self) -> float:
         """``upper - lower`` (never negative)."""
@@ -159,22 +163,22 @@ class SensitivityResult:
 @limit_blas_threads
 @one_query
 def squared_sensitivity(
-    W,
+    W: GossipInput,
     target: int,
-    observers,
+    observers: Nodes,
     T: int,
     *,
     view: str = "secure-summation",
     noise_removed: bool = False,
     method: str = "auto",
-    exact="auto",
+    exact: ExactSearch = "auto",
     rtol: float = 1e-10,
     maxiter: int = 5000,
     progress: bool | None = None,
     backend: str = "auto",
     truncation_rtol: float = 1e-9,
     preconditioner: str = "auto",
-    max_memory=None,
+    max_memory: MemorySize = None,
 ) -> SensitivityResult:
     """Certified bounds on the squared sensitivity ``Delta_T(target -> observers)^2``.
 
@@ -292,8 +296,8 @@ def squared_sensitivity(
         return _banded(W, target, observers, T, view, noise_removed, progress, max_memory)
     plan = _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
                  max_memory)
-    if plan.closed_form is not None:
-        return plan.closed_form
+    if isinstance(plan, _Answered):
+        return plan.result
     target, model, method, notes = plan.target, plan.model, plan.method, plan.notes
     T = plan.system.T
     sandwich, solver_info = solve_planned(plan, rtol, maxiter, progress, truncation_rtol,
@@ -377,16 +381,16 @@ def solve_planned(plan: _Plan, rtol, maxiter, progress, truncation_rtol, precond
 
 
 def estimate_cost(
-    W,
+    W: GossipInput,
     target: int,
-    observers,
+    observers: Nodes,
     T: int,
     *,
     view: str = "secure-summation",
     noise_removed: bool = False,
     method: str = "auto",
     preconditioner: str = "auto",
-    max_memory=None,
+    max_memory: MemorySize = None,
 ) -> dict:
     """What :func:`squared_sensitivity` with these arguments would cost, without solving:
     the method it would use, its estimated peak memory and sparse products
@@ -435,10 +439,10 @@ def estimate_cost(
                           "floats, w the mixing lag) is checked once w is known"]}
     plan = _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
                  max_memory)
-    if plan.closed_form is not None:
+    if isinstance(plan, _Answered):
         return {"method": "closed form", "memory_bytes": 0, "sparse_products": 0,
                 "budget_bytes": plan.budget, "fits": True, "largest_T": None,
-                "notes": list(plan.closed_form.notes)}
+                "notes": list(plan.result.notes)}
     fits = plan.cost.memory <= plan.budget
     return {
         "method": plan.method,
@@ -453,17 +457,25 @@ def estimate_cost(
 
 
 @dataclass
-class _Plan:
-    """A checked request: either its closed-form answer, or the system to solve, the method
-    and its cost."""
+class _Answered:
+    """A checked request answered by a closed form (infinite, local DP, different
+    components), without a system to solve."""
 
     target: int
     budget: int
-    closed_form: SensitivityResult | None = None
-    model: ObservationModel | None = None
-    system: GossipSystem | None = None
-    method: str | None = None
-    cost: Cost | None = None
+    result: SensitivityResult
+
+
+@dataclass
+class _Plan:
+    """A checked request to solve: the system, the method and its cost."""
+
+    target: int
+    budget: int
+    model: ObservationModel
+    system: GossipSystem
+    method: str
+    cost: Cost
     notes: list[str] = field(default_factory=list)
 
     def memory_of(self, T: int) -> int:
@@ -473,7 +485,7 @@ class _Plan:
 
 
 def _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
-          max_memory) -> _Plan:
+          max_memory) -> _Plan | _Answered:
     """Check the arguments, resolve the view and the method, estimate the cost; closed forms
     (infinite, local DP, different components) are answered here."""
     T = validation.rounds(T)
@@ -494,11 +506,11 @@ def _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
     model = resolve_view(view, pattern, target, observers, noise_removed)
 
     if target in set(model.known_noise.tolist()):
-        return _Plan(target, budget, closed_form=_unbounded(target, model, T))
+        return _Answered(target, budget, _unbounded(target, model, T))
     if model.observes_everything:
-        return _Plan(target, budget, closed_form=_local_dp(target, model, T))
+        return _Answered(target, budget, _local_dp(target, model, T))
     if not _reaches_observers(Ws, pattern, target, model.observers):
-        return _Plan(target, budget, closed_form=_different_components(target, model, T))
+        return _Answered(target, budget, _different_components(target, model, T))
 
     notes = [VIEW_NOTES[view]] if view in VIEW_NOTES else []
     if observers is not None and target in set(observers.tolist()):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sparsedp.gossip.sensitivity import _plan, solve_planned
+from sparsedp.gossip.sensitivity import _Answered, _plan, solve_planned
 from sparsedp.linalg.certified import MatrixSandwich
 
 
@@ -63,10 +63,9 @@ def view_target_block(
     same arguments (same checks, same errors, same method choice)."""
     plan = _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
                  max_memory)
-    if plan.closed_form is not None:
-        name = plan.closed_form.bounds[0].name
-        return TargetBlock(T=plan.closed_form.T, closed_form=_CLOSED[name],
-                           notes=plan.closed_form.notes)
+    if isinstance(plan, _Answered):
+        name = plan.result.bounds[0].name
+        return TargetBlock(T=plan.result.T, closed_form=_CLOSED[name], notes=plan.result.notes)
     T = plan.system.T
     sandwich, info = solve_planned(plan, rtol, maxiter, progress, truncation_rtol,
                                    preconditioner)

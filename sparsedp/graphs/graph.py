@@ -47,6 +47,7 @@ from sparsedp.graphs.edge_list_fields import (
     _warn_header,
     _weight_column,
 )
+from sparsedp.reprs import short_repr
 
 __all__ = [
     "Graph",
@@ -104,6 +105,8 @@ class Graph:
 
     adjacency: sp.csr_matrix
     node_ids: np.ndarray
+
+    __repr__ = short_repr
 
     def __post_init__(self) -> None:
         adjacency, node_ids = self.adjacency, self.node_ids

@@ -55,6 +55,7 @@ from sparsedp.mf import cyclic, mf_d_sgd, mf_sensitivity
 from sparsedp.mf.participation import resolve as resolve_scheme
 from sparsedp.privacy import gdp_epsilon, gdp_mu_for
 from sparsedp.progress import progress_bar
+from sparsedp.reprs import short_repr
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class SimulationResult:
     noise_std: float
     batch: int
     notes: tuple = field(default_factory=tuple)
+
+    __repr__ = short_repr
 
     def to_dict(self) -> dict:
         return {"steps": self.steps.tolist(), "test_loss": self.test_loss.tolist(),

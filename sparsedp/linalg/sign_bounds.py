@@ -34,6 +34,7 @@ import scipy.optimize
 from sparsedp.linalg import certified, kernels
 from sparsedp.linalg.certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
 from sparsedp.linalg.threads import limit_blas_threads
+from sparsedp.reprs import short_repr
 
 TOP_EIGENPAIRS = 32  # eigenpairs per partial eigen-decomposition (LAPACK evr)
 ONE_PAIR_FIRST_MAX_T = 100  # up to this T, the top eigenpair alone is computed first
@@ -81,6 +82,8 @@ class Bound:
     value: float
     kind: str
     description: str
+
+    __repr__ = short_repr
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigs, eigsh
 
 from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix, has_property
+from sparsedp.reprs import short_repr
 
 __all__ = ["DENSE_MAX_N", "METHODS", "SpectralInfo", "spectral_info", "stationary_distribution"]
 
@@ -106,6 +107,8 @@ class SpectralInfo:
     tolerance: float
     symmetric: bool = True
     moduli: tuple[float, ...] | None = None
+
+    __repr__ = short_repr
 
 
 def _residual(W: sp.csr_matrix, theta: float, v: np.ndarray) -> float:

@@ -9,7 +9,8 @@ Imports the paper families, ``graphs``, ``linalg``, ``privacy`` and the base mod
 
 from sparsedp.maps.families import mf_map, random_walk_map
 from sparsedp.maps.privacy_map import PrivacyMap, privacy_map
+from sparsedp.maps.store import read_map, write_map
 from sparsedp.maps.worst_case import WorstCase, per_target_worst_case
 
 __all__ = ["PrivacyMap", "WorstCase", "mf_map", "per_target_worst_case", "privacy_map",
-           "random_walk_map"]
+           "random_walk_map", "read_map", "write_map"]

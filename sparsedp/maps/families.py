@@ -39,6 +39,7 @@ from scipy.sparse.csgraph import shortest_path
 
 from sparsedp import resources, validation
 from sparsedp.errors import ParameterError
+from sparsedp.hints import ExactSearch, MapSource, MemorySize, NodeSelection, Progress
 from sparsedp.linalg.matrix_facts import is_locked, reuse_scope
 from sparsedp.linalg.stochastic import lock_gossip_matrix
 from sparsedp.maps.plan import DEFAULT_MAX_PAIRS, estimate, require_pairs
@@ -62,11 +63,13 @@ __all__ = ["mf_map", "random_walk_map"]
 BYTES_PER_PAIR = 12 + 3 * 8 + 8 + 1 + 16  # rows, distance, 3 floats, hops, kind code, string
 
 
-def random_walk_map(source, observers="all", targets="all", T: int = 100,
+def random_walk_map(source: MapSource, observers: NodeSelection = "all",
+                    targets: NodeSelection = "all", T: int = 100,
                     sigma: float = 10.0, alpha: float = 2.0, delta: float | None = None, *,
                     scheme: str = "metropolis", contributions: float | None = None,
-                    method: str = "auto", progress=None, max_memory=None,
-                    max_pairs=DEFAULT_MAX_PAIRS) -> PrivacyMap:
+                    method: str = "auto", progress: Progress = None,
+                    max_memory: MemorySize = None,
+                    max_pairs: int | None = DEFAULT_MAX_PAIRS) -> PrivacyMap:
     """The random-walk privacy map (module docstring): Renyi losses at order ``alpha`` of
     every selected target (the walk's source) towards every selected observer (a receiver).
 
@@ -148,19 +151,23 @@ def random_walk_map(source, observers="all", targets="all", T: int = 100,
                   "method": method, "nodes": n, "observers": _describe(observers),
                   "targets": _describe(targets),
                   "scheme": scheme if graph is not None else None}
-    notes = ("random walks: observer = receiver, target = the walk's source; upper = Renyi "
-             f"loss at order {alpha:g}, no lower bound (NaN); epsilon minimised over orders",)
+    notes: tuple[str, ...] = (
+        "random walks: observer = receiver, target = the walk's source; upper = Renyi loss at "
+        f"order {alpha:g}, no lower bound (NaN); epsilon minimised over orders",)
     if kind == "estimate":
         notes += ("contributions = T / n in expectation: the uppers are estimates, not "
                   "certified (give a contributions cap for certified bounds)",)
     return table.privacy_map(parameters, notes, {"columns_computed": int(tgt.size)})
 
 
-def mf_map(source, observers="all", targets="all", T: int = 20, sigma: float | None = None,
+def mf_map(source: MapSource, observers: NodeSelection = "all",
+           targets: NodeSelection = "all", T: int = 20, sigma: float | None = None,
            delta: float | None = None, *, scheme: str = "metropolis",
-           algorithm="dp-d-sgd", trust_model: str = "pndp",
-           participation_scheme="user-level", gradients: str = "vector", exact="auto",
-           progress=None, max_memory=None, max_pairs=DEFAULT_MAX_PAIRS) -> PrivacyMap:
+           algorithm: str | algorithms.Algorithm = "dp-d-sgd", trust_model: str = "pndp",
+           participation_scheme: str | participation.Participation = "user-level",
+           gradients: str = "vector", exact: ExactSearch = "auto",
+           progress: Progress = None, max_memory: MemorySize = None,
+           max_pairs: int | None = DEFAULT_MAX_PAIRS) -> PrivacyMap:
     """The matrix-factorisation privacy map (module docstring): bounds on ``sens^2`` of
     every selected target towards each selected observer (attacker set ``{observer}``).
 

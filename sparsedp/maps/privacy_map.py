@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -62,6 +63,7 @@ from sparsedp.gossip.sensitivity import gossip_sequence, squared_sensitivity
 from sparsedp.gossip.views import closed_neighbourhood
 from sparsedp.graphs.graph import Graph, as_graph
 from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.hints import ExactSearch, MapSource, MemorySize, NodeSelection, Progress
 from sparsedp.linalg.matrix_facts import is_locked, one_query, reuse_scope
 from sparsedp.linalg.stochastic import lock_gossip_matrix, matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
@@ -70,6 +72,8 @@ from sparsedp.maps.selection import select_nodes
 from sparsedp.plain import plain
 from sparsedp.privacy.gaussian import gaussian_epsilon
 from sparsedp.progress import progress_bar
+from sparsedp.reprs import short_repr
+from sparsedp.tables import Rows, Tabular
 
 UPPER_MODES = ("certified", "entrywise", "none")
 MAP_VIEWS = ("secure-summation", "neighbourhood")
@@ -88,11 +92,14 @@ EPSILON_SLICE = 1 << 20  # pairs whose epsilons are looked up at once
 
 
 @dataclass(frozen=True)
-class PrivacyMap:
+class PrivacyMap(Tabular):
     """The table (``columns``: name -> numpy array, one entry per pair) and the parameters.
 
-    :meth:`per_target` and :meth:`by_distance` summarise it; :meth:`to_dict` is strict-JSON
-    plain data (non-finite numbers as strings, :func:`sparsedp.plain.plain`).
+    :meth:`per_target` and :meth:`by_distance` summarise it (both tables too);
+    :meth:`to_dict` is strict-JSON plain data (non-finite numbers as strings,
+    :func:`sparsedp.plain.plain`); :meth:`to_arrow` and :meth:`to_pandas` give the table
+    (:mod:`sparsedp.tables`: ``kind`` and a sweep's ``graph``, ``family`` and ``scheme``
+    categorical, NaN as null).
 
     Attributes
     ----------
@@ -116,6 +123,10 @@ class PrivacyMap:
     (1, 1, 0.784149, 'certified upper')
     >>> [(d["distance"], d["pairs"]) for d in m.by_distance()]
     [(0, 1), (1, 2), (2, 2), (3, 2), (4, 1)]
+    >>> m.by_distance().to_pandas()[["distance", "pairs", "upper_max"]].round(4).tail(2)
+       distance  pairs  upper_max
+    3         3      2     0.0135
+    4         4      1     0.0028
     """
 
     columns: dict
@@ -123,19 +134,27 @@ class PrivacyMap:
     notes: tuple[str, ...] = ()
     info: dict = field(default_factory=dict)
 
+    categorical = ("kind", "graph", "family", "scheme")
+    __repr__ = short_repr
+
     def __len__(self) -> int:
         return len(self.columns["lower"])
+
+    def table_columns(self) -> dict:
+        """The pair table (``columns``)."""
+        return self.columns
 
     def rows(self) -> list[dict]:
         """The table as a list of row dicts (plain Python values)."""
         return table_rows(self.columns)
 
-    def per_target(self) -> list[dict]:
+    def per_target(self) -> Rows:
         """Per target, the worst case over the map's observers other than the target itself
         (module docstring): the largest lower bound (``None`` without lowers: the
         random-walk family), the largest certified upper bound (``None`` without uppers),
         the observer attaining it, and its epsilon.  A target whose only observer is itself
-        is left out."""
+        is left out.  A list of row dicts with ``to_pandas()`` and ``to_arrow()``
+        (:class:`sparsedp.tables.Rows`)."""
         c = self.columns
         targets, others = c["target"], c["observer"] != c["target"]
         uniq, first = np.unique(targets, return_index=True)
@@ -157,23 +176,25 @@ class PrivacyMap:
                 "worst_observer": _item(c["observer"][worst]),
                 "worst_epsilon": None if np.isnan(epsilon).any() else float(epsilon.max()),
             })
-        return out
+        return Rows(out)
 
-    def by_distance(self) -> list[dict]:
+    def by_distance(self) -> Rows:
         """Per hop distance (``-1``: unreachable): pair count and min / mean / max of
-        ``lower``, ``upper`` and ``epsilon`` (``None`` for a column not computed)."""
+        ``lower``, ``upper`` and ``epsilon`` (``None`` for a column not computed).  A list of
+        row dicts with ``to_pandas()`` and ``to_arrow()`` (columns ``lower_min``, ...;
+        :class:`sparsedp.tables.Rows`)."""
         c = self.columns
         out = []
         for d in np.unique(c["distance"]):
             rows = c["distance"] == d
-            entry = {"distance": int(d), "pairs": int(rows.sum())}
+            entry: dict[str, Any] = {"distance": int(d), "pairs": int(rows.sum())}
             for name in ("lower", "upper", "epsilon"):
                 values = c[name][rows]
                 entry[name] = None if np.isnan(values).any() else {
                     "min": float(values.min()), "mean": float(values.mean()),
                     "max": float(values.max())}
             out.append(entry)
-        return out
+        return Rows(out)
 
     def to_dict(self, table: bool = True) -> dict:
         """Parameters, summaries and (``table=True``) the rows, as strict-JSON plain data."""
@@ -199,9 +220,9 @@ def _item(value):
 @limit_blas_threads
 @one_query
 def privacy_map(
-    source,
-    observers="all",
-    targets="all",
+    source: MapSource,
+    observers: NodeSelection = "all",
+    targets: NodeSelection = "all",
     T: int = 100,
     sigma: float | None = None,
     delta: float | None = None,
@@ -209,13 +230,13 @@ def privacy_map(
     scheme: str = "metropolis",
     upper: str = "certified",
     view: str = "secure-summation",
-    exact=False,
+    exact: ExactSearch = False,
     batch_size: int | None = None,
     float32: bool = False,
-    progress=None,
+    progress: Progress = None,
     backend: str = "auto",
-    max_memory=None,
-    max_pairs=DEFAULT_MAX_PAIRS,
+    max_memory: MemorySize = None,
+    max_pairs: int | None = DEFAULT_MAX_PAIRS,
 ) -> PrivacyMap:
     """Bounds on ``Delta_T(target -> observer)^2`` for every selected pair (module docstring).
 
@@ -347,10 +368,10 @@ def privacy_map(
         for start in range(0, obs.size, b):
             chunk = obs[start:start + b]
             dist = shortest_path(pattern, unweighted=True, indices=chunk)[:, tgt]
-            if truncate:
-                batch = one_to_all(W, int(chunk[0]), T)
-                products += batch.products
-                low = batch.low[None, tgt]
+            if truncate:  # upper="none": no batch needed after the lower bounds
+                walk = one_to_all(W, int(chunk[0]), T)
+                products += walk.products
+                low = walk.low[None, tgt]
             else:
                 batch = batched.observer_batch(W, chunk, T, lam, SPARSE_BACKEND, symmetric,
                                                buffer)

@@ -9,13 +9,16 @@ with a different map.  The same parameters give the same table, so such a store 
 
 Columns: ``observer`` and ``target`` (rows of W, or the graph's labels: integers or
 strings), ``distance`` (int32, -1 unreachable), ``lower``, ``upper``, ``epsilon`` (float64, or
-float32 for a map built with ``float32=True``; ``upper`` and ``epsilon`` null where not
-computed), ``kind`` (string).
+float32 for a map built with ``float32=True``; null where not computed, NaN in the map),
+``kind`` (string): the Arrow table of :func:`sparsedp.tables.arrow_table`, as
+:meth:`PrivacyMap.to_arrow <sparsedp.maps.privacy_map.PrivacyMap.to_arrow>` gives it but
+with ``kind`` as plain strings.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -23,26 +26,20 @@ import numpy as np
 from sparsedp.errors import ParameterError
 from sparsedp.files import write_atomically
 from sparsedp.maps.privacy_map import PrivacyMap
+from sparsedp.tables import arrow_table, optional_module
 
 METADATA_KEY = b"sparsedp.map.parameters"
 
 
 def require_pyarrow() -> None:
     """ParameterError (one line, how to install it) unless pyarrow is importable."""
-    _pyarrow()
+    _parquet()
 
 
-def _pyarrow():
-    """The pyarrow modules, or a one-line ParameterError saying how to install them."""
-    try:
-        import pyarrow
-        import pyarrow.parquet
-    except ImportError:
-        raise ParameterError(
-            "writing or reading a Parquet map needs pyarrow, which is not installed: "
-            "pip install 'sparsedp[map]'"
-        ) from None
-    return pyarrow, pyarrow.parquet
+def _parquet():
+    """``pyarrow.parquet``, or a one-line MissingExtraError (a ParameterError) saying how to
+    install it."""
+    return optional_module("pyarrow.parquet", "map", "writing or reading a Parquet map")
 
 
 def stored_parameters(path) -> dict | None:
@@ -51,7 +48,7 @@ def stored_parameters(path) -> dict | None:
     path = Path(path)
     if not path.exists():
         return None
-    _, pq = _pyarrow()
+    pq = _parquet()
     try:
         metadata = pq.read_schema(path).metadata or {}
     except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
@@ -86,23 +83,47 @@ def refuse_other_parameters(path, what: str, existing: dict, parameters: dict) -
                              "choose another output path for other parameters, or remove it")
 
 
-def write_map(privacy_map: PrivacyMap, path, parameters: dict | None = None) -> Path:
-    """Write the table to ``path`` as Parquet, atomically, with ``parameters`` (default: the
-    map's) in the schema metadata; refused when ``path`` holds a different map."""
-    pa, pq = _pyarrow()
+def write_map(privacy_map: PrivacyMap, path: str | os.PathLike,
+              parameters: dict | None = None) -> Path:
+    """Write a privacy map's table to ``path`` as Parquet, atomically, with its parameters in
+    the schema metadata (module docstring).
+
+    Parameters
+    ----------
+    privacy_map : PrivacyMap
+        The map (:func:`sparsedp.privacy_map`, :func:`sparsedp.random_walk_map`,
+        :func:`sparsedp.mf_map`).
+    path : str or path-like
+        The Parquet file; written through a temporary file in the same directory.
+    parameters : dict, optional
+        The parameters recorded with it (default: the map's).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    ParameterError
+        ``path`` holds a map with other parameters, or a file that is not a map store.
+    MissingExtraError
+        pyarrow is not installed (extra ``sparsedp[map]``).
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp, tempfile, os
+    >>> m = sparsedp.privacy_map(nx.cycle_graph(6), observers=[0], T=4, sigma=2.0, delta=1e-5)
+    >>> path = sparsedp.write_map(m, os.path.join(tempfile.mkdtemp(), "map.parquet"))
+    >>> back = sparsedp.read_map(path)
+    >>> len(back), back.parameters == m.parameters, back.rows()[1] == m.rows()[1]
+    (6, True, True)
+    """
+    pq = _parquet()
     parameters = privacy_map.parameters if parameters is None else parameters
     path = Path(path)
     check_store(path, parameters)
-    columns = privacy_map.columns
-    arrays = {}
-    for name, values in columns.items():
-        if name in ("upper", "epsilon"):
-            arrays[name] = pa.array(values, mask=np.isnan(values))
-        elif values.dtype.kind in "OU":
-            arrays[name] = pa.array([str(v) if name == "kind" else v for v in values.tolist()])
-        else:
-            arrays[name] = pa.array(values)
-    table = pa.table(arrays).replace_schema_metadata(
+    table = arrow_table(privacy_map.columns).replace_schema_metadata(
         {METADATA_KEY: json.dumps(parameters).encode()})
     write_atomically(path, lambda temporary: pq.write_table(table, temporary))
     return path
@@ -110,14 +131,40 @@ def write_map(privacy_map: PrivacyMap, path, parameters: dict | None = None) -> 
 
 def stored_rows(path) -> int:
     """The number of rows of the map stored at ``path`` (from the Parquet footer)."""
-    _, pq = _pyarrow()
+    pq = _parquet()
     return pq.read_metadata(path).num_rows
 
 
-def read_map(path) -> PrivacyMap:
-    """The :class:`PrivacyMap` stored at ``path`` (its table and parameters; summaries are
-    recomputed from the table)."""
-    _, pq = _pyarrow()
+def read_map(path: str | os.PathLike) -> PrivacyMap:
+    """The privacy map stored at ``path`` by :func:`write_map`: its table and parameters
+    (the summaries are recomputed from the table; nulls read back as NaN).
+
+    Parameters
+    ----------
+    path : str or path-like
+        A Parquet file written by :func:`write_map` (or ``sparsedp map --out``).
+
+    Returns
+    -------
+    PrivacyMap
+        The table (``lower``, ``upper``, ``epsilon`` as float64) and the stored parameters.
+
+    Raises
+    ------
+    ParameterError
+        No file at ``path``, or a file that is not a map store.
+    MissingExtraError
+        pyarrow is not installed (extra ``sparsedp[map]``).
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "map.parquet")
+    >>> _ = sparsedp.write_map(sparsedp.privacy_map(nx.path_graph(4), [0], T=3), path)
+    >>> sparsedp.read_map(path).columns["distance"].tolist()
+    [0, 1, 2, 3]
+    """
+    pq = _parquet()
     parameters = stored_parameters(path)
     if parameters is None:
         raise ParameterError(f"no map store at {path}")

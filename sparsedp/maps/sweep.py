@@ -44,6 +44,7 @@ from sparsedp.maps.families import mf_map, random_walk_map
 from sparsedp.maps.privacy_map import UPPER_MODES, PrivacyMap, privacy_map
 from sparsedp.maps.selection import select_nodes
 from sparsedp.progress import progress_bar
+from sparsedp.reprs import short_repr
 
 __all__ = ["SweepResult", "read_sweep", "sweep"]
 
@@ -64,6 +65,8 @@ class SweepResult:
     computed: int
     skipped: int
     rows: int
+
+    __repr__ = short_repr
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)

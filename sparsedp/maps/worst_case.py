@@ -70,6 +70,7 @@ from sparsedp.errors import ParameterError
 from sparsedp.gossip import batched
 from sparsedp.gossip.batched_box import box_radius, box_upper
 from sparsedp.gossip.batched_entrywise import entrywise_upper
+from sparsedp.hints import MapSource, MemorySize, NodeSelection, Progress
 from sparsedp.linalg.matrix_facts import one_query
 from sparsedp.linalg.stochastic import matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
@@ -84,6 +85,8 @@ from sparsedp.maps.privacy_map import (
 from sparsedp.maps.selection import select_nodes
 from sparsedp.plain import plain
 from sparsedp.progress import progress_bar
+from sparsedp.reprs import short_repr
+from sparsedp.tables import Tabular
 
 REFINE_EVALUATIONS = 0  # eigen-decompositions of the diagonal-shift search per refined pair
 SETTLED = 1e-6  # a pair whose upper bound is within this of its lower bound is not refined
@@ -91,7 +94,7 @@ COLUMNS = ("target", "observers", "lower", "upper", "kind", "worst_observer", "e
 
 
 @dataclass(frozen=True)
-class WorstCase:
+class WorstCase(Tabular):
     """Per target: the worst case over the observers (module docstring).
 
     Attributes
@@ -103,7 +106,8 @@ class WorstCase:
         T - 1 hops), ``worst_observer`` (the observer of the largest lower bound; None when no
         pair of the target was evaluated) and ``epsilon`` (``gaussian_epsilon(upper, sigma,
         delta)``, NaN without sigma and delta): numpy arrays, one entry per target.
-        Targets whose only observer is themselves are left out.
+        Targets whose only observer is themselves are left out.  :meth:`to_arrow` and
+        :meth:`to_pandas` give this table (``kind`` categorical, NaN as null).
     parameters : dict
         The request (T, sigma, delta, selections, prepass_T, prune).
     notes : tuple of str
@@ -127,8 +131,15 @@ class WorstCase:
     notes: tuple[str, ...] = ()
     info: dict = field(default_factory=dict)
 
+    categorical = ("kind",)
+    __repr__ = short_repr
+
     def __len__(self) -> int:
         return len(self.columns["target"])
+
+    def table_columns(self) -> dict:
+        """The per-target table (``columns``)."""
+        return self.columns
 
     def rows(self) -> list[dict]:
         """One dict per target (plain Python values)."""
@@ -143,21 +154,21 @@ class WorstCase:
 @limit_blas_threads
 @one_query
 def per_target_worst_case(
-    source,
+    source: MapSource,
     T: int = 100,
     sigma: float | None = None,
     delta: float | None = None,
     *,
-    observers="all",
-    targets="all",
+    observers: NodeSelection = "all",
+    targets: NodeSelection = "all",
     scheme: str = "metropolis",
     prepass_T: int | None = None,
     refine: int = REFINE_EVALUATIONS,
     prune: bool = True,
     batch_size: int | None = None,
-    progress=None,
+    progress: Progress = None,
     backend: str = "auto",
-    max_memory=None,
+    max_memory: MemorySize = None,
 ) -> WorstCase:
     """Certified bounds on ``max_a Delta_T^2(target -> a)`` for every selected target, over
     the selected observers (module docstring).
@@ -249,7 +260,7 @@ def per_target_worst_case(
     keep = counts > 0
     lower, upper, worst = lower[keep], upper[keep], worst[keep]
     epsilon = np.full(upper.size, np.nan)
-    if sigma is not None and upper.size:
+    if sigma is not None and delta is not None and upper.size:  # both or neither (checked)
         epsilon, _ = upper_epsilons(upper, sigma, delta)
     kind = np.where((upper == 0.0), "exact", "certified upper")
     names = graph.ids_of(tgt[keep]) if graph is not None else tgt[keep]

@@ -80,6 +80,14 @@ class Algorithm:
         return L
 
     @property
+    def decor_scale(self) -> float:
+        """DECOR's ``secret_scale`` (ParameterError when the algorithm has none)."""
+        if self.secret_scale is None:
+            raise ParameterError(f"algorithm {self.name}: DECOR needs the scale of its edge "
+                                 "secrets (build it with decor(secret_scale))")
+        return self.secret_scale
+
+    @property
     def independent_noise(self) -> bool:
         return self.correlation == "independent"
 

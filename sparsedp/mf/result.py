@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from sparsedp.linalg.sign_bounds import Bound
 from sparsedp.plain import plain
 from sparsedp.privacy import gaussian_epsilon, gaussian_mu, rdp_epsilon
+from sparsedp.reprs import short_repr
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,8 @@ class MFResult:
     patterns: int = 1
     solver: dict = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+
+    __repr__ = short_repr
 
     @property
     def gap(self) -> float:

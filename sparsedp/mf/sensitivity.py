@@ -35,6 +35,7 @@ import numpy as np
 from sparsedp import validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.target_block import TargetBlock, sub_sandwich
+from sparsedp.hints import ExactSearch, GossipMatrix, MemorySize, Nodes
 from sparsedp.linalg.matrix_facts import one_query
 from sparsedp.linalg.sign_bounds import SETTLED_GAP, Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import check_gossip_matrix
@@ -53,18 +54,18 @@ EXHAUSTIVE_MAX = 30
 @limit_blas_threads
 @one_query
 def mf_sensitivity(
-    W,
+    W: GossipMatrix,
     target: int,
-    attackers,
+    attackers: Nodes,
     T: int,
     *,
-    algorithm="dp-d-sgd",
+    algorithm: str | algorithms.Algorithm = "dp-d-sgd",
     trust_model: str = "pndp",
-    participation_scheme="user-level",
+    participation_scheme: str | participation.Participation = "user-level",
     gradients: str = "vector",
-    exact="auto",
+    exact: ExactSearch = "auto",
     method: str = "auto",
-    max_memory=None,
+    max_memory: MemorySize = None,
     progress: bool | None = None,
 ) -> MFResult:
     """Certified bounds on the squared sensitivity of ``target`` towards ``attackers``.
@@ -130,10 +131,10 @@ def mf_sensitivity(
     L = algorithm.noise_matrix(T)
     identity_noise = algorithm.independent_noise
     if algorithm.correlation == "decor" and trust_model in ("ldp", "secldp"):
-        block = decor_block(W, target, obs.attackers, T, algorithm.secret_scale)
+        block = decor_block(W, target, obs.attackers, T, algorithm.decor_scale)
     elif algorithm.correlation == "decor":
         block = decor_pndp_block(W, target, trust_model, obs.observed, obs.attackers, T,
-                                 algorithm.secret_scale)
+                                 algorithm.decor_scale)
     elif algorithm.correlation == "message":
         block = zip_dl_block(W, target, trust_model, obs.attackers, T,
                              own_copy_noise=algorithm.own_copy_noise)
@@ -191,6 +192,7 @@ def _pattern_bounds(block: TargetBlock, pattern: np.ndarray, do_exact: bool, gra
                 Bound("entrywise", high, "certified upper", "Thm 7's sum |M_pi| = c |pi|")]
     if block.closed_form == "infinite":
         return _closed("range_condition", float("inf"), "not private: range condition fails")
+    assert block.sandwich is not None, "a block without a closed form holds its sandwich"
     sandwich = sub_sandwich(block.sandwich, pattern)
     bounds, _ = evaluate_bounds(sandwich, do_exact)
     if gradients == "vector" and _unsettled(bounds):
@@ -235,7 +237,7 @@ def _combine(per_pattern: list[list[Bound]]) -> list[Bound]:
             names.setdefault(b.name, b)
     out = []
     for name, first in names.items():
-        values = []
+        values: list[float] = []
         for bounds in per_pattern:
             mine = [b for b in bounds if b.name == name]
             if mine:
@@ -244,11 +246,9 @@ def _combine(per_pattern: list[list[Bound]]) -> list[Bound]:
                 same = [b.value for b in bounds if b.kind == first.kind]
                 values.append(min(same) if same else float("inf"))
             elif first.kind == "exact":
-                values = None
-                break
-        if values is None:
-            continue
-        out.append(dataclasses.replace(first, value=float(max(values))))
+                break  # an exact value missing from a pattern: no exact value overall
+        else:
+            out.append(dataclasses.replace(first, value=float(max(values))))
     return out
 
 

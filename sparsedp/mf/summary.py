@@ -17,20 +17,38 @@ from sparsedp.mf.result import MFResult
 from sparsedp.mf.sensitivity import mf_sensitivity
 from sparsedp.plain import plain
 from sparsedp.progress import progress_bar
+from sparsedp.reprs import short_repr
+from sparsedp.tables import Tabular
 
 
 @dataclass(frozen=True)
-class DistanceSummary:
+class DistanceSummary(Tabular):
     """Per-target results and, per distance d from the attacker set, the number of targets and
     the min / mean / max of the certified upper bound and of the lower bound (``by_distance``:
     ``{d: {"targets", "upper_min", "upper_mean", "upper_max", "lower_min", ...}}``; targets in
-    another component have distance ``None`` and are left out of it)."""
+    another component have distance ``None`` and are left out of it).  :meth:`to_pandas` and
+    :meth:`to_arrow` give the per-target table (:meth:`table_columns`)."""
 
     attackers: tuple[int, ...]
     targets: tuple[int, ...]
     distances: tuple[int | None, ...]
     results: tuple[MFResult, ...]
     by_distance: dict
+
+    __repr__ = short_repr
+
+    def table_columns(self) -> dict:
+        """One row per target: ``target``, ``distance`` (hops from the nearest attacker, -1
+        in another component), ``lower``, ``upper`` and ``thm7`` (NaN when not computed)."""
+        return {
+            "target": np.array(self.targets, dtype=np.int64),
+            "distance": np.array([-1 if d is None else d for d in self.distances],
+                                 dtype=np.int64),
+            "lower": np.array([r.lower for r in self.results], dtype=np.float64),
+            "upper": np.array([r.upper for r in self.results], dtype=np.float64),
+            "thm7": np.array([np.nan if r.thm7 is None else r.thm7 for r in self.results],
+                             dtype=np.float64),
+        }
 
     def to_dict(self) -> dict:
         return plain({

@@ -36,6 +36,7 @@ from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.linalg.spectral import DENSE_MAX_N, spectral_info
 from sparsedp.linalg.stochastic import has_property
 from sparsedp.ppac.protocol import PPACLayout, _per_item, check_consensus_matrix
+from sparsedp.reprs import short_repr
 
 __all__ = ["ConvergenceBounds", "consensus_rate", "convergence_bounds",
            "expected_initial_error", "lemma_b5_bound"]
@@ -119,6 +120,8 @@ class ConvergenceBounds:
     initial_error_sq_paper: float
     expected_time_exact: float
     expected_time_paper: float
+
+    __repr__ = short_repr
 
     def to_dict(self) -> dict:
         return {**asdict(self), "kind": "upper"}

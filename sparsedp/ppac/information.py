@@ -71,6 +71,8 @@ from sparsedp.ppac.structure import (
     with_labels,
 )
 from sparsedp.progress import progress_bar
+from sparsedp.reprs import short_repr
+from sparsedp.tables import Tabular
 
 __all__ = [
     "LeakageResult",
@@ -91,7 +93,7 @@ GRAM_MIN_SV_RATIO = 1e-5  # use the Gram matrix when sv_min / sv_max of Y is abo
 
 
 @dataclass(frozen=True)
-class LeakageResult:
+class LeakageResult(Tabular):
     """Leakage of every victim in ``victims`` to one attacker, in nats.
 
     ``attacker`` and ``victims`` are node labels (``victims`` an array, in the order asked
@@ -99,7 +101,8 @@ class LeakageResult:
     recovery; ``kind[k]`` is ``"exact"`` (proved) or
     ``"estimate"`` (floating point); ``status[k]`` says how finiteness was decided:
     ``"recoverable"`` / ``"private"`` (structure or exact arithmetic) or
-    ``"numerical"`` (float decision, see ``notes``).
+    ``"numerical"`` (float decision, see ``notes``).  :meth:`to_pandas` and :meth:`to_arrow`
+    give one row per victim (``victim``, ``nats``, ``kind``, ``status``).
     """
 
     attacker: Any
@@ -116,6 +119,15 @@ class LeakageResult:
     notes: tuple[str, ...] = ()
     seconds: float = 0.0
     extra: dict = field(default_factory=dict)
+
+    categorical = ("kind", "status")
+    __repr__ = short_repr
+
+    def table_columns(self) -> dict:
+        """One row per victim: ``victim``, ``nats`` (inf: exact recovery), ``kind`` and
+        ``status``."""
+        return {"victim": self.victims, "nats": self.nats, "kind": self.kind,
+                "status": self.status}
 
     def value(self, victim: Any) -> float:
         """The leakage of the victim labelled ``victim``."""
@@ -424,7 +436,7 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any, horizon: Any = 10, *,
         "give a smaller horizon (the information stops growing by the last informative round, "
         "at most n - 1)")
     X = _message_vectors(Wc, nbrs, rounds)
-    if use_exact:
+    if informative is not None:  # exact arithmetic ran
         recoverable = np.isin(victims, informative.recoverable)
         status = np.where(recoverable, "recoverable", "private").astype(object)
         method = "exact rank (integer arithmetic) + float leverage"
@@ -438,7 +450,8 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any, horizon: Any = 10, *,
     pos = np.searchsorted(unknown, victims)
     Yv = np.hstack([F[pos] @ X, Lam[pos].toarray()])
     k = Yv.shape[1]
-    exact_rank = informative.rank - (layout.num_sources - unknown.size) if use_exact else None
+    exact_rank = (informative.rank - (layout.num_sources - unknown.size)
+                  if informative is not None else None)
     h, ratio, rank = None, 0.0, k
     if exact_rank is None or exact_rank == k:
         G = _gram(F, Lam, X)

@@ -45,6 +45,7 @@ from sparsedp.errors import GossipMatrixError, GraphError, ParameterError
 from sparsedp.graphs.graph import Graph, as_graph, require_connected
 from sparsedp.linalg.kernels import spmm
 from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix
+from sparsedp.reprs import short_repr
 
 __all__ = [
     "AttackerView",
@@ -139,6 +140,8 @@ class PPACLayout:
 
     graph: Graph
     designated_index: np.ndarray
+
+    __repr__ = short_repr
 
     @property
     def designated(self) -> dict[Any, Any]:

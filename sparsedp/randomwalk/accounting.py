@@ -61,6 +61,7 @@ from sparsedp.randomwalk.log_green import (
     spectral_interval,
 )
 from sparsedp.randomwalk.pairwise import PairwiseLoss, renyi_order
+from sparsedp.reprs import short_repr
 
 __all__ = [
     "METHODS",
@@ -343,6 +344,8 @@ class MeanLoss:
     logdet: float
     method: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    __repr__ = short_repr
 
 
 def random_walk_mean_rdp(W: Any, T: int, sigma: float, alpha: float, *,

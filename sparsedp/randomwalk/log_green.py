@@ -92,6 +92,7 @@ from sparsedp.randomwalk.krylov import (
     remove_mean,
     tridiagonal_eig,
 )
+from sparsedp.reprs import short_repr
 
 __all__ = [
     "COLUMN_METHODS",
@@ -188,6 +189,8 @@ class LogGreenColumns:
     kind: str
     interval: SpectralInterval | None
     details: dict = field(default_factory=dict)
+
+    __repr__ = short_repr
 
 
 def _sources(sources: Any, n: int) -> np.ndarray:
@@ -423,6 +426,8 @@ class LogDetResult:
     kind: str
     method: str
     details: dict = field(default_factory=dict)
+
+    __repr__ = short_repr
 
 
 def _logdet_dense(M: sp.csr_matrix) -> LogDetResult:

@@ -39,6 +39,7 @@ import scipy.sparse as sp
 from sparsedp import validation
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.randomwalk.pairwise import renyi_order
+from sparsedp.reprs import short_repr
 
 NOTE = ("kind estimate: Cyffers et al. (2022)'s Muffliato-SGD bound as MFDL computes it "
         "(messages composed as if their noises were independent); not a certified bound")
@@ -59,6 +60,8 @@ class MuffliatoSGDBound:
     clipped: np.ndarray
     kind: str = "estimate"
     note: str = NOTE
+
+    __repr__ = short_repr
 
 
 def muffliato_sgd_rdp(W, receiver: int, T: int, *, sigma: float = 1.0, alpha: float = 2.0,

@@ -20,6 +20,8 @@ import numpy as np
 from sparsedp import validation
 from sparsedp.errors import ParameterError
 from sparsedp.privacy.gaussian import DEFAULT_ALPHAS, rdp_to_dp
+from sparsedp.reprs import short_repr
+from sparsedp.tables import Tabular
 
 __all__ = ["KINDS", "PairwiseLoss", "loss_by_distance", "renyi_order"]
 
@@ -35,7 +37,7 @@ def renyi_order(alpha: object) -> float:
 
 
 @dataclass(frozen=True)
-class PairwiseLoss:
+class PairwiseLoss(Tabular):
     """RDP loss of ``source`` towards each receiver at order ``alpha``.
 
     ``rdp[j]`` is the loss towards ``receivers[j]`` (already including any numerical error
@@ -43,6 +45,8 @@ class PairwiseLoss:
     ``kind``: ``"upper"`` (a certified upper bound under the stated theorem and its
     assumptions) or ``"estimate"`` (e.g. the expected number of contributions was used
     instead of a cap).  ``alpha_max``: the largest order at which the bound holds.
+    :meth:`to_pandas` and :meth:`to_arrow` give one row per receiver (``receiver``, ``rdp``,
+    ``clipped``; :meth:`table_columns`).
     ``numerical_error``: the largest numerical error bound that was added.
 
     Attributes
@@ -103,6 +107,17 @@ class PairwiseLoss:
     numerical_error: float
     method: str
     notes: tuple[str, ...] = ()
+
+    __repr__ = short_repr
+
+    def table_columns(self) -> dict:
+        """One row per receiver: ``receiver``, ``rdp`` and ``clipped``; for a coalition (one
+        loss for several receivers) one row whose ``receivers`` lists its members."""
+        if self.rdp.size == self.receivers.size:
+            return {"receiver": self.receivers, "rdp": self.rdp, "clipped": self.clipped}
+        members = np.empty(1, dtype=object)
+        members[0] = self.receivers.tolist()
+        return {"receivers": members, "rdp": self.rdp, "clipped": self.clipped}
 
     def rdp_at(self, alpha: float) -> np.ndarray:
         """RDP losses at another order: ``rdp * alpha / self.alpha`` where the bound holds
