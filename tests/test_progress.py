@@ -38,6 +38,7 @@ def test_redraws_become_whole_lines():
     assert out.getvalue() == "sparse products:  10%\nsparse products:  20%\n"
 
 
+@pytest.mark.slow  # the installed command in subprocesses
 @pytest.mark.parametrize("mode, shown", [("always", True), ("auto", False), ("never", False)])
 def test_progress_in_a_log_file(mode, shown):
     """stderr is a pipe here (as in a batch job): 'always' prints whole progress lines from
@@ -51,6 +52,7 @@ def test_progress_in_a_log_file(mode, shown):
         assert all(line.startswith("sparse products") for line in run.stderr.splitlines())
 
 
+@pytest.mark.slow  # the installed command in subprocesses
 @pytest.mark.parametrize("command, label", [
     (("randomwalk", "--generator", "ring:200", "--rounds", "3000", "--sigma", "5",
       "--method", "series"), "walk steps"),

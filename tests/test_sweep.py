@@ -60,6 +60,7 @@ def test_a_sweep_is_privacy_map_at_every_grid_point_and_resumes(tmp_path):
     assert (again.computed, again.skipped, again.rows) == (0, 32, result.rows)
 
 
+@pytest.mark.slow  # Dask clusters and subprocesses: 10-60 s each
 def test_a_sweep_over_families_is_each_family_map(tmp_path):
     """The family axis: each family's rows equal its map, the table names the family, and a
     gossip-only sweep records no family (sweeps stored before families resume)."""
@@ -88,6 +89,7 @@ def test_a_sweep_over_families_is_each_family_map(tmp_path):
               progress=False)
 
 
+@pytest.mark.slow  # Dask clusters and subprocesses: 10-60 s each
 def test_another_sweep_or_a_foreign_directory_is_refused(tmp_path):
     sweep(tmp_path / "s", ["ring:8"], [3], [1.0], [1e-5], workers=1, progress=False)
     with pytest.raises(ParameterError, match="other parameters"):
@@ -102,6 +104,7 @@ def test_another_sweep_or_a_foreign_directory_is_refused(tmp_path):
         sweep(tmp_path / "v", ["ring:8"], [], [1.0], [1e-5], progress=False)
 
 
+@pytest.mark.slow  # Dask clusters and subprocesses: 10-60 s each
 def test_an_unreachable_scheduler_is_one_line(tmp_path):
     run = subprocess.run([*COMMAND, "sweep", "--out", str(tmp_path / "s"), "--graph", "ring:8",
                           "--scheduler", "tcp://127.0.0.1:9"],
@@ -111,6 +114,7 @@ def test_an_unreachable_scheduler_is_one_line(tmp_path):
     assert len(run.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # Dask clusters and subprocesses: 10-60 s each
 def test_a_sweep_killed_with_kill_9_resumes_to_the_same_table(tmp_path):
     """kill -9 of the command (and its Dask workers) once some chunks are written; the rerun
     finishes, and the table equals an uninterrupted run's: no pair lost, none twice."""
@@ -143,6 +147,7 @@ def test_a_sweep_killed_with_kill_9_resumes_to_the_same_table(tmp_path):
     assert len(keys) == len(set(keys)) == 3 * 80 * 80
 
 
+@pytest.mark.slow  # Dask clusters and subprocesses: 10-60 s each
 def test_a_separately_started_scheduler_and_worker_give_the_same_table(tmp_path):
     address_file = tmp_path / "scheduler.json"
     scheduler = subprocess.Popen(
