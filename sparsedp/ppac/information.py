@@ -287,6 +287,7 @@ def _message_vectors(W: sp.csr_matrix, nbrs: np.ndarray, rounds: int,
         width = int(np.sum(np.abs(np.diag(Rv)) > KRYLOV_DROP * before.max(initial=0.0)))
         width = min(width, X.shape[1] - done)
         X[:, done:done + width] = Qv[:, :width]
+        X[deflated, done:done + width] = 0.0  # zero in exact arithmetic; rounding made them not
         if bar is not None:
             bar.update(4.0 * n * V.shape[1] * (done + V.shape[1]) / 1e9)
         last = slice(done, done + width)
@@ -627,7 +628,8 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any, horizon: Any = 10, *,
     return LeakageResult(g.id_of(i), reported, g.ids_of(victims), nats, kind,
                          status.astype(str), method, rank, ratio, accuracy, informative,
                          tuple(notes), time.perf_counter() - start,
-                         {"estimated_seconds": estimate, "flops": flops})
+                         {"estimated_seconds": estimate, "flops": flops,
+                          "basis_columns": k})
 
 
 def _attacker_and_victim(layout: PPACLayout, attacker: Any, victim: Any) -> tuple[int, int]:
