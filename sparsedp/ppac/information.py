@@ -190,7 +190,7 @@ def leakage_memory(n: int, degree: int, rounds: int, victims: int, *,
     --------
     >>> from sparsedp.ppac.information import leakage_memory
     >>> round(leakage_memory(10_000, 713, 10, 9_999, edges=99_857) / 2**30, 2)
-    2.22
+    4.13
     """
     m = n * degree / 2.0 if edges is None else float(edges)
     k = float(min(n, degree * (rounds + 1)))
