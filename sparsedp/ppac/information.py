@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from scipy.linalg.lapack import dgeqrf
+from scipy.linalg.lapack import dgeqrf, dpocon, dpotrf
 
 from sparsedp import resources
 from sparsedp.errors import ParameterError
@@ -70,13 +70,14 @@ from sparsedp.ppac.structure import (
     status_by_position,
     with_labels,
 )
-from sparsedp.progress import progress_bar
+from sparsedp.progress import progress_bar, progress_mode
 from sparsedp.reprs import short_repr
 from sparsedp.tables import Tabular
 
 __all__ = [
     "LeakageResult",
     "leakage",
+    "leakage_flops",
     "leakage_memory",
     "leakage_monte_carlo",
     "leakage_noise_limit",
@@ -86,9 +87,13 @@ __all__ = [
 EXACT_AUTO_MAX_SOURCES = 400  # exact="auto" runs exact arithmetic up to this many sources (2m)
 FLOAT_INFINITE_MAX_ROWS = 20_000  # t = inf without exact arithmetic: at most deg(i) n rows
 NUMERICAL_RECOVERY = 1e-9  # float decision for undetermined pairs: 1 - h_j below this
-BLOCK_ROWS = 1 << 16  # rows of Y per Householder QR block
+BLOCK_ROWS = 1 << 16  # rows of Y per Householder QR block (fewer for wide Y)
+QR_BLOCK_ENTRIES = 1 << 24  # entries of one Householder block (128 MiB)
 KRYLOV_DROP = 1e-10  # relative norm below which a new Krylov direction is dropped
-ORTHOGONALISATION_PASSES = 1
+REORTHOGONALISE = 0.5  # a second Gram-Schmidt pass when a column keeps less of its norm
+VICTIM_CHUNK = 4096  # victims' rows of Y formed at a time
+SPARSE_BYTES = 400  # per source: the sparse factors C, F, Lam, F^T F and their index arrays
+ESTIMATE_SECONDS = 5.0  # runs estimated longer than this say so before starting
 GRAM_MIN_SV_RATIO = 1e-5  # use the Gram matrix when sv_min / sv_max of Y is above this
 
 
@@ -169,42 +174,134 @@ def _neighbours(layout: PPACLayout, i: int) -> np.ndarray:
     return A.indices[A.indptr[i]:A.indptr[i + 1]].astype(np.int64)
 
 
-def leakage_memory(n: int, degree: int, rounds: int, victims: int) -> float:
-    """Estimated peak bytes of :func:`leakage`, ``8 (2 n k + victims k + 2 k^2)`` with
-    ``k = degree (rounds + 1)``: the message basis ``X`` (``n x k``) and its products, the
-    victims' rows of ``F X`` and the ``k x k`` Gram matrix or R factor with its workspace
-    (float64; the sparse factors are smaller)."""
-    k = float(degree) * (rounds + 1)
-    return 8.0 * (2.0 * n * k + victims * k + 2.0 * k * k)
+def leakage_memory(n: int, degree: int, rounds: int, victims: int, *,
+                   edges: int | None = None) -> float:
+    """Upper estimate of the peak bytes of :func:`leakage` (float path), before any work.
+
+    With ``k = min(n, degree (rounds + 1))`` columns of the message basis and ``2m`` sources
+    (``edges = m``; default ``n degree / 2``, a regular graph): the basis ``X`` (``n x k``), one
+    Arnoldi block and its products (``4 n degree + 2 k degree``), ``(F^T F) X`` (``n k``), the
+    ``k x k`` Gram matrix and its Cholesky factor, the victims' rows in chunks of
+    ``VICTIM_CHUNK`` (three ``chunk x k`` arrays), the sparse factors (``SPARSE_BYTES`` per
+    source), and, for the Householder fallback, the R factor with one block of rows
+    (:func:`_qr_block_rows`) and its copy.  Float64 throughout.
+
+    Parameters
+    ----------
+    n, degree, rounds, victims : int
+        Nodes, the attacker's degree, the horizon ``t`` and the number of victims.
+    edges : int, optional
+        Undirected edges ``m`` of the graph.
+
+    Returns
+    -------
+    float
+        Bytes.
+
+    Examples
+    --------
+    >>> from sparsedp.ppac.information import leakage_memory
+    >>> round(leakage_memory(10_000, 713, 10, 9_999, edges=99_857) / 2**30, 2)
+    4.13
+    """
+    m = n * degree / 2.0 if edges is None else float(edges)
+    k = float(min(n, degree * (rounds + 1)))
+    chunk = float(min(victims, VICTIM_CHUNK))
+    arnoldi = 4.0 * n * degree + 2.0 * k * degree
+    gram = n * k + 2.0 * k * k + 3.0 * chunk * k
+    rows = float(_qr_block_rows(int(k)))
+    householder = 2.0 * k * k + 2.0 * (rows + k) * k + 3.0 * chunk * k
+    return 8.0 * (n * k + max(arnoldi, gram, householder)) + SPARSE_BYTES * 2.0 * m
 
 
-def _message_vectors(W: sp.csr_matrix, nbrs: np.ndarray, rounds: int) -> np.ndarray:
-    """Orthonormal basis (n x k) of ``span{(W^T)^tau e_l : tau <= rounds, l in nbrs}``.
+def leakage_flops(n: int, degree: int, rounds: int, victims: int, *,
+                  edges: int | None = None) -> float:
+    """Floating-point operations of :func:`leakage` (float path, Gram route): the block
+    Arnoldi basis with its re-orthogonalisation (``4 n k^2``) and block QRs
+    (``4 n degree k``), the Gram matrix (``2 n k^2`` and a sparse product), its Cholesky
+    factor (``k^3 / 3``) and the victims' leverages (``victims k^2``), ``k = min(n,
+    degree (rounds + 1))``.  The basis of a hub is the dominant term: it grows like
+    ``n degree^2 rounds^2`` until ``k`` reaches ``n``."""
+    m = n * degree / 2.0 if edges is None else float(edges)
+    k = float(min(n, degree * (rounds + 1)))
+    return (4.0 * n * k * k + 4.0 * n * degree * k + 2.0 * n * k * k + 8.0 * m * k
+            + k ** 3 / 3.0 + victims * k * k)
+
+
+def _qr_block_rows(k: int) -> int:
+    """Rows of ``Y`` per Householder block: ``BLOCK_ROWS``, fewer for wide ``Y`` so that a
+    block holds at most ``QR_BLOCK_ENTRIES`` entries, never fewer than ``k``."""
+    return max(k, min(BLOCK_ROWS, QR_BLOCK_ENTRIES // max(k, 1)))
+
+
+def _gemm_rate() -> float:
+    """Floating-point operations per second of this machine's dense products now (one
+    384 x 384 x 384 product, timed; used for the time estimate only)."""
+    a = np.ones((384, 384))
+    start = time.perf_counter()
+    a @ a
+    return 2.0 * 384**3 / max(time.perf_counter() - start, 1e-6)
+
+
+def _attacker_deflation(layout: PPACLayout, i: int) -> np.ndarray:
+    """Positions whose unit vectors are removed from the message space: the attacker ``i`` and
+    its leaf neighbours.
+
+    Both are observations of sources the attacker already holds: ``v_i(0) = sum_l Gamma_li``
+    is its known pure noises plus its received designated fragments (the columns ``Lam``),
+    so ``F e_i = Lam 1``; a leaf ``l`` of ``i`` starts from ``v_l(0) = Gamma_il``, the
+    attacker's own fragment, so ``F e_l = 0``.  ``e_i`` and ``e_l`` lie in
+    ``span{(W^T)^tau e_l} + span{e_i}`` (``W^T e_i`` is a combination of ``e_i`` and the
+    ``e_l``), and adding ``e_i`` adds no information, so the basis is built on the coordinates
+    other than these: ``Y = [F X, Lam]`` then has full column rank, and the Gram matrix is not
+    singular merely because the attacker sees its own state.
+    """
+    nbrs = _neighbours(layout, i)
+    leaves = nbrs[layout.graph.degrees[nbrs] == 1]
+    return np.concatenate([[i], leaves]).astype(np.int64)
+
+
+def _message_vectors(W: sp.csr_matrix, nbrs: np.ndarray, rounds: int,
+                     deflated: np.ndarray, bar=None) -> np.ndarray:
+    """Orthonormal basis (n x k) of ``span{(W^T)^tau e_l : tau <= rounds, l in nbrs}
+    + span{e_d : d in deflated}`` with the coordinates ``deflated`` removed (zero rows; see
+    :func:`_attacker_deflation`, the unit vectors ``e_d`` must lie in that span).
 
     The message rows ``p_l(tau) = C^T (W^T)^tau e_l`` enter the leakage only through their
     span, and the monomial Krylov vectors ``(W^T)^tau e_l`` are nearly dependent (their
     condition number grows exponentially with ``tau``), so the span is built by block Arnoldi:
-    each new block ``W^T Q_tau`` is orthogonalised against all previous blocks (block classical
-    Gram-Schmidt, ``ORTHOGONALISATION_PASSES`` passes) and then within itself (pivoted QR).
-    Only the span matters, so exact orthogonality is not needed: a well-conditioned basis is.
-    A direction whose norm after orthogonalisation is below
-    ``KRYLOV_DROP`` times its norm before is dropped (the space is numerically invariant).
+    each new block ``W^T Q_tau`` is orthogonalised against all previous blocks by block
+    classical Gram-Schmidt, a second time when the first pass removed more than half of a
+    column's norm (Kahan's rule: "twice is enough"; one pass leaves directions that are not
+    new, and a hub's basis then outgrew ``n``), and then within itself (pivoted QR).  A
+    direction whose norm after orthogonalisation is below ``KRYLOV_DROP`` times its norm before
+    is dropped (the space is numerically invariant).  ``bar`` advances by
+    ``4 n deg k`` operations per block.
     """
     n = W.shape[0]
     WT = W.T.tocsr()
-    X = np.zeros((n, nbrs.size * (rounds + 1)))
-    X[nbrs, np.arange(nbrs.size)] = 1.0
-    done, last = nbrs.size, slice(0, nbrs.size)
+    start = nbrs[~np.isin(nbrs, deflated)]
+    X = np.zeros((n, min(n - deflated.size, start.size * (rounds + 1))))
+    X[start, np.arange(start.size)] = 1.0
+    done, last = start.size, slice(0, start.size)
     for _ in range(rounds):
-        if last.stop == last.start:
+        if last.stop == last.start or done == X.shape[1]:
             break
         V = spmm(WT, np.ascontiguousarray(X[:, last]))
-        before = np.linalg.norm(V, axis=0).max(initial=0.0)
-        for _ in range(ORTHOGONALISATION_PASSES):
+        V[deflated] = 0.0
+        before = np.linalg.norm(V, axis=0)
+        for _ in range(2):
+            norms = np.linalg.norm(V, axis=0)
             V -= X[:, :done] @ (X[:, :done].T @ V)
+            if np.all(np.linalg.norm(V, axis=0) >= REORTHOGONALISE * norms):
+                break
         Qv, Rv, _ = sla.qr(V, mode="economic", pivoting=True, check_finite=False)
-        width = int(np.sum(np.abs(np.diag(Rv)) > KRYLOV_DROP * before))
+        width = int(np.sum(np.abs(np.diag(Rv)) > KRYLOV_DROP * before.max(initial=0.0)))
+        width = min(width, X.shape[1] - done)
         X[:, done:done + width] = Qv[:, :width]
+        X[deflated, done:done + width] = 0.0  # zero in exact arithmetic; rounding made them not
+        if bar is not None:
+            bar.update(4.0 * n * V.shape[1] * (done + V.shape[1]) / 1e9)
         last = slice(done, done + width)
         done += width
     return X[:, :done]
@@ -249,65 +346,99 @@ def _whitened_parts(layout: PPACLayout, i: int, std: np.ndarray):
 
 
 @limit_blas_threads
-def _gram(F: sp.csr_matrix, Lam: sp.csr_matrix, X: np.ndarray) -> np.ndarray:
-    """``Y^T Y`` from the sparse structure: ``X^T (F^T F) X`` etc. (O(n k^2), not O(m k^2))."""
+def _gram(F: sp.csr_matrix, Lam: sp.csr_matrix, X: np.ndarray, bar=None) -> np.ndarray:
+    """``Y^T Y`` from the sparse structure: ``X^T (F^T F) X`` etc. (O(n k^2), not O(m k^2);
+    the ``2m x k`` matrix ``Y`` is never formed)."""
     FtF = (F.T @ F).tocsr()
     FtL = (F.T @ Lam).toarray()
-    top = np.hstack([X.T @ spmm(FtF, np.ascontiguousarray(X)), X.T @ FtL])
-    bottom = np.hstack([top[:, X.shape[1]:].T, (Lam.T @ Lam).toarray()])
-    return np.vstack([top, bottom])
+    k1, q = X.shape[1], Lam.shape[1]
+    G = np.empty((k1 + q, k1 + q))
+    G[:k1, :k1] = X.T @ spmm(FtF, np.ascontiguousarray(X))
+    G[:k1, k1:] = X.T @ FtL
+    G[k1:, :k1] = G[:k1, k1:].T
+    G[k1:, k1:] = (Lam.T @ Lam).toarray()
+    if bar is not None:
+        bar.update((2.0 * X.shape[0] * k1 * k1 + 2.0 * FtF.nnz * k1) / 1e9)
+    return G
+
+
+def _victim_rows(F: sp.csr_matrix, Lam: sp.csr_matrix, X: np.ndarray, pos: np.ndarray):
+    """Rows ``Y[pos] = [F[pos] X, Lam[pos]]`` of the victims, ``VICTIM_CHUNK`` at a time."""
+    for first in range(0, pos.size, VICTIM_CHUNK):
+        rows = pos[first:first + VICTIM_CHUNK]
+        yield first, np.hstack([F[rows] @ X, Lam[rows].toarray()])
 
 
 @limit_blas_threads
-def _r_factor(F: sp.csr_matrix, Lam: sp.csr_matrix, X: np.ndarray, progress=None) -> np.ndarray:
-    """Householder R factor of ``Y = [F X, Lam]``, accumulated over blocks of rows."""
+def _r_factor(F: sp.csr_matrix, Lam: sp.csr_matrix, X: np.ndarray, bar=None) -> np.ndarray:
+    """Householder R factor of ``Y = [F X, Lam]``, accumulated over blocks of rows
+    (:func:`_qr_block_rows`)."""
     k = X.shape[1] + Lam.shape[1]
     R = np.zeros((0, k))
-    starts = range(0, F.shape[0], BLOCK_ROWS)
-    bar = progress_bar(progress, total=len(starts), desc="QR of the attacker's observations",
-                       unit="block")
-    for start in starts:
-        rows = slice(start, start + BLOCK_ROWS)
+    step = _qr_block_rows(k)
+    for start in range(0, F.shape[0], step):
+        rows = slice(start, start + step)
         block = np.hstack([F[rows] @ X, Lam[rows].toarray()])
         qr, _, _, _ = dgeqrf(np.vstack([R, block]), overwrite_a=True)
         R = np.triu(qr[:k])
         if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
+            bar.update(2.0 * (block.shape[0] + k) * k * k / 1e9)
     return R
 
 
-def _leverages_from_r(R: np.ndarray, Yv: np.ndarray, rank: int | None,
+def _leverages_from_r(R: np.ndarray, rows_of_y, victims: int, rank: int | None,
                       rows: int) -> tuple[np.ndarray, int, float]:
-    """``h = ||diag(sv_r)^{-1} V_r^T y||^2`` for each row ``y`` of ``Yv``, from the SVD
-    ``R = U diag(sv) V^T`` of the R factor of ``Y`` (``rows`` rows).
+    """``h = ||diag(sv_r)^{-1} V_r^T y||^2`` for each victim row ``y`` (``rows_of_y``: chunks
+    from :func:`_victim_rows`), from the SVD ``R = U diag(sv) V^T`` of the R factor of ``Y``
+    (``rows`` rows).
 
     ``rank=None`` keeps the singular values above ``sv_max * max(rows, k) * eps`` (numpy's
     matrix_rank rule for ``Y``); a given rank (known exactly) keeps that many.  Returns
     ``(h, rank, sv_rank / sv_max)``.
     """
+    h = np.zeros(victims)
     if R.shape[1] == 0:
-        return np.zeros(Yv.shape[0]), 0, 1.0
+        return h, 0, 1.0
     _, sv, Vt = sla.svd(R, full_matrices=False, check_finite=False)
     if sv[0] == 0:
-        return np.zeros(Yv.shape[0]), 0, 0.0
+        return h, 0, 0.0
     if rank is None:
         rank = int(np.sum(sv > sv[0] * max(rows, R.shape[1]) * np.finfo(float).eps))
-    Z = (Yv @ Vt[:rank].T) / sv[:rank]
-    return np.einsum("ij,ij->i", Z, Z), rank, float(sv[rank - 1] / sv[0]) if rank else 1.0
+    for first, Yv in rows_of_y:
+        Z = (Yv @ Vt[:rank].T) / sv[:rank]
+        h[first:first + Yv.shape[0]] = np.einsum("ij,ij->i", Z, Z)
+    return h, rank, float(sv[rank - 1] / sv[0]) if rank else 1.0
 
 
-def _leverages_from_gram(G: np.ndarray, Yv: np.ndarray) -> tuple[np.ndarray, float]:
-    """``h = y^T G^{-1} y`` by an eigendecomposition of the equilibrated Gram matrix
-    ``D G D`` (``D = diag(G)^{-1/2}``); returns ``(h, sqrt(lambda_min / lambda_max))``, the
-    singular-value ratio of the equilibrated ``Y``, which sets the accuracy
-    (relative error about ``k eps / ratio^2``)."""
+@limit_blas_threads
+def _leverages_from_gram(G: np.ndarray, rows_of_y, victims: int,
+                         bar=None) -> tuple[np.ndarray | None, float]:
+    """``h = y^T G^{-1} y`` for each victim row ``y`` by a Cholesky factor of the equilibrated
+    Gram matrix ``D G D = L L^T`` (``D = diag(G)^{-1/2}``), ``h = ||L^{-1} D y||^2``.
+
+    Returns ``(h, ratio)`` with ``ratio = sqrt(1 / kappa_1(D G D))`` from LAPACK's condition
+    estimate (``dpocon``), an estimate of the singular-value ratio of the equilibrated ``Y``
+    that sets the accuracy (relative error about ``k eps / ratio^2``); ``(None, 0.0)`` when
+    ``D G D`` is not numerically positive definite.
+    """
     d = 1.0 / np.sqrt(np.diag(G))
-    lam, V = np.linalg.eigh(G * d[:, None] * d[None, :])
-    ratio = math.sqrt(max(lam[0], 0.0) / lam[-1])
-    Z = ((Yv * d) @ V) / np.sqrt(np.maximum(lam, np.finfo(float).tiny))
-    return np.einsum("ij,ij->i", Z, Z), ratio
+    A = G * d[:, None] * d[None, :]
+    norm_1 = float(np.abs(A).sum(axis=0).max())
+    L, info = dpotrf(A, lower=1, clean=1, overwrite_a=1)
+    if info != 0:
+        return None, 0.0
+    rcond, info = dpocon(L, norm_1, uplo="L")
+    if bar is not None:
+        bar.update(G.shape[0] ** 3 / 3e9)
+    if info != 0 or not rcond > 0:
+        return None, 0.0
+    h = np.empty(victims)
+    for first, Yv in rows_of_y:
+        Z = sla.solve_triangular(L, (Yv * d).T, lower=True, check_finite=False)
+        h[first:first + Yv.shape[0]] = np.einsum("ij,ij->j", Z, Z)
+        if bar is not None:
+            bar.update(Yv.shape[0] * float(G.shape[0]) ** 2 / 1e9)
+    return h, math.sqrt(min(rcond, 1.0))
 
 
 # --------------------------------------------------------------------------------------------
@@ -340,8 +471,13 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any, horizon: Any = 10, *,
     ``max_memory``: the budget (:func:`sparsedp.resources.memory_budget`); a request whose
     :func:`leakage_memory` exceeds it is refused before any work.
 
-    Cost (float path): ``t`` sparse products with ``deg(i)`` columns, one blocked Householder QR
-    of a ``2m x deg(i)(t + 3)`` matrix, and O(n deg(i)(t + 3)) for all victims.
+    Cost (float path, :func:`leakage_flops`): ``t`` sparse products with ``deg(i)`` columns,
+    a block Arnoldi basis of ``k <= min(n, deg(i)(t + 1))`` columns (O(n k^2)), the ``k x k``
+    Gram matrix from sparse products (O(n k^2)) and its Cholesky factor (O(k^3)), and
+    O(victims k^2) for the leverages; the ``2m x k`` observation matrix is never formed (its
+    blocked Householder QR, O(m k^2), is the fallback when the Gram matrix is too
+    ill-conditioned).  A run estimated longer than ``ESTIMATE_SECONDS`` shows a progress bar
+    with the estimate (``progress="auto"``; the estimate is also ``extra["estimated_seconds"]``).
 
     Parameters
     ----------
@@ -430,12 +566,21 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any, horizon: Any = 10, *,
         raise ParameterError(
             f"horizon = infinity needs deg(i) n = {nbrs.size * n} message rows in floating "
             f"point (limit {FLOAT_INFINITE_MAX_ROWS}); give a finite horizon")
+    deflated = _attacker_deflation(layout, i)
+    sizes = (n, nbrs.size, rounds, victims.size)
     resources.require_within(
-        leakage_memory(n, nbrs.size, rounds, victims.size), resources.memory_budget(max_memory),
+        leakage_memory(*sizes, edges=g.num_edges), resources.memory_budget(max_memory),
         f"PPAC leakage at horizon {rounds} (attacker degree {nbrs.size}, {n} nodes)",
         "give a smaller horizon (the information stops growing by the last informative round, "
         "at most n - 1)")
-    X = _message_vectors(Wc, nbrs, rounds)
+    flops = leakage_flops(*sizes, edges=g.num_edges)
+    estimate = flops / _gemm_rate()
+    mode = progress_mode(progress)
+    bar = progress_bar("always" if mode == "auto" and estimate > ESTIMATE_SECONDS else mode,
+                       total=round(flops / 1e9, 1), unit="Gflop",
+                       desc=f"PPAC leakage (attacker degree {nbrs.size}, estimated "
+                            f"{estimate:.0f} s)")
+    X = _message_vectors(Wc, nbrs, rounds, deflated, bar)
     if informative is not None:  # exact arithmetic ran
         recoverable = np.isin(victims, informative.recoverable)
         status = np.where(recoverable, "recoverable", "private").astype(object)
@@ -448,25 +593,28 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any, horizon: Any = 10, *,
         method = "float (structural finiteness tests)"
     unknown, F, Lam = _whitened_parts(layout, i, std)
     pos = np.searchsorted(unknown, victims)
-    Yv = np.hstack([F[pos] @ X, Lam[pos].toarray()])
-    k = Yv.shape[1]
+    k = X.shape[1] + Lam.shape[1]
     exact_rank = (informative.rank - (layout.num_sources - unknown.size)
                   if informative is not None else None)
     h, ratio, rank = None, 0.0, k
     if exact_rank is None or exact_rank == k:
-        G = _gram(F, Lam, X)
+        G = _gram(F, Lam, X, bar)
         if np.all(np.diag(G) > 0):
-            h, ratio = _leverages_from_gram(G, Yv)
+            h, ratio = _leverages_from_gram(G, _victim_rows(F, Lam, X, pos), victims.size, bar)
             if ratio >= GRAM_MIN_SV_RATIO:
-                method += "; leverages from the equilibrated Gram matrix"
+                method += "; leverages from the Cholesky factor of the equilibrated Gram matrix"
                 accuracy = k * np.finfo(float).eps / ratio**2
             else:
                 h = None
+        del G  # before the Householder fallback allocates
     if h is None:
-        R = _r_factor(F, Lam, X, progress)
-        h, rank, ratio = _leverages_from_r(R, Yv, exact_rank, unknown.size)
+        R = _r_factor(F, Lam, X, bar)
+        h, rank, ratio = _leverages_from_r(R, _victim_rows(F, Lam, X, pos), victims.size,
+                                           exact_rank, unknown.size)
         method += "; leverages from a blocked Householder QR"
         accuracy = k * np.finfo(float).eps / max(ratio, np.finfo(float).tiny)
+    if bar is not None:
+        bar.close()
     nats = np.empty(victims.size)
     kind = np.full(victims.size, "estimate", dtype=object)
     infinite = status == "recoverable"
@@ -492,7 +640,9 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any, horizon: Any = 10, *,
         informative = with_labels(informative, g)
     return LeakageResult(g.id_of(i), reported, g.ids_of(victims), nats, kind,
                          status.astype(str), method, rank, ratio, accuracy, informative,
-                         tuple(notes), time.perf_counter() - start)
+                         tuple(notes), time.perf_counter() - start,
+                         {"estimated_seconds": estimate, "flops": flops,
+                          "basis_columns": k})
 
 
 def _attacker_and_victim(layout: PPACLayout, attacker: Any, victim: Any) -> tuple[int, int]:

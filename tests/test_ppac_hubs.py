@@ -1,0 +1,161 @@
+"""PPAC leakage with hub attackers: the deflated message basis, the Gram route against the
+Householder route and the dense reference, the memory estimate against the measured peak,
+progress with a time estimate."""
+
+import math
+import tracemalloc
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from sparsedp.graphs.graph import as_graph
+from sparsedp.ppac import (
+    information,
+    laplacian_consensus_matrix,
+    leakage,
+    leakage_theorem_6_6,
+    ppac_layout,
+    random_designated,
+)
+
+from .test_ppac_leakage import rational_leakage
+
+
+def instance(G, seed=0):
+    g = as_graph(G)
+    layout = ppac_layout(g, random_designated(g, seed=seed))
+    return g, layout, laplacian_consensus_matrix(g)
+
+
+def hub(g) -> int:
+    return int(np.argmax(g.degrees))
+
+
+def with_pendants(G, node, count):
+    """``G`` with ``count`` leaves glued to ``node`` (relabelled 0..n-1)."""
+    G = nx.convert_node_labels_to_integers(G)
+    n = G.number_of_nodes()
+    G.add_edges_from((node, n + a) for a in range(count))
+    return G
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_attackers_own_state_and_leaves_carry_no_new_information(seed):
+    """The deflation's premise, in the whitened factors: ``F e_i = Lam 1`` (the attacker's
+    state is its known noises plus its received designated fragments) and ``F e_l = 0`` for a
+    leaf ``l`` of the attacker."""
+    G = with_pendants(nx.powerlaw_cluster_graph(40, 3, 0.3, seed=seed), 0, 2)
+    g, layout, _ = instance(G, seed)
+    i = hub(g)
+    std = layout.source_std(np.linspace(1, 2, g.n), np.linspace(0.5, 3, layout.num_sources))
+    _, F, Lam = information._whitened_parts(layout, i, std)
+    deflated = information._attacker_deflation(layout, i)
+    assert deflated[0] == i and np.all(g.degrees[deflated[1:]] == 1)
+    np.testing.assert_allclose(F[:, [i]].toarray().ravel(), Lam @ np.ones(Lam.shape[1]),
+                               atol=1e-15)
+    for leaf in deflated[1:]:
+        assert F[:, [leaf]].count_nonzero() == 0
+
+
+def test_a_saturating_hub_basis_stays_orthonormal_and_within_n():
+    """With one Gram-Schmidt pass a hub's basis outgrew n (3190 columns for n = 2000); the
+    re-orthogonalised basis of a space that fills R^n has n - 1 orthonormal columns (all
+    coordinates but the attacker's)."""
+    G = nx.powerlaw_cluster_graph(300, 5, 0.1, seed=1)
+    g, layout, W = instance(G)
+    i = hub(g)
+    nbrs = information._neighbours(layout, i)
+    assert nbrs.size * 11 > g.n
+    X = information._message_vectors(W, nbrs, 10, information._attacker_deflation(layout, i))
+    assert X.shape[1] == g.n - 1
+    np.testing.assert_allclose(X.T @ X, np.eye(X.shape[1]), atol=1e-12)
+    assert np.all(X[i] == 0)
+
+
+@pytest.mark.parametrize("graph", ["plc", "geometric", "pendants"])
+def test_hub_gram_route_agrees_with_householder_and_dense_reference(graph, monkeypatch):
+    """Hubs used to fall to the 2m-row Householder QR because Y was singular; now the Gram
+    route is taken, and it agrees with the Householder route (forced) and with exact rational
+    arithmetic (eq. 25 evaluated densely in floats is off by up to 7e-6 here)."""
+    if graph == "plc":
+        G = nx.powerlaw_cluster_graph(30, 3, 0.3, seed=2)
+    elif graph == "geometric":
+        G = nx.random_geometric_graph(30, 0.35, seed=3)
+        G = nx.convert_node_labels_to_integers(  # labels = positions for rational_leakage
+            G.subgraph(max(nx.connected_components(G), key=len)))
+    else:
+        G = with_pendants(nx.powerlaw_cluster_graph(25, 2, 0.3, seed=4), 0, 3)
+    g, layout, W = instance(G)
+    i = hub(g)
+    kw = dict(value_std=2.0, noise_std=3.0, exact=False)
+    gram = leakage(layout, W, g.id_of(i), 3, **kw)
+    assert "Gram" in gram.method and gram.rank == gram.extra["basis_columns"]
+    monkeypatch.setattr(information, "GRAM_MIN_SV_RATIO", 2.0)  # forces the fallback
+    qr = leakage(layout, W, g.id_of(i), 3, **kw)
+    assert "Householder" in qr.method and qr.rank == gram.rank
+    finite = np.isfinite(gram.nats)
+    np.testing.assert_array_equal(finite, np.isfinite(qr.nats))
+    np.testing.assert_allclose(gram.nats[finite], qr.nats[finite], rtol=1e-9)
+    for victim in gram.victims[finite][:1]:
+        j = g.index_of(victim)
+        ref = rational_leakage(layout, W, i, j, 3, 2.0, 3.0)
+        assert gram.value(victim) == pytest.approx(ref, rel=1e-10)
+        paper = leakage_theorem_6_6(layout, W, g.id_of(i), victim, 3, value_std=2.0,
+                                    noise_std=3.0)
+        assert paper == pytest.approx(ref, rel=1e-4)
+
+
+def _graphs():
+    rgg = nx.random_geometric_graph(400, 0.12, seed=5)
+    rgg = rgg.subgraph(max(nx.connected_components(rgg), key=len))
+    return {
+        "plc-hub": (nx.powerlaw_cluster_graph(500, 5, 0.1, seed=1), "hub", 6),
+        "plc-saturating-hub": (nx.powerlaw_cluster_graph(300, 5, 0.1, seed=1), "hub", 10),
+        "rgg-hub": (rgg, "hub", 8),
+        "er-median": (nx.gnm_random_graph(500, 2500, seed=6), "median", 10),
+        "star-of-leaves": (with_pendants(nx.cycle_graph(30), 0, 40), "hub", 4),
+    }
+
+
+@pytest.mark.parametrize("name", list(_graphs()))
+def test_memory_estimate_is_at_least_the_measured_peak(name, monkeypatch):
+    """``leakage_memory`` (checked before any work) against the peak traced by tracemalloc
+    during the call, on the Gram route and on the Householder fallback."""
+    G, which, rounds = _graphs()[name]
+    g, layout, W = instance(G)
+    deg = g.degrees
+    i = hub(g) if which == "hub" else int(np.flatnonzero(deg == int(np.median(deg)))[0])
+    estimate = information.leakage_memory(g.n, int(deg[i]), rounds, g.n - 1,
+                                          edges=g.num_edges)
+    for ratio in (information.GRAM_MIN_SV_RATIO, 2.0):
+        monkeypatch.setattr(information, "GRAM_MIN_SV_RATIO", ratio)
+        tracemalloc.start()
+        try:
+            leakage(layout, W, g.id_of(i), rounds, exact=False, progress=False)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak <= estimate, (name, ratio, peak, estimate)
+
+
+def test_progress_reports_the_time_estimate(capsys):
+    G = nx.powerlaw_cluster_graph(200, 4, 0.1, seed=1)
+    g, layout, W = instance(G)
+    r = leakage(layout, W, g.id_of(hub(g)), 4, progress="always")
+    err = capsys.readouterr().err
+    assert "PPAC leakage (attacker degree" in err and "estimated" in err and "Gflop" in err
+    assert r.extra["estimated_seconds"] > 0
+    assert r.extra["flops"] == information.leakage_flops(
+        g.n, int(g.degrees.max()), 4, g.n - 1, edges=g.num_edges)
+    leakage(layout, W, g.id_of(hub(g)), 4, progress="never")
+    assert capsys.readouterr().err == ""
+
+
+def test_infinite_horizon_on_a_star_of_leaves_is_exact():
+    """Every neighbour of the centre is a leaf: the basis is empty after deflation and the
+    received fragments alone recover every leaf's value."""
+    G = nx.star_graph(6)
+    g, layout, W = instance(G)
+    r = leakage(layout, W, 0, math.inf)
+    assert np.all(np.isinf(r.nats)) and np.all(r.kind == "exact")
