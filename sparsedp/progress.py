@@ -56,7 +56,7 @@ class _Lines:
         self.stream.flush()
 
 
-def progress_bar(progress: Any, *, total: int | None, desc: str, unit: str) -> tqdm | None:
+def progress_bar(progress: Any, *, total: float | None, desc: str, unit: str) -> tqdm | None:
     """A tqdm bar for ``progress`` (:func:`progress_mode`), or ``None`` in mode never."""
     mode = progress_mode(progress)
     if mode == "never":
