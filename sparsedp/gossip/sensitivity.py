@@ -41,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from sparsedp import resources, validation
+from sparsedp import defaults, resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.banded import banded_interval
 from sparsedp.gossip.certified_solve import solve
@@ -164,16 +164,16 @@ def squared_sensitivity(
     observers,
     T: int,
     *,
-    view: str = "secure-summation",
+    view: str = defaults.VIEW,
     noise_removed: bool = False,
-    method: str = "auto",
-    exact="auto",
+    method: str = defaults.METHOD,
+    exact=defaults.EXACT,
     rtol: float = 1e-10,
     maxiter: int = 5000,
     progress: bool | None = None,
     backend: str = "auto",
-    truncation_rtol: float = 1e-9,
-    preconditioner: str = "auto",
+    truncation_rtol: float = defaults.TRUNCATION_RTOL,
+    preconditioner: str = defaults.PRECONDITIONER,
     max_memory=None,
 ) -> SensitivityResult:
     """Certified bounds on the squared sensitivity ``Delta_T(target -> observers)^2``.
@@ -382,10 +382,10 @@ def estimate_cost(
     observers,
     T: int,
     *,
-    view: str = "secure-summation",
+    view: str = defaults.VIEW,
     noise_removed: bool = False,
-    method: str = "auto",
-    preconditioner: str = "auto",
+    method: str = defaults.METHOD,
+    preconditioner: str = defaults.PRECONDITIONER,
     max_memory=None,
 ) -> dict:
     """What :func:`squared_sensitivity` with these arguments would cost, without solving:

@@ -37,7 +37,7 @@ import math
 import numpy as np
 from scipy.sparse.csgraph import shortest_path
 
-from sparsedp import resources, validation
+from sparsedp import defaults, resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.linalg.matrix_facts import is_locked, reuse_scope
 from sparsedp.linalg.stochastic import lock_gossip_matrix
@@ -61,10 +61,12 @@ __all__ = ["mf_map", "random_walk_map"]
 BYTES_PER_PAIR = 12 + 3 * 8 + 8 + 1 + 16  # rows, distance, 3 floats, hops, kind code, string
 
 
-def random_walk_map(source, observers="all", targets="all", T: int = 100,
-                    sigma: float = 10.0, alpha: float = 2.0, delta: float | None = None, *,
-                    scheme: str = "metropolis", contributions: float | None = None,
-                    method: str = "auto", progress=None, max_memory=None) -> PrivacyMap:
+def random_walk_map(source, observers=defaults.SELECTION, targets=defaults.SELECTION,
+                    T: int = defaults.ROUNDS, sigma: float = defaults.RANDOM_WALK_SIGMA,
+                    alpha: float = defaults.ALPHA, delta: float | None = defaults.DELTA, *,
+                    scheme: str = defaults.SCHEME, contributions: float | None = None,
+                    method: str = defaults.METHOD, progress=None,
+                    max_memory=None) -> PrivacyMap:
     """The random-walk privacy map (module docstring): Renyi losses at order ``alpha`` of
     every selected target (the walk's source) towards every selected observer (a receiver).
 
@@ -74,8 +76,9 @@ def random_walk_map(source, observers="all", targets="all", T: int = 100,
         ``W = gossip_matrix(graph, scheme)``).
     observers, targets : ``"all"``, a list of nodes or ``("sample", k, seed)``.
     T : walk steps.
-    sigma, alpha : noise and Renyi order (``sigma^2 >= 2 alpha (alpha - 1)``).
-    delta : delta of the ``epsilon`` column (NaN without it).
+    sigma, alpha : noise and Renyi order (``sigma^2 >= 2 alpha (alpha - 1)``; default 2 and 2,
+        the smallest noise that meets it at alpha = 2).
+    delta : delta of the ``epsilon`` column (NaN with ``None``; default 1e-5).
     scheme : weight scheme for graph input.
     contributions : a cap on each source's contributions (certified); default the
         expectation ``T / n`` (an estimate).
@@ -151,11 +154,12 @@ def random_walk_map(source, observers="all", targets="all", T: int = 100,
     return table.privacy_map(parameters, notes, {"columns_computed": int(tgt.size)})
 
 
-def mf_map(source, observers="all", targets="all", T: int = 20, sigma: float | None = None,
-           delta: float | None = None, *, scheme: str = "metropolis",
-           algorithm="dp-d-sgd", trust_model: str = "pndp",
-           participation_scheme="user-level", gradients: str = "vector", exact="auto",
-           progress=None, max_memory=None) -> PrivacyMap:
+def mf_map(source, observers=defaults.SELECTION, targets=defaults.SELECTION,
+           T: int = defaults.MF_ROUNDS, sigma: float | None = defaults.SIGMA,
+           delta: float | None = defaults.DELTA, *, scheme: str = defaults.MF_SCHEME,
+           algorithm=defaults.ALGORITHM, trust_model: str = defaults.TRUST_MODEL,
+           participation_scheme=defaults.PARTICIPATION, gradients: str = defaults.GRADIENTS,
+           exact=defaults.EXACT, progress=None, max_memory=None) -> PrivacyMap:
     """The matrix-factorisation privacy map (module docstring): bounds on ``sens^2`` of
     every selected target towards each selected observer (attacker set ``{observer}``).
 
@@ -165,7 +169,8 @@ def mf_map(source, observers="all", targets="all", T: int = 20, sigma: float | N
         scheme)``).
     observers, targets : ``"all"``, a list of nodes or ``("sample", k, seed)``.
     T : gradient steps.
-    sigma, delta : noise and delta of the ``epsilon`` column (both or neither).
+    sigma, delta : noise and delta of the ``epsilon`` column (both or neither; default 1 and
+        1e-5, :mod:`sparsedp.defaults`; ``None`` for no epsilon column).
     scheme : weight scheme for graph input.
     algorithm, trust_model, participation_scheme, gradients, exact : as for
         :func:`sparsedp.mf_sensitivity`.

@@ -51,7 +51,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
-from sparsedp import resources, validation
+from sparsedp import defaults, resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip import batched
 from sparsedp.gossip.batched_entrywise import entrywise_upper
@@ -199,16 +199,16 @@ def _item(value):
 @one_query
 def privacy_map(
     source,
-    observers="all",
-    targets="all",
-    T: int = 100,
-    sigma: float | None = None,
-    delta: float | None = None,
+    observers=defaults.SELECTION,
+    targets=defaults.SELECTION,
+    T: int = defaults.ROUNDS,
+    sigma: float | None = defaults.SIGMA,
+    delta: float | None = defaults.DELTA,
     *,
-    scheme: str = "metropolis",
-    upper: str = "certified",
-    view: str = "secure-summation",
-    exact=False,
+    scheme: str = defaults.SCHEME,
+    upper: str = defaults.MAP_UPPER,
+    view: str = defaults.VIEW,
+    exact=defaults.MAP_EXACT,
     batch_size: int | None = None,
     float32: bool = False,
     progress=None,
@@ -227,7 +227,8 @@ def privacy_map(
         order).  Unknown nodes raise ``GraphError``, a sample larger than the graph
         ``ParameterError`` (one line each).
     T : rounds.
-    sigma, delta : noise and delta for the ``epsilon`` column (both or neither).
+    sigma, delta : noise and delta for the ``epsilon`` column (both or neither; default 1 and
+        1e-5, :mod:`sparsedp.defaults`; ``None`` for no epsilon column).
     scheme : weight scheme for graph input.
     upper : ``"certified"`` (per-pair certified upper bounds: the cost of one T x T solve and
         bound evaluation per pair, the single-pair bounds), ``"entrywise"`` (the certified

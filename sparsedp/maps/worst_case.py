@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sparsedp import resources, validation
+from sparsedp import defaults, resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip import batched
 from sparsedp.gossip.batched_box import box_radius, box_upper
@@ -85,7 +85,6 @@ from sparsedp.maps.selection import select_nodes
 from sparsedp.plain import plain
 from sparsedp.progress import progress_bar
 
-REFINE_EVALUATIONS = 0  # eigen-decompositions of the diagonal-shift search per refined pair
 SETTLED = 1e-6  # a pair whose upper bound is within this of its lower bound is not refined
 COLUMNS = ("target", "observers", "lower", "upper", "kind", "worst_observer", "epsilon")
 
@@ -144,15 +143,15 @@ class WorstCase:
 @one_query
 def per_target_worst_case(
     source,
-    T: int = 100,
-    sigma: float | None = None,
-    delta: float | None = None,
+    T: int = defaults.ROUNDS,
+    sigma: float | None = defaults.SIGMA,
+    delta: float | None = defaults.DELTA,
     *,
-    observers="all",
-    targets="all",
-    scheme: str = "metropolis",
+    observers=defaults.SELECTION,
+    targets=defaults.SELECTION,
+    scheme: str = defaults.SCHEME,
     prepass_T: int | None = None,
-    refine: int = REFINE_EVALUATIONS,
+    refine: int = defaults.REFINE,
     prune: bool = True,
     batch_size: int | None = None,
     progress=None,
@@ -166,7 +165,8 @@ def per_target_worst_case(
     ----------
     source : a gossip matrix W or a graph, as for :func:`sparsedp.privacy_map`.
     T : rounds.
-    sigma, delta : for the ``epsilon`` column (both or neither).
+    sigma, delta : for the ``epsilon`` column (both or neither; default 1 and 1e-5,
+        :mod:`sparsedp.defaults`; ``None`` for no epsilon column).
     observers, targets : ``"all"``, a list of nodes, or ``("sample", k, seed)``.
     scheme : weight scheme for graph input.
     prepass_T : rounds of the pruning pre-pass (default ``T // 5``; 0: none).  Any value

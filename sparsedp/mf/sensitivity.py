@@ -32,7 +32,7 @@ import dataclasses
 
 import numpy as np
 
-from sparsedp import validation
+from sparsedp import defaults, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.target_block import TargetBlock, sub_sandwich
 from sparsedp.linalg.matrix_facts import one_query
@@ -58,12 +58,12 @@ def mf_sensitivity(
     attackers,
     T: int,
     *,
-    algorithm="dp-d-sgd",
-    trust_model: str = "pndp",
-    participation_scheme="user-level",
-    gradients: str = "vector",
-    exact="auto",
-    method: str = "auto",
+    algorithm=defaults.ALGORITHM,
+    trust_model: str = defaults.TRUST_MODEL,
+    participation_scheme=defaults.PARTICIPATION,
+    gradients: str = defaults.GRADIENTS,
+    exact=defaults.EXACT,
+    method: str = defaults.METHOD,
     max_memory=None,
     progress: bool | None = None,
 ) -> MFResult:

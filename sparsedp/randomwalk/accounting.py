@@ -50,7 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import digamma
 
-from sparsedp import validation
+from sparsedp import defaults, validation
 from sparsedp.errors import ParameterError
 from sparsedp.progress import progress_bar
 from sparsedp.randomwalk.log_green import (
@@ -188,11 +188,13 @@ def _per_contribution(M: sp.csr_matrix, u: int, T: int, sigma: float, alpha: flo
     return scale * x, scale * (err + tail), how
 
 
-def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
+def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float = defaults.ALPHA,
+                    *,
                     contributions: float | None = None, receivers: Any = None,
                     coalition: Any = None, sender_known: bool = False, clip: bool = True,
-                    method: str = "auto", column_method: str = "chebyshev",
-                    tol: float = 1e-10, interval: SpectralInterval | None = None,
+                    method: str = defaults.METHOD,
+                    column_method: str = defaults.COLUMN_METHOD, tol: float = defaults.WALK_TOL,
+                    interval: SpectralInterval | None = None,
                     progress: bool | str | None = None) -> PairwiseLoss:
     """Renyi-DP loss of ``source`` towards each receiver (or a coalition) after T walk steps.
 
