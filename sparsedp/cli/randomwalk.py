@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from sparsedp import graphs
+from sparsedp import defaults, graphs
 from sparsedp.cli.exports import add_export_options, export, graph_distances
 from sparsedp.cli.graph_input import add_graph_options, load_graph
 from sparsedp.cli.options import add_memory_option, add_progress_option
@@ -27,14 +27,16 @@ DEFAULT_GRAPH_NODES = 2000
 SHOWN = 10  # receivers listed in the text report (--json lists all)
 def _common(p: argparse.ArgumentParser) -> None:
     add_graph_options(p)
-    p.add_argument("--scheme", default="metropolis", choices=SCHEMES, help="W weights")
+    p.add_argument("--scheme", default=defaults.SCHEME, choices=SCHEMES, help="W weights")
     p.add_argument("--source", default=None, help="node whose data is accounted (default: first)")
     p.add_argument("--receiver", action="append", dest="receivers", metavar="ID",
                    help="receiving node; repeat for several (default: every other node)")
     p.add_argument("--rounds", "-T", type=int, required=True, help="walk steps / gossip rounds")
     p.add_argument("--sigma", type=float, required=True, help="noise std / sensitivity")
-    p.add_argument("--alpha", type=float, default=2.0, help="Renyi order of the reported RDP")
-    p.add_argument("--delta", type=float, default=1e-5, help="delta of the (eps, delta) column")
+    p.add_argument("--alpha", type=float, default=defaults.ALPHA,
+                   help="Renyi order of the reported RDP")
+    p.add_argument("--delta", type=float, default=defaults.DELTA,
+                   help="delta of the (eps, delta) column")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_progress_option(p)
     add_memory_option(p)
@@ -49,10 +51,12 @@ def add_parsers(sub) -> None:
     _common(rw)
     rw.add_argument("--contributions", type=float, default=None,
                     help="cap N_u on the source's contributions (default: T/n, an estimate)")
-    rw.add_argument("--method", default="auto", choices=METHODS, help="series or log-Green")
-    rw.add_argument("--column-method", default="chebyshev",
+    rw.add_argument("--method", default=defaults.METHOD, choices=METHODS,
+                    help="series or log-Green")
+    rw.add_argument("--column-method", default=defaults.COLUMN_METHOD,
                     choices=("chebyshev", "lanczos", "quadrature"), help="for log-green")
-    rw.add_argument("--tol", type=float, default=1e-10, help="error target of the L column")
+    rw.add_argument("--tol", type=float, default=defaults.WALK_TOL,
+                    help="error target of the L column")
     rw.add_argument("--sender-known", action="store_true", help="Section B.1 variant")
     rw.add_argument("--coalition", action="append", metavar="ID",
                     help="colluding receiver; repeat (one loss for the whole coalition)")
@@ -63,10 +67,10 @@ def add_parsers(sub) -> None:
                         "receivers, plain or Chebyshev-accelerated gossip.")
     _common(mf)
     mf.add_argument("--accelerated", action="store_true", help="Chebyshev acceleration")
-    mf.add_argument("--row-norms", default="exact", choices=("exact", "bound"),
+    mf.add_argument("--row-norms", default=defaults.ROW_NORMS, choices=("exact", "bound"),
                     help="row norms ||P_t e_w||^2: propagated exactly, or the cheap lower "
                          "bound 1/n for t >= 2 (a looser upper bound on the loss)")
-    mf.add_argument("--method", default="auto", choices=("auto", "dense", "propagation"),
+    mf.add_argument("--method", default=defaults.METHOD, choices=("auto", "dense", "propagation"),
                     help="dense eigendecomposition of W (small n) or matrix-free propagation")
     mf.set_defaults(run=run_muffliato, report=format_pairwise)
 
