@@ -279,8 +279,8 @@ def test_cli_json_summaries(capsys):
                         "--json")
     assert code == 0
     record = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
-    assert record["pairs"] == 24 and len(record["per_target"]) == 12
-    assert record["by_distance"][0]["distance"] == 0 and record["store"] is None
+    assert record["pairs"] == 22 and len(record["per_target"]) == 12  # no self pairs
+    assert record["by_distance"][0]["distance"] == 1 and record["store"] is None
     direct = sparsedp.privacy_map(nx.cycle_graph(12), [0, 5], "all", 3, 1.0, 1e-5)
     assert [e["worst_upper"] for e in record["per_target"]] == pytest.approx(
         [e["worst_upper"] for e in direct.per_target()], rel=1e-12)

@@ -198,8 +198,6 @@ def _single_observer(graph, args) -> tuple[int, int]:
     if len(observers) != 1:
         raise ParameterError(f"--family {args.family} audits one --observer, got "
                              f"{len(observers)}")
-    if observers[0] == target:
-        raise ParameterError("--observer and --target must differ")
     return target, observers[0]
 
 

@@ -145,6 +145,7 @@ def run(args: argparse.Namespace) -> dict:
         return {**header, "summary": True, **record,
                 "elapsed_seconds": time.perf_counter() - start}
     target = graph.n - 1 if args.target is None else graph.index_of(args.target, "target")
+    validation.not_among(target, attackers, "target", "attackers", label=graph.id_of(target))
     r = mf_sensitivity(W, target, attackers, args.rounds, progress=args.progress, **options)
     record = r.to_dict()
     record["target"] = graph.id_of(r.target)

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from sparsedp import defaults, graphs
+from sparsedp import defaults, graphs, validation
 from sparsedp.cli.exports import add_export_options, export, graph_distances
 from sparsedp.cli.graph_input import add_graph_options, load_graph
 from sparsedp.cli.options import add_memory_option, add_progress_option
@@ -82,6 +82,16 @@ def _ids(graph: graphs.Graph, given, role: str) -> list[int] | None:
     return [graph.index_of(v, role) for v in given]
 
 
+def _source_and(graph: graphs.Graph, args, *groups: str) -> tuple[int, ...]:
+    """The source's row and those of each group of options (``receivers``, ``coalition``),
+    the source refused among them by the library's rule, named by its label as typed."""
+    source = 0 if args.source is None else graph.index_of(args.source, "source")
+    rows = [_ids(graph, getattr(args, group), group.rstrip("s")) for group in groups]
+    for group, members in zip(groups, rows, strict=True):
+        validation.not_among(source, members, "source", group, label=graph.id_of(source))
+    return (source, *rows)
+
+
 def _record(graph, name, args, result: PairwiseLoss, start: float) -> dict:
     record = result.as_dict()  # rows of W, reported as the graph's labels
     record["source"] = graph.id_of(result.source)
@@ -107,11 +117,10 @@ def run_randomwalk(args: argparse.Namespace) -> dict:
     start = time.perf_counter()
     graph, name = load_graph(args, DEFAULT_GRAPH_NODES)
     W = gossip_matrix(graph, scheme=args.scheme)
-    source = 0 if args.source is None else graph.index_of(args.source, "source")
+    source, receivers, coalition = _source_and(graph, args, "receivers", "coalition")
     result = random_walk_rdp(
         W, source, args.rounds, args.sigma, args.alpha, contributions=args.contributions,
-        receivers=_ids(graph, args.receivers, "receiver"),
-        coalition=_ids(graph, args.coalition, "coalition"),
+        receivers=receivers, coalition=coalition,
         sender_known=args.sender_known, clip=not args.no_clip, method=args.method,
         column_method=args.column_method, tol=args.tol, progress=args.progress)
     return _record(graph, name, args, result, start)
@@ -121,9 +130,9 @@ def run_muffliato(args: argparse.Namespace) -> dict:
     start = time.perf_counter()
     graph, name = load_graph(args, DEFAULT_GRAPH_NODES)
     W = gossip_matrix(graph, scheme=args.scheme)
-    source = 0 if args.source is None else graph.index_of(args.source, "source")
+    source, receivers = _source_and(graph, args, "receivers")
     result = muffliato_rdp(W, source, args.rounds, args.sigma, args.alpha,
-                           receivers=_ids(graph, args.receivers, "receiver"),
+                           receivers=receivers,
                            accelerated=args.accelerated, row_norms=args.row_norms,
                            method=args.method, progress=args.progress)
     return _record(graph, name, args, result, start)

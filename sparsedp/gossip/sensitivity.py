@@ -254,13 +254,14 @@ def squared_sensitivity(
     SensitivityResult
         ``lower <= Delta^2 <= upper`` with every bound and its kind.  Exact closed forms
         without a solve: 0 when no observed row is in the target's connected component,
-        T for local DP, infinity when the target is an observer whose noise is removed (each
-        with a note).  A target among its own observers is computed and noted.
+        T for local DP, infinity when a view that fixes its own observers sees the target's
+        messages with its noise removed (each with a note).
 
     Raises
     ------
     ParameterError, GossipMatrixError, GraphError
-        bad input, named in the message (:mod:`sparsedp.errors`).
+        bad input, named in the message (:mod:`sparsedp.errors`); a target among its own
+        observers is refused (ParameterError: no guarantee towards itself, docs/views.md).
     ResourceLimitError
         the request does not fit in ``max_memory``.
 
@@ -501,12 +502,6 @@ def _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
         return _Plan(target, budget, closed_form=_different_components(target, model, T))
 
     notes = [VIEW_NOTES[view]] if view in VIEW_NOTES else []
-    if observers is not None and target in set(observers.tolist()):
-        notes.append(
-            f"the target {target} is among its own observers: the value is what the observed "
-            "messages reveal about its data to an attacker who does not know the target's "
-            "noise (at most T, local DP); with noise_removed=True it is infinite"
-        )
     notes.extend(precision_notes)
     system = GossipSystem(
         Ws, model.observers, T, power_offset=model.power_offset, known_noise=model.known_noise

@@ -379,18 +379,24 @@ def privacy_map(
 def _assemble(graph, n, obs, tgt, distance, lower, upper_col, kind, sigma, delta, upper,
               float32, parameters, info) -> PrivacyMap:
     """The :class:`PrivacyMap` from the filled columns (observers major): names, epsilons
-    from the stored (outward-rounded) uppers, notes."""
+    from the stored (outward-rounded) uppers, notes.  The self pairs (observer = target) are
+    left out, the rule of every family (:func:`sparsedp.validation.not_among`)."""
+    rows_type = np.int32 if n < 2**31 else np.int64
+    names = ((graph.ids_of(obs), graph.ids_of(tgt)) if graph is not None
+             else (obs.astype(rows_type), tgt.astype(rows_type)))
+    observer, target = np.repeat(names[0], tgt.size), np.tile(names[1], obs.size)
+    if np.intersect1d(obs, tgt).size:
+        keep = (obs[:, None] != tgt[None, :]).ravel()
+        observer, target, distance, lower, upper_col, kind = (
+            column[keep] for column in (observer, target, distance, lower, upper_col, kind))
     value_type = np.float32 if float32 else np.float64
     epsilon = np.full(lower.size, np.nan, dtype=value_type)
     epsilon_note = None
     if sigma is not None and upper != "none":
         epsilon, epsilon_note = upper_epsilons(upper_col, sigma, delta, float32)
-    rows_type = np.int32 if n < 2**31 else np.int64
-    names = ((graph.ids_of(obs), graph.ids_of(tgt)) if graph is not None
-             else (obs.astype(rows_type), tgt.astype(rows_type)))
     columns = {
-        "observer": np.repeat(names[0], tgt.size),
-        "target": np.tile(names[1], obs.size),
+        "observer": observer,
+        "target": target,
         "distance": distance,
         "lower": lower,
         "upper": upper_col,
@@ -447,7 +453,7 @@ def _neighbourhood_map(graph, W, obs, tgt, T, sigma, delta, upper, do_exact, flo
             kind_i = np.full(tgt.size, KIND_CODE["lower"], dtype=np.int8)
             if upper == "certified":
                 with reuse_scope():  # the observer's lags, K and factor: once (locked W)
-                    for k in np.flatnonzero(~zero):
+                    for k in np.flatnonzero(~zero & (tgt != a)):  # self pair: left out
                         single = squared_sensitivity(W, int(tgt[k]), [int(a)], T,
                                                      view="neighbourhood", exact=do_exact,
                                                      backend=backend, max_memory=max_memory)

@@ -56,7 +56,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.linalg.lapack import dgeqrf
 
-from sparsedp import defaults, resources
+from sparsedp import defaults, resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.linalg.exact_rank import IntegerEchelon
 from sparsedp.linalg.kernels import spmm
@@ -400,9 +400,7 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any,
                 isinstance(victims, tuple) and victims in g):  # one victim (a tuple label)
             victims = [victims]
         victims = g.indices_of(victims, "victim")
-        if np.any(victims == i):
-            raise ParameterError(f"victim {g.id_of(i)!r} is the attacker itself: its own value "
-                                 "is in its data (infinite leakage by definition); leave it out")
+        validation.not_among(i, victims, "attacker", "victims", label=g.id_of(i))
     notes = []
     nbrs = _neighbours(layout, i)
     informative = None
@@ -487,8 +485,7 @@ def _attacker_and_victim(layout: PPACLayout, attacker: Any, victim: Any) -> tupl
     """Positions of the attacker and the victim (labels; ``ParameterError`` when equal)."""
     g = layout.graph
     i, j = g.index_of(attacker, "attacker"), g.index_of(victim, "victim")
-    if i == j:
-        raise ParameterError(f"attacker and victim are the same node {g.id_of(i)!r}")
+    validation.not_among(j, i, "victim", "attacker", label=g.id_of(j))
     return i, j
 
 

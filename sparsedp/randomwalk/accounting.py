@@ -304,8 +304,7 @@ def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float = de
                      "local DP")
     if coalition is not None:
         members = validation.node_set(coalition, n, "coalition")
-        if u in members:
-            raise ParameterError(f"the source {u} cannot be a member of the coalition")
+        validation.not_among(u, members, "source", "coalition")
         values = np.array([values[members].sum()])
         err *= len(members)
         targets = members
@@ -314,8 +313,7 @@ def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float = de
     else:
         targets = (np.delete(np.arange(n), u) if receivers is None
                    else validation.node_set(receivers, n, "receiver"))
-        if receivers is not None and u in targets:
-            raise ParameterError(f"the source {u} cannot be a receiver of its own data")
+        validation.not_among(u, None if receivers is None else targets, "source", "receivers")
         values = values[targets]
     clipped = values > ldp if clip else np.zeros(values.shape, dtype=bool)
     if clip:

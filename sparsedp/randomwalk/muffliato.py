@@ -347,8 +347,7 @@ def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float = defa
         gamma = None
     targets = (np.delete(np.arange(n), u) if receivers is None
                else validation.node_set(receivers, n, "receiver"))
-    if receivers is not None and u in targets:
-        raise ParameterError(f"the source {u} cannot be a receiver of its own data")
+    validation.not_among(u, None if receivers is None else targets, "source", "receivers")
     A = M.copy()
     A.setdiag(0.0)
     A.eliminate_zeros()
