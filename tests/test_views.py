@@ -48,8 +48,7 @@ CASES = [
     # (view, observers given, noise_removed)
     ("secure-summation", "single", False),
     ("secure-summation", "coalition", False),
-    ("secure-summation", "target", False),  # target == observer
-    ("secure-summation", "with-target", False),  # target inside a coalition
+    # a target among its own observers is refused (tests/test_self_observation.py)
     ("secure-summation-v1", "single", False),
     ("secure-summation-v1", "coalition", False),
     ("neighbourhood", "neighbour-of-target", False),  # target in the neighbourhood
@@ -73,8 +72,6 @@ def _observers(G, target, kind):
         None: None,
         "single": [far[0]],
         "coalition": [far[0], near[0], far[-1]],
-        "target": [target],
-        "with-target": [target, far[0]],
         "neighbour-of-target": [near[0]],
     }[kind]
 
