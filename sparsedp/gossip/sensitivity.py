@@ -291,6 +291,7 @@ def squared_sensitivity(
         raise ParameterError(f"truncation_rtol must be > 0, got {truncation_rtol!r}")
     if method == "banded":
         return _banded(W, target, observers, T, view, noise_removed, progress, max_memory)
+    _refuse_target_among_observers(target, observers)
     plan = _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
                  max_memory)
     if plan.closed_form is not None:
@@ -434,6 +435,7 @@ def estimate_cost(
                           "chain has mixed)",
                           "memory: the propagation only; the band's own (about 12 T (w + 3) "
                           "floats, w the mixing lag) is checked once w is known"]}
+    _refuse_target_among_observers(target, observers)
     plan = _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
                  max_memory)
     if plan.closed_form is not None:
@@ -471,6 +473,15 @@ class _Plan:
         system = self.system
         nnz = max(w.nnz for w in system.Ws)
         return method_cost(self.method, system.n, nnz, system.m, T, system.power_offset).memory
+
+
+def _refuse_target_among_observers(target, observers) -> None:
+    """The public entries' rule (:func:`sparsedp.validation.not_among`); the engine itself
+    also serves observed sets that contain the target (the PNDP view of matrix
+    factorisation, a neighbour's messages)."""
+    if observers is not None:
+        validation.not_among(target, np.atleast_1d(np.asarray(observers, dtype=object)),
+                             "target", "observers")
 
 
 def _plan(W, target, observers, T, view, noise_removed, method, preconditioner,

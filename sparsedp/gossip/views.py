@@ -55,7 +55,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from sparsedp import validation
 from sparsedp.errors import ParameterError
 
 VIEWS = (
@@ -118,7 +117,6 @@ def resolve_view(
             )
     elif observers is None:
         raise ParameterError(f"view {view!r} needs observers")
-    validation.not_among(target, observers, "target", "observers")
     n = pattern.shape[0]
     if view == "neighbourhood":
         rows = closed_neighbourhood(pattern, observers)

@@ -110,11 +110,11 @@ class PrivacyMap:
     --------
     >>> import networkx as nx, sparsedp
     >>> m = sparsedp.privacy_map(nx.cycle_graph(8), observers=[0], T=6, sigma=2.0, delta=1e-5)
-    >>> row = m.rows()[1]
+    >>> row = m.rows()[0]
     >>> row["target"], row["distance"], round(row["lower"], 6), row["kind"]
     (1, 1, 0.784149, 'certified upper')
-    >>> [(d["distance"], d["pairs"]) for d in m.by_distance()]
-    [(0, 1), (1, 2), (2, 2), (3, 2), (4, 1)]
+    >>> [(d["distance"], d["pairs"]) for d in m.by_distance()]  # no self pair (0, 0)
+    [(1, 2), (2, 2), (3, 2), (4, 1)]
     """
 
     columns: dict
