@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from sparsedp import validation
 from sparsedp.errors import ParameterError
 
 __all__ = ["TRUST", "Attackers", "attackers_view", "gradient_responses", "noise_responses",
@@ -74,8 +75,7 @@ def attackers_view(W: sp.csr_matrix, attackers, trust: str, target: int) -> Atta
         raise ParameterError("the attacker set is empty")
     if chosen.min() < 0 or chosen.max() >= n:
         raise ParameterError(f"attackers must be rows of W (0..{n - 1}), got {chosen.tolist()}")
-    if target in set(chosen.tolist()):
-        raise ParameterError(f"the target {target} is one of the attackers")
+    validation.not_among(target, chosen, "target", "attackers")
     edges = (abs(W) + abs(W).T).tocsr()
     senders = []
     for a in chosen.tolist():
