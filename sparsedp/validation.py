@@ -71,3 +71,21 @@ def probability_delta(value: object) -> float:
     if not 0.0 < x < 1.0:
         raise ParameterError(f"delta must lie in (0, 1), got {x!r}")
     return x
+
+
+def not_among(node, group, role: str, group_role: str, label=None) -> None:
+    """The one rule for a node among its own observers, in every family (docs/views.md): a
+    target (source, victim) that is one of its observers (attackers, receivers) holds its own
+    data, so no privacy guarantee towards itself exists and the accounting's theorems do not
+    apply: ParameterError.  ``group``: a node or a collection of nodes (``None``: nothing to
+    check); ``label``: how to name ``node`` in the message (default ``node`` itself)."""
+    if group is None:
+        return
+    single = np.ndim(group) == 0
+    members = [group] if single else np.asarray(group, dtype=object).ravel().tolist()
+    if node in members:
+        shown = node if label is None else label
+        shown = shown.item() if isinstance(shown, np.generic) else shown
+        where = f"is the {group_role}" if single else f"is among the {group_role}"
+        raise ParameterError(f"the {role} {shown!r} {where}: a node holds its own data, so no "
+                             "privacy guarantee towards itself exists")

@@ -83,14 +83,6 @@ def test_a_graph_where_W_is_expected_is_a_type_error(graph, call):
         call(graph)
 
 
-def test_note_when_the_target_is_among_its_observers(karate_W):
-    result = sparsedp.squared_sensitivity(karate_W, 3, [3, 5], 4)
-    assert 0 < result.upper <= 4 + 1e-9
-    assert any("among its own observers" in note for note in result.notes)
-    alone = sparsedp.squared_sensitivity(karate_W, 3, [5], 4)
-    assert not any("among its own observers" in note for note in alone.notes)
-
-
 @pytest.mark.parametrize("view", ["secure-summation", "neighbourhood", "secure-summation-v1"])
 def test_different_components_learn_nothing_exactly(view):
     """Two disjoint triangles: the target's messages never reach the other component.  The

@@ -94,7 +94,7 @@ def test_a_wrong_mf_model_exits_3_and_names_the_instance(capsys, monkeypatch):
     (["--family", "randomwalk", "--sigma", "1"], "sigma^2 >= 2 alpha"),
     (["--family", "dp-d-sgd", "--participation", "x"], "--participation: expected"),
     (["--family", "muffliato-sgd", "--target", "Medici", "--observer", "Medici"],
-     "one of the attackers"),
+     "the target 'Medici' is among the observers"),
 ])
 def test_bad_options_are_one_line_errors(argv, message, capsys):
     assert main(["audit", *argv, "--trials", "1000", "--rounds", "3"]) == 2

@@ -137,7 +137,7 @@ def test_the_audit_is_reproducible_and_independent_of_the_thread_count():
     (dict(algorithm="antipgd"), "DP-D-SGD and Muffliato-SGD"),
     (dict(trust_model="ldp"), "unknown trust model"),
     (dict(attackers=[]), "attacker set is empty"),
-    (dict(attackers=[0]), "target 0 is one of the attackers"),
+    (dict(attackers=[0]), "target 0 is among the attackers"),
     (dict(T=0), "T must be a positive integer"),
     (dict(trials=5), "trials must be an integer >= 8"),
     (dict(participation_scheme=(4, 4)), "need T >= 13"),

@@ -73,13 +73,12 @@ PPAC_LEAF_GRAPH = "0 1\n0 2\n1 2\n0 3\n"  # victim 3 hangs on the attacker 0 alo
 
 @pytest.mark.parametrize("schema, args", [
     ("account", ("account", "--rounds", "5")),
-    ("account", ("account", "--target", "0", "--observer", "0", "--rounds", "4",
+    ("account", ("account", "--view", "target-v1", "--rounds", "4",
                  "--noise-removed")),  # infinite
     ("account", ("account", "--view", "local-dp", "--rounds", "3")),
     ("account", ("account", "--view", "neighbourhood", "--rounds", "3", "--noise-removed")),
     ("account-dry-run", ("account", "--view", "neighbourhood", "--rounds", "3000", "--dry-run")),
-    ("account-dry-run", ("account", "--target", "0", "--observer", "0", "--noise-removed",
-                         "--dry-run")),
+    ("account-dry-run", ("account", "--view", "target-v1", "--noise-removed", "--dry-run")),
     ("randomwalk", ("randomwalk", "--generator", "er:200:0.05:1", "--rounds", "500",
                     "--sigma", "20")),
     ("randomwalk", ("randomwalk", "--generator", "ring:12", "--rounds", "10", "--sigma", "3",
@@ -137,8 +136,7 @@ def test_the_schemas_reject_non_finite_tokens():
 
 
 def test_infinity_is_the_string_infinity(run):
-    result = run("account", "--target", "0", "--observer", "0", "--rounds", "4",
-               "--noise-removed", "--json")
+    result = run("account", "--view", "target-v1", "--rounds", "4", "--noise-removed", "--json")
     record = _strict(result.stdout)
     assert record["epsilon"] == "infinity" and float(record["epsilon"]) == float("inf")
 

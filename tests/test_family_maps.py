@@ -59,7 +59,7 @@ def test_the_random_walk_map_equals_one_call_per_source(k):
 
 
 def test_the_random_walk_map_without_a_cap_is_an_estimate():
-    m = sparsedp.random_walk_map(nx.cycle_graph(10), targets=[0], T=20, sigma=8.0)
+    m = sparsedp.random_walk_map(nx.cycle_graph(10), targets=[0], T=20, sigma=8.0, delta=None)
     assert set(m.columns["kind"].tolist()) == {"estimate"}
     assert np.isnan(m.columns["epsilon"]).all()  # no delta
     assert any("estimates" in note for note in m.notes)
@@ -86,7 +86,8 @@ def test_the_mf_map_equals_single_mf_sensitivity_calls(k):
 
 
 def test_the_mf_map_with_scalar_gradients_reports_exact_pairs():
-    m = sparsedp.mf_map(nx.path_graph(6), observers=[0], T=4, gradients="scalar")
+    m = sparsedp.mf_map(nx.path_graph(6), observers=[0], T=4, gradients="scalar",
+                        scheme="metropolis")
     single = sparsedp.mf_sensitivity(sparsedp.gossip_matrix(nx.path_graph(6)), 3, [0], 4,
                                      gradients="scalar")
     row = _pairs(m)[(0, 3)]
@@ -101,7 +102,7 @@ def test_family_maps_refuse_bad_input_in_one_line():
     with pytest.raises(ParameterError, match="sample"):
         sparsedp.mf_map(G, observers=("sample", 7, 0), T=3)
     with pytest.raises(ParameterError, match="both sigma and delta"):
-        sparsedp.mf_map(G, T=3, sigma=1.0)
+        sparsedp.mf_map(G, T=3, sigma=1.0, delta=None)
     # checked before any pair (a map of self pairs only computes none)
     with pytest.raises(ParameterError, match="sigma"):
         sparsedp.random_walk_map(G, observers=[0], targets=[0], T=5, sigma=1.0, alpha=3.0)

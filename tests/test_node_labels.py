@@ -159,7 +159,7 @@ def test_pair_functions(labelled):
                     ppac.delayed_recovery(H, W_H, i, j, horizon)
             statuses.add(status[b])
     assert statuses == {"recoverable", "private", "undetermined"}
-    with pytest.raises(ParameterError, match=re.escape(f"same node {labels[1]!r}")):
+    with pytest.raises(ParameterError, match=re.escape(f"victim {labels[1]!r} is the attacker")):
         ppac.pair_status(G, labels[1], labels[1])
     with pytest.raises(GraphError, match="for victim"):
         ppac.pair_status(G, labels[0], "nobody")
@@ -270,7 +270,7 @@ def test_leakage(labelled, exact):
     if not isinstance(a, tuple):  # (JSON has no tuples)
         assert record["attacker"] == a and record["victims"] == chosen
         assert json.loads(json.dumps(record))["victims"] == chosen
-    with pytest.raises(ParameterError, match=re.escape(f"victim {a!r} is the attacker itself")):
+    with pytest.raises(ParameterError, match=re.escape(f"attacker {a!r} is among the victims")):
         ppac.leakage(layout, W, a, 2, victims=[a])
     with pytest.raises(GraphError, match="unknown node id 'nobody' for victim"):
         ppac.leakage(layout, W, a, 2, victims=["nobody"])
@@ -290,7 +290,7 @@ def test_leakage_references(labelled):
     assert ppac.leakage_monte_carlo(layout, W, a, b, 1, samples=400, seed=0) == \
         ppac.leakage_monte_carlo(layout_H, W_H, i, j, 1, samples=400, seed=0)
     for f in (ppac.leakage_theorem_6_6, ppac.leakage_noise_limit):
-        with pytest.raises(ParameterError, match=re.escape(f"same node {a!r}")):
+        with pytest.raises(ParameterError, match=re.escape(f"victim {a!r} is the attacker")):
             f(layout, W, a, a)
         with pytest.raises(GraphError, match="for victim"):
             f(layout, W, a, "nobody")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import sparsedp
+from sparsedp.errors import ParameterError
 from sparsedp.gossip.views import closed_neighbourhood, resolve_view
 from sparsedp.linalg import exact_rank
 from sparsedp.linalg.operators import GossipSystem
@@ -76,15 +77,18 @@ def test_karate_neighbourhood_with_the_attackers_noise_known():
 
 
 def test_target_among_the_known_noise_is_infinite_by_convention():
-    """The attacker is the target: infinite for every view.  The linear algebra agrees for the
-    v2 forms (G leaves the range of H) but not for secure-summation-v1, where the finite
-    pseudo-inverse value (50.36) models no attacker (docs/views.md)."""
+    """The views that fix their own observers see the target's messages: with its noise
+    removed, infinite.  A target among given observers is refused (docs/views.md).  The
+    linear algebra agrees for the v2 forms (G leaves the range of H) but not for
+    secure-summation-v1, where the finite pseudo-inverse value (50.36) models no attacker."""
     G = nx.karate_club_graph()
     W = sparsedp.gossip_matrix(G, scheme="max-degree")
-    for view, observers in (("secure-summation", [28]), ("secure-summation-v1", [28]),
-                            ("neighbourhood", [28]), ("adaptive-v1", None), ("target-v1", None)):
-        r = sparsedp.squared_sensitivity(W, 28, observers, 4, view=view, noise_removed=True)
+    for view in ("adaptive-v1", "target-v1"):
+        r = sparsedp.squared_sensitivity(W, 28, None, 4, view=view, noise_removed=True)
         assert r.lower == r.upper == np.inf, view
+    for view in ("secure-summation", "secure-summation-v1", "neighbourhood"):
+        with pytest.raises(ParameterError, match="the target 28 is among the observers"):
+            sparsedp.squared_sensitivity(W, 28, [28], 4, view=view, noise_removed=True)
     assert not dense_in_range(W, 28, [28], 4, noise_removed=True)
     assert dense_in_range(W, 28, [28], 4, power_offset=1, noise_removed=True)
     finite = brute_force_max(dense_M(W, 28, [28], 4, power_offset=1, noise_removed=True))

@@ -162,9 +162,9 @@ def test_refusals():
     g, designated = example_graph()
     layout = ppac_layout(g, designated)
     W = laplacian_consensus_matrix(g)
-    with pytest.raises(ParameterError, match="attacker itself"):
+    with pytest.raises(ParameterError, match="attacker 1 is among the victims"):
         leakage(layout, W, 1, 3, victims=[1])
-    with pytest.raises(ParameterError, match="same node"):
+    with pytest.raises(ParameterError, match="victim 2 is the attacker"):
         leakage_theorem_6_6(layout, W, 2, 2, 3)
     with pytest.raises(ParameterError, match="horizon"):
         leakage(layout, W, 1, -1)

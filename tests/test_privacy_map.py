@@ -48,7 +48,7 @@ def test_map_agrees_with_single_calls_pair_by_pair(k):
     fast = sparsedp.privacy_map(W, observers, "all", T, upper="none")
     certified = sparsedp.privacy_map(W, observers, targets, T, 1.0, 1e-5, exact="auto")
     fast_rows = {(r["observer"], r["target"]): r for r in fast.rows()}
-    assert len(fast_rows) == 2 * n
+    assert len(fast_rows) == 2 * (n - 1)  # no self pairs
     for row in certified.rows():
         a, j = row["observer"], row["target"]
         single = sparsedp.squared_sensitivity(W, j, [a], T)
@@ -80,7 +80,7 @@ def test_neighbourhood_map_agrees_with_single_calls_pair_by_pair(k):
     certified = sparsedp.privacy_map(W, observers, targets, T, view="neighbourhood",
                                      exact="auto")
     fast_rows = {(r["observer"], r["target"]): r for r in fast.rows()}
-    assert fast.parameters["view"] == "neighbourhood" and len(fast_rows) == 2 * n
+    assert fast.parameters["view"] == "neighbourhood" and len(fast_rows) == 2 * (n - 1)
     for row in fast_rows.values():
         if row["distance"] > T:
             assert row["lower"] == 0.0 and row["kind"] == "exact"
@@ -171,8 +171,8 @@ def test_disconnected_matrix_input():
     W = sp.block_diag([sparsedp.gossip_matrix(nx.cycle_graph(5))] * 2, format="csr")
     m = sparsedp.privacy_map(W, [0], "all", 3, upper="none")
     rows = m.rows()
-    assert [r["distance"] for r in rows[5:]] == [-1] * 5
-    assert all(r["lower"] == 0.0 and r["kind"] == "exact" for r in rows[5:])
+    assert [r["distance"] for r in rows[4:]] == [-1] * 5  # targets 1..4 (no self pair), 5..9
+    assert all(r["lower"] == 0.0 and r["kind"] == "exact" for r in rows[4:])
 
 
 def test_node_labels_graph_in_labels_out():
@@ -217,7 +217,7 @@ def test_summaries():
     ({"observers": ("sample", 0, 0)}, ParameterError, "sample size"),
     ({"observers": "some"}, ParameterError, "'all', a list"),
     ({"upper": "maybe"}, ParameterError, "upper must be"),
-    ({"sigma": 1.0}, ParameterError, "both sigma and delta"),
+    ({"sigma": 1.0, "delta": None}, ParameterError, "both sigma and delta"),
     ({"T": 0}, ParameterError, "T (number of rounds)"),
     ({"upper": "none", "exact": True}, ParameterError, "exact search needs"),
 ])
@@ -279,8 +279,8 @@ def test_cli_json_summaries(capsys):
                         "--json")
     assert code == 0
     record = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
-    assert record["pairs"] == 24 and len(record["per_target"]) == 12
-    assert record["by_distance"][0]["distance"] == 0 and record["store"] is None
+    assert record["pairs"] == 22 and len(record["per_target"]) == 12  # no self pairs
+    assert record["by_distance"][0]["distance"] == 1 and record["store"] is None
     direct = sparsedp.privacy_map(nx.cycle_graph(12), [0, 5], "all", 3, 1.0, 1e-5)
     assert [e["worst_upper"] for e in record["per_target"]] == pytest.approx(
         [e["worst_upper"] for e in direct.per_target()], rel=1e-12)
@@ -404,7 +404,7 @@ def test_one_to_all_with_truncated_lags_brackets_the_full_lag_values(T, p, seed,
     assert m.info["truncated_lags"]
     low = np.asarray(m.columns["lower"])
     moved = np.asarray(m.columns["kind"]) != "exact"
-    np.testing.assert_array_equal(low[moved], r.low[moved])
+    np.testing.assert_array_equal(low[moved], np.delete(r.low, 3)[moved])  # no self pair
 
 
 def test_one_to_all_refuses_a_matrix_it_cannot_truncate():

@@ -48,8 +48,7 @@ CASES = [
     # (view, observers given, noise_removed)
     ("secure-summation", "single", False),
     ("secure-summation", "coalition", False),
-    ("secure-summation", "target", False),  # target == observer
-    ("secure-summation", "with-target", False),  # target inside a coalition
+    # a target among its own observers is refused (tests/test_self_observation.py)
     ("secure-summation-v1", "single", False),
     ("secure-summation-v1", "coalition", False),
     ("neighbourhood", "neighbour-of-target", False),  # target in the neighbourhood
@@ -73,8 +72,6 @@ def _observers(G, target, kind):
         None: None,
         "single": [far[0]],
         "coalition": [far[0], near[0], far[-1]],
-        "target": [target],
-        "with-target": [target, far[0]],
         "neighbour-of-target": [near[0]],
     }[kind]
 
@@ -129,10 +126,9 @@ def test_local_dp_is_exactly_T():
 def test_target_observer_with_noise_removed_has_no_privacy():
     W = sparsedp.gossip_matrix(_graph(5))
     T = 4
-    for view, observers in (("secure-summation", [3, 5]), ("local-dp", None)):
-        r = sparsedp.squared_sensitivity(W, 3, observers, T, view=view, noise_removed=True)
-        assert r.lower == r.upper == np.inf
-        assert "no privacy" in r.notes[0]
+    r = sparsedp.squared_sensitivity(W, 3, None, T, view="local-dp", noise_removed=True)
+    assert r.lower == r.upper == np.inf
+    assert "no privacy" in r.notes[0]
     # the dense reference: b leaves the range of the noise-removed H
     assert not dense_in_range(W, 3, [3, 5], T, noise_removed=True)
     assert dense_in_range(W, 3, [0, 5], T, noise_removed=True)
@@ -290,6 +286,8 @@ def test_adaptive_v1_bounds_its_sub_coalitions(seed):
     closed = list(whole.observers)
     for size in range(1, len(closed) + 1):
         for sub in itertools.islice(itertools.combinations(closed, size), 12):
+            if target in sub:
+                continue  # a target among its own observers is refused (docs/views.md)
             part = sparsedp.squared_sensitivity(W, target, list(sub), T,
                                                 view="secure-summation-v1")
             assert part.lower <= whole.upper * (1 + 1e-9)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sparsedp import resources
+from sparsedp import defaults, resources
 from sparsedp.audit.batches import (
     DEFAULT_BATCH,
     MAX_FEATURES,
@@ -95,10 +95,11 @@ class AuditResult(GaussianVerdict):
                 f"observers={observers} T={self.T} sigma={self.sigma:g}")
 
 
-def audit_gossip(W, target: int, observers=None, T: int = 10, *,
-                 view: str = "secure-summation", noise_removed: bool = False,
-                 sigma: float = 1.0, delta: float = 1e-5, trials: int = 100_000, seed: int = 0,
-                 confidence: float = 0.99, engine: SensitivityResult | None = None,
+def audit_gossip(W, target: int, observers=None, T: int = defaults.AUDIT_ROUNDS, *,
+                 view: str = defaults.VIEW, noise_removed: bool = False,
+                 sigma: float = defaults.SIGMA, delta: float = defaults.DELTA,
+                 trials: int = defaults.AUDIT_TRIALS, seed: int = defaults.SEED,
+                 confidence: float = defaults.CONFIDENCE, engine: SensitivityResult | None = None,
                  batch: int = DEFAULT_BATCH, threads: int | None = None,
                  progress=None) -> AuditResult:
     """Audit the engine's answer for one gossip instance (module docstring).

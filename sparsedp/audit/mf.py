@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from sparsedp import resources, validation
+from sparsedp import defaults, resources, validation
 from sparsedp.audit.batches import (
     DEFAULT_BATCH,
     MAX_FEATURES,
@@ -109,10 +109,12 @@ class MFAuditResult(GaussianVerdict):
 
 
 
-def audit_mf(W, target: int, attackers, T: int = 10, *, algorithm="dp-d-sgd",
-             trust_model: str = "pndp", participation_scheme="user-level",
-             sigma: float = 1.0, delta: float = 1e-5, trials: int = 100_000, seed: int = 0,
-             confidence: float = 0.99, engine: MFResult | None = None,
+def audit_mf(W, target: int, attackers, T: int = defaults.AUDIT_ROUNDS, *,
+             algorithm=defaults.ALGORITHM, trust_model: str = defaults.TRUST_MODEL,
+             participation_scheme=defaults.PARTICIPATION, sigma: float = defaults.SIGMA,
+             delta: float = defaults.DELTA, trials: int = defaults.AUDIT_TRIALS,
+             seed: int = defaults.SEED, confidence: float = defaults.CONFIDENCE,
+             engine: MFResult | None = None,
              batch: int = DEFAULT_BATCH, threads: int | None = None,
              progress=None) -> MFAuditResult:
     """Audit :func:`~sparsedp.mf.mf_sensitivity` for one instance (module docstring).

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from sparsedp import defaults
 from sparsedp.audit.statistics import chi2_quantile
 from sparsedp.errors import ParameterError
 from sparsedp.plain import plain
@@ -80,8 +81,10 @@ class PPACAuditResult:
 
 
 def audit_ppac(layout: PPACLayout, W, attacker, victim, horizon: int, *,
-               value_std: float = 1.0, noise_std: float = 1.0, trials: int = 20_000,
-               seed: int = 0, confidence: float = 0.99, engine: float | None = None
+               value_std: float = defaults.PPAC_VALUE_STD,
+               noise_std: float = defaults.PPAC_NOISE_STD,
+               trials: int = defaults.PPAC_AUDIT_TRIALS, seed: int = defaults.SEED,
+               confidence: float = defaults.CONFIDENCE, engine: float | None = None
                ) -> PPACAuditResult:
     """Audit the leakage of ``victim`` to ``attacker`` (labels) after ``horizon`` rounds
     (module docstring).  ``engine``: the value to audit (default: :func:`leakage`'s)."""

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from sparsedp import defaults
 from sparsedp.audit.statistics import lower_bounds
 from sparsedp.errors import ParameterError
 from sparsedp.plain import plain
@@ -92,8 +93,9 @@ class RandomWalkAuditResult:
 
 
 def audit_random_walk(W, source: int, receiver: int, T: int, sigma: float, *,
-                      alpha: float = 2.0, delta: float = 1e-5, trials: int = 200_000,
-                      seed: int = 0, confidence: float = 0.99,
+                      alpha: float = defaults.ALPHA, delta: float = defaults.DELTA,
+                      trials: int = defaults.RANDOM_WALK_AUDIT_TRIALS,
+                      seed: int = defaults.SEED, confidence: float = defaults.CONFIDENCE,
                       engine: PairwiseLoss | None = None, progress=None
                       ) -> RandomWalkAuditResult:
     """Audit one contribution of ``source`` towards ``receiver`` (module docstring); nodes

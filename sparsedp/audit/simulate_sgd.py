@@ -74,8 +74,7 @@ def attackers_view(W: sp.csr_matrix, attackers, trust: str, target: int) -> Atta
     if given.size == 0:
         raise ParameterError("the attacker set is empty")
     chosen = np.unique(validation.node_set(given, n, "attacker"))
-    if target in set(chosen.tolist()):
-        raise ParameterError(f"the target {target} is one of the attackers")
+    validation.not_among(target, chosen, "target", "attackers")
     edges = (abs(W) + abs(W).T).tocsr()
     senders = []
     for a in chosen.tolist():

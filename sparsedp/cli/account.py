@@ -2,7 +2,8 @@
 
 With no arguments it runs on the embedded default: the deterministic synthetic social graph
 (``synthetic_social_graph(n=2000, seed=0)``), Metropolis weights, observer node 0, target the
-last node, T = 100 rounds, sigma = 1, delta = 1e-5.
+last node, and the defaults of :mod:`sparsedp.defaults` (T = 100 rounds, sigma = 1,
+delta = 1e-5).
 
 User mistakes print one line ``sparsedp: error: ...`` and exit with status 2.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from sparsedp import validation
+from sparsedp import defaults, validation
 from sparsedp.cli.graph_input import (
     add_graph_file_options,
     read_graph_file,
@@ -44,31 +45,32 @@ def add_parser(sub) -> None:
     )
     add_graph_file_options(acc, f"embedded synthetic social graph with {DEFAULT_GRAPH_NODES} "
                                 "nodes")
-    acc.add_argument("--scheme", default="metropolis", choices=SCHEMES, help="gossip weights")
+    acc.add_argument("--scheme", default=defaults.SCHEME, choices=SCHEMES, help="gossip weights")
     acc.add_argument("--target", help="node id whose privacy is accounted (default: last node)")
     acc.add_argument("--observer", action="append", dest="observers", metavar="ID",
                      help="observing node id; repeat for a coalition (default: first node; "
                           f"not for the views {', '.join(VIEWS_WITHOUT_OBSERVERS)})")
-    acc.add_argument("--view", default="secure-summation", choices=VIEWS,
+    acc.add_argument("--view", default=defaults.VIEW, choices=VIEWS,
                      help="threat model (see sparsedp.gossip.views): what the observers see")
     acc.add_argument("--noise-removed", action="store_true",
                      help="the attacker knows its own noise (v2 Sec. 3.3, SecLDP); in the "
                           "neighbourhood view the given observers' noise only")
-    acc.add_argument("--rounds", "-T", type=int, default=100, help="number of rounds T")
-    acc.add_argument("--sigma", type=float, default=1.0, help="noise standard deviation")
-    acc.add_argument("--delta", type=float, default=1e-5, help="target delta")
-    acc.add_argument("--method", default="auto", choices=METHODS,
+    acc.add_argument("--rounds", "-T", type=int, default=defaults.ROUNDS,
+                     help="number of rounds T")
+    acc.add_argument("--sigma", type=float, default=defaults.SIGMA, help="noise standard deviation")
+    acc.add_argument("--delta", type=float, default=defaults.DELTA, help="target delta")
+    acc.add_argument("--method", default=defaults.METHOD, choices=METHODS,
                      help="solver path: structured (symmetric W), gram (any constant W), "
                           "dense (K_T assembled from the operator, small mT), "
                           "matrix-free (PCG), or auto")
-    acc.add_argument("--preconditioner", default="auto", choices=PRECONDITIONERS,
+    acc.add_argument("--preconditioner", default=defaults.PRECONDITIONER, choices=PRECONDITIONERS,
                      help="matrix-free path: gram (Cholesky of the Gram-assembled K_T), "
                           "stationary, or auto (gram when it fits in memory)")
-    acc.add_argument("--exact", type=exact_flag, default="auto",
+    acc.add_argument("--exact", type=exact_flag, default=defaults.EXACT,
                      help="exhaustive search over sign vectors: auto (T <= 24), true, false")
-    acc.add_argument("--truncation-rtol", type=float, default=1e-9,
+    acc.add_argument("--truncation-rtol", type=float, default=defaults.TRUNCATION_RTOL,
                      help="structured path: widening allowed by the mixing truncation, "
-                          "relative to the lower bound (default 1e-9)")
+                          "relative to the lower bound")
     add_memory_option(acc)
     acc.add_argument("--dry-run", action="store_true",
                      help="print the method, estimated memory and sparse products of the "

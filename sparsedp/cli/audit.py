@@ -28,7 +28,7 @@ import time
 
 import networkx as nx
 
-from sparsedp import validation
+from sparsedp import defaults, validation
 from sparsedp.audit.gossip import audit_gossip
 from sparsedp.audit.mf import audit_mf
 from sparsedp.audit.ppac import audit_ppac
@@ -49,9 +49,11 @@ DEFAULT_GRAPH_NODES = 100
 EXIT_AUDIT_FAILED = 3
 FAMILIES = ("gossip", "dp-d-sgd", "muffliato-sgd", "randomwalk", "ppac")
 MF_FAMILIES = ("dp-d-sgd", "muffliato-sgd")
-DEFAULT_SCHEME = {"gossip": "metropolis", "randomwalk": "metropolis",
-                  "dp-d-sgd": "row-normalised-self-loops",
-                  "muffliato-sgd": "row-normalised-self-loops"}
+DEFAULT_SCHEME = {"gossip": defaults.SCHEME, "randomwalk": defaults.SCHEME,
+                  "dp-d-sgd": defaults.MF_SCHEME, "muffliato-sgd": defaults.MF_SCHEME}
+DEFAULT_SIGMA = {"randomwalk": defaults.RANDOM_WALK_SIGMA}  # else defaults.SIGMA
+DEFAULT_TRIALS = {"randomwalk": defaults.RANDOM_WALK_AUDIT_TRIALS,
+                  "ppac": defaults.PPAC_AUDIT_TRIALS}  # else defaults.AUDIT_TRIALS
 
 
 def add_parser(sub) -> None:
@@ -88,17 +90,22 @@ def add_parser(sub) -> None:
                    help="randomwalk: Renyi order (default 2)")
     p.add_argument("--designated-seed", type=int, default=None,
                    help="ppac with a graph: seed of the designated neighbours (default 0)")
-    p.add_argument("--rounds", "-T", type=int, default=20,
+    p.add_argument("--rounds", "-T", type=int, default=defaults.AUDIT_ROUNDS,
                    help="rounds T (gradient steps for dp-d-sgd, muffliato-sgd; walk steps; "
                         "the PPAC horizon)")
     p.add_argument("--sigma", type=float, default=None,
-                   help="noise standard deviation (default 1; 2 for randomwalk, whose bound "
-                        "needs sigma^2 >= 2 alpha (alpha - 1))")
-    p.add_argument("--delta", type=float, default=1e-5, help="delta of the epsilon bounds")
-    p.add_argument("--trials", type=int, default=100_000,
-                   help="simulated runs (split between training and testing the attacker)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the simulations")
-    p.add_argument("--confidence", type=float, default=0.99,
+                   help=f"noise standard deviation (default {defaults.SIGMA:g}; "
+                        f"{defaults.RANDOM_WALK_SIGMA:g} for randomwalk, whose bound needs "
+                        "sigma^2 >= 2 alpha (alpha - 1))")
+    p.add_argument("--delta", type=float, default=defaults.DELTA,
+                   help="delta of the epsilon bounds")
+    p.add_argument("--trials", type=int, default=None,
+                   help="simulated runs (split between training and testing the attacker; "
+                        f"default {defaults.AUDIT_TRIALS:,}; "
+                        f"{defaults.RANDOM_WALK_AUDIT_TRIALS:,} for randomwalk, "
+                        f"{defaults.PPAC_AUDIT_TRIALS:,} for ppac)")
+    p.add_argument("--seed", type=int, default=defaults.SEED, help="seed of the simulations")
+    p.add_argument("--confidence", type=float, default=defaults.CONFIDENCE,
                    help="confidence of the intervals and of the empirical lower bounds")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_progress_option(p)
@@ -107,19 +114,24 @@ def add_parser(sub) -> None:
 
 
 FAMILY_OPTIONS = {  # option: (families that take it, its default)
-    "view": (("gossip",), "secure-summation"),
+    "view": (("gossip",), defaults.VIEW),
     "noise_removed": (("gossip",), False),
-    "trust": (("dp-d-sgd", "muffliato-sgd"), "pndp"),
-    "participation": (("dp-d-sgd", "muffliato-sgd"), "user-level"),
+    "trust": (("dp-d-sgd", "muffliato-sgd"), defaults.TRUST_MODEL),
+    "participation": (("dp-d-sgd", "muffliato-sgd"), defaults.PARTICIPATION),
     "K": (("muffliato-sgd",), 2),
-    "alpha": (("randomwalk",), 2.0),
+    "alpha": (("randomwalk",), defaults.ALPHA),
     "designated_seed": (("ppac",), 0),
     "scheme": (("gossip", "dp-d-sgd", "muffliato-sgd", "randomwalk"), None),
 }
 
 
-def _resolve_family_options(args: argparse.Namespace) -> None:
-    """Refuse an option the family does not take; fill in the family's defaults."""
+def resolve_defaults(args: argparse.Namespace) -> None:
+    """Refuse an option the family does not take; fill in the family's defaults (those of its
+    library function, :mod:`sparsedp.defaults`)."""
+    if args.sigma is None:
+        args.sigma = DEFAULT_SIGMA.get(args.family, defaults.SIGMA)
+    if args.trials is None:
+        args.trials = DEFAULT_TRIALS.get(args.family, defaults.AUDIT_TRIALS)
     for name, (families, default) in FAMILY_OPTIONS.items():
         given = getattr(args, name)
         if given not in (None, False) and args.family not in families:
@@ -136,11 +148,9 @@ def run_audit(args: argparse.Namespace) -> dict:
     start = time.perf_counter()
     if args.family != "ppac":  # the PPAC horizon may be 0
         validation.rounds(args.rounds)
-    if args.sigma is None:
-        args.sigma = 2.0 if args.family == "randomwalk" else 1.0
+    resolve_defaults(args)
     validation.sigma(args.sigma)
     validation.probability_delta(args.delta)
-    _resolve_family_options(args)
     if args.family == "ppac":
         record = _ppac(args)
     else:
@@ -188,8 +198,6 @@ def _single_observer(graph, args) -> tuple[int, int]:
     if len(observers) != 1:
         raise ParameterError(f"--family {args.family} audits one --observer, got "
                              f"{len(observers)}")
-    if observers[0] == target:
-        raise ParameterError("--observer and --target must differ")
     return target, observers[0]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sparsedp import graphs
+from sparsedp import graphs, validation
 from sparsedp.errors import ParameterError
 from sparsedp.graphs.specs import generator
 
@@ -86,6 +86,8 @@ def target_and_observers(graph: graphs.Graph, args: argparse.Namespace,
         if args.observers:
             raise ParameterError(f"--view {args.view} fixes its own observers; drop --observer")
         return target, None
-    if args.observers is None:
-        return target, [0]
-    return target, [graph.index_of(v, "observer") for v in args.observers]
+    observers = [0] if args.observers is None else [graph.index_of(v, "observer")
+                                                    for v in args.observers]
+    # the library's rule, named by the labels as typed (the library names rows of W)
+    validation.not_among(target, observers, "target", "observers", label=graph.id_of(target))
+    return target, observers

@@ -14,6 +14,7 @@ import time
 import networkx as nx
 import numpy as np
 
+from sparsedp import defaults
 from sparsedp.cli.graph_input import add_graph_file_options, read_graph_file
 from sparsedp.cli.mf import participation_scheme
 from sparsedp.cli.options import add_progress_option
@@ -34,14 +35,16 @@ def add_parser(sub) -> None:
         "accounting (docs/mafalda.md).",
     )
     add_graph_file_options(p, "the Florentine families graph")
-    p.add_argument("--scheme", default="row-normalised-self-loops", choices=SCHEMES,
+    p.add_argument("--scheme", default=defaults.MF_SCHEME, choices=SCHEMES,
                    help="gossip weights")
-    p.add_argument("--rounds", "-T", type=int, default=380, help="gradient steps T = k b")
-    p.add_argument("--participation", default="20,19",
+    p.add_argument("--rounds", "-T", type=int, default=defaults.MAFALDA_ROUNDS,
+                   help="gradient steps T = k b")
+    p.add_argument("--participation", default=defaults.MAFALDA_PARTICIPATION,
                    help="k,b for (k, b)-cyclic participation, or user-level, single")
-    p.add_argument("--h-method", default="auto", choices=METHODS,
+    p.add_argument("--h-method", default=defaults.H_METHOD, choices=METHODS,
                    help="H: exact (trace moments / Krylov) or Hutchinson estimate")
-    p.add_argument("--probes", type=int, default=16, help="Hutchinson probes (estimate)")
+    p.add_argument("--probes", type=int, default=defaults.PROBES,
+                   help="Hutchinson probes (estimate)")
     p.add_argument("--save", metavar="FILE.npy", help="write the optimised C_local (T x T, "
                    "lower triangular; the noise as applied is its inverse)")
     p.add_argument("--json", action="store_true", help="print one JSON object")

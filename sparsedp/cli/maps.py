@@ -20,7 +20,7 @@ import argparse
 import sys
 import time
 
-from sparsedp import validation
+from sparsedp import defaults, validation
 from sparsedp.cli.graph_input import add_graph_options, load_graph
 from sparsedp.cli.options import add_memory_option, add_progress_option, exact_flag
 from sparsedp.errors import ParameterError, ResourceLimitError
@@ -71,26 +71,33 @@ def add_parser(sub) -> None:
         "averaging (secure-summation view, one observer) for many pairs at once, with "
         "per-target worst cases and per-distance summaries; the pair table as Parquet.")
     add_graph_options(p)
-    p.add_argument("--scheme", default="metropolis", choices=SCHEMES, help="gossip weights")
-    p.add_argument("--observers", type=_selection, default="all",
+    p.add_argument("--scheme", default=None, choices=SCHEMES,
+                   help=f"gossip weights (default {defaults.SCHEME}; {defaults.MF_SCHEME} for "
+                        "--family mf)")
+    p.add_argument("--observers", type=_selection, default=defaults.SELECTION,
                    help="all, sample:K:SEED or a comma-separated list of node ids")
-    p.add_argument("--targets", type=_selection, default="all",
+    p.add_argument("--targets", type=_selection, default=defaults.SELECTION,
                    help="all, sample:K:SEED or a comma-separated list of node ids")
-    p.add_argument("--rounds", "-T", type=int, default=10, help="number of rounds T")
-    p.add_argument("--sigma", type=float, default=1.0, help="noise standard deviation")
-    p.add_argument("--delta", type=float, default=1e-5, help="target delta")
+    p.add_argument("--rounds", "-T", type=int, default=None,
+                   help=f"number of rounds T (default {defaults.ROUNDS}; {defaults.MF_ROUNDS} "
+                        f"for --family mf; {defaults.DEMO_MAP_ROUNDS} on the embedded graph)")
+    p.add_argument("--sigma", type=float, default=None,
+                   help=f"noise standard deviation (default {defaults.SIGMA:g}; "
+                        f"{defaults.RANDOM_WALK_SIGMA:g} for --family random-walk)")
+    p.add_argument("--delta", type=float, default=defaults.DELTA, help="target delta")
     p.add_argument("--upper", choices=UPPER_MODES, default=None,
-                   help="default: entrywise (certified for --view neighbourhood). "
+                   help=f"default: {defaults.MAP_UPPER}; on the embedded graph (secure-summation "
+                        f"view) {defaults.DEMO_MAP_UPPER}. "
                         "entrywise: the certified sum |M_T| of every target at once (T^3 n "
                         "work per observer; tight when M_T >= 0 entrywise: all 4 million pairs "
                         "of the default graph in about 25 s); certified: the single-pair "
                         "bounds per pair (one T x T solve and bound evaluation each, about a "
                         "millisecond a pair: hours for all pairs of the default graph); none: "
                         "the c = 1 lower bound only (fastest)")
-    p.add_argument("--exact", type=exact_flag, default=False,
+    p.add_argument("--exact", type=exact_flag, default=defaults.MAP_EXACT,
                    help="exhaustive sign search per pair: auto (T <= 24), true, false "
                         "(default: false)")
-    p.add_argument("--view", choices=MAP_VIEWS, default="secure-summation",
+    p.add_argument("--view", choices=MAP_VIEWS, default=defaults.VIEW,
                    help="secure-summation (the observer alone) or neighbourhood (its closed "
                         "neighbourhood's plain messages: c = 1 batched per observer; "
                         "--upper certified per pair; no entrywise)")
@@ -111,7 +118,7 @@ def add_parser(sub) -> None:
                         "without the pair table (box-bound pruning, entrywise bounds for the "
                         "few pairs that can be a target's worst; --upper, --exact, --float32, "
                         "--out and --plot do not apply)")
-    p.add_argument("--refine", type=int, default=0, metavar="N",
+    p.add_argument("--refine", type=int, default=defaults.REFINE, metavar="N",
                    help="with --per-target: refine the pairs that decide each target's upper "
                         "bound (single-pair sandwich, multistart ascent, certified diagonal "
                         "shift with N eigen-decompositions; 0: off). Narrows the gap where "
@@ -122,15 +129,16 @@ def add_parser(sub) -> None:
                         "(matrix-factorisation bounds on sens^2 of --algorithm under --trust, "
                         "attacker set {observer}). --upper, --exact, --float32 and "
                         "--per-target are gossip options")
-    p.add_argument("--alpha", type=float, default=2.0,
+    p.add_argument("--alpha", type=float, default=defaults.ALPHA,
                    help="random-walk: Renyi order (sigma^2 >= 2 alpha (alpha - 1))")
     p.add_argument("--contributions", type=float, default=None,
                    help="random-walk: cap on each source's contributions (certified; default "
                         "the expectation T/n, an estimate)")
-    p.add_argument("--algorithm", default="dp-d-sgd", choices=MF_ALGORITHMS,
+    p.add_argument("--algorithm", default=defaults.ALGORITHM, choices=MF_ALGORITHMS,
                    help="mf: the algorithm (muffliato-sgd(K) through the library)")
-    p.add_argument("--trust", default="pndp", choices=TRUST_MODELS, help="mf: trust model")
-    p.add_argument("--gradients", default="vector", choices=GRADIENTS,
+    p.add_argument("--trust", default=defaults.TRUST_MODEL, choices=TRUST_MODELS,
+                   help="mf: trust model")
+    p.add_argument("--gradients", default=defaults.GRADIENTS, choices=GRADIENTS,
                    help="mf: vector or scalar gradients (scalar: exact sign search at small T)")
     p.add_argument("--yes", action="store_true",
                    help=f"run a map over {DEFAULT_MAX_PAIRS:,} pairs or estimated to take over "
@@ -167,24 +175,25 @@ def _add_sweep_parser(sub) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="the sweep's directory")
     p.add_argument("--graph", action="append", dest="graphs", metavar="SPEC",
                    help="edge-list path or generator spec (ring:100, er:2048:0.01:1, ...); "
-                        "repeat for several (default: er:200:0.05:1)")
-    p.add_argument("--scheme", type=_values(str), default=["metropolis"],
+                        f"repeat for several (default: the example {defaults.DEMO_SWEEP_GRAPH})")
+    p.add_argument("--scheme", type=_values(str), default=[defaults.SCHEME],
                    help="gossip weight schemes, comma-separated")
-    p.add_argument("--rounds", "-T", type=_values(int), default=[10], help="T values")
-    p.add_argument("--sigma", type=_values(float), default=[1.0], help="sigma values")
-    p.add_argument("--delta", type=_values(float), default=[1e-5], help="delta values")
-    p.add_argument("--observers", type=_selection, default="all",
+    p.add_argument("--rounds", "-T", type=_values(int), default=[defaults.ROUNDS],
+                   help="T values")
+    p.add_argument("--sigma", type=_values(float), default=[defaults.SIGMA], help="sigma values")
+    p.add_argument("--delta", type=_values(float), default=[defaults.DELTA], help="delta values")
+    p.add_argument("--observers", type=_selection, default=defaults.SELECTION,
                    help="all, sample:K:SEED or a comma-separated list of node ids")
-    p.add_argument("--targets", type=_selection, default="all",
+    p.add_argument("--targets", type=_selection, default=defaults.SELECTION,
                    help="all, sample:K:SEED or a comma-separated list of node ids")
-    p.add_argument("--observer-block", type=int, default=64,
+    p.add_argument("--observer-block", type=int, default=defaults.OBSERVER_BLOCK,
                    help="observers per task (one Parquet chunk each)")
     p.add_argument("--family", type=_values(str), default=["gossip"], dest="families",
                    help="families, comma-separated: gossip, gossip:neighbourhood, "
                         "random-walk, mf:dp-d-sgd, mf:antipgd, mf:zip-dl (default gossip)")
-    p.add_argument("--upper", choices=UPPER_MODES, default="none",
+    p.add_argument("--upper", choices=UPPER_MODES, default=defaults.SWEEP_UPPER,
                    help="upper bounds of each map (see sparsedp map)")
-    p.add_argument("--workers", type=int, default=2,
+    p.add_argument("--workers", type=int, default=defaults.WORKERS,
                    help="worker processes of the local Dask cluster")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="an existing Dask scheduler (tcp://host:port) instead of a local cluster")
@@ -202,7 +211,7 @@ def run_sweep(args: argparse.Namespace) -> dict:
         validation.probability_delta(value)
     for value in args.rounds:
         validation.rounds(value)
-    result = sweep(args.out, args.graphs or ["er:200:0.05:1"], args.rounds, args.sigma,
+    result = sweep(args.out, args.graphs or [defaults.DEMO_SWEEP_GRAPH], args.rounds, args.sigma,
                    args.delta, schemes=args.scheme, observers=args.observers,
                    targets=args.targets, observer_block=args.observer_block, upper=args.upper,
                    families=args.families, scheduler=args.scheduler, workers=args.workers,
@@ -219,13 +228,12 @@ def format_sweep(record: dict) -> str:
 def run(args: argparse.Namespace) -> dict:
     """Compute the map (and store it); return the JSON-ready summary record."""
     start = time.perf_counter()
+    resolve_defaults(args)
     validation.sigma(args.sigma)
     validation.probability_delta(args.delta)
     validation.rounds(args.rounds)
     if args.family != "gossip":
         return _run_family(args, start)
-    if args.upper is None:
-        args.upper = "entrywise" if args.view == "secure-summation" else "certified"
     if args.per_target:
         return _run_per_target(args, start)
     graph, source = load_graph(args, DEFAULT_GRAPH_NODES)
@@ -265,6 +273,21 @@ def _before_work(args, plan: MapPlan, graph, parameters: dict | None) -> bool:
             f"{CONFIRM_SECONDS // 60} minutes estimated); add --yes to run it, or select fewer "
             "observers or targets (e.g. --observers sample:K:SEED)")
     return existed
+def resolve_defaults(args: argparse.Namespace) -> None:
+    """The options left out that depend on the family: the library's defaults of that family
+    (:mod:`sparsedp.defaults`), or on the embedded graph (no ``--graph``, no ``--generator``)
+    the demonstration values that map all its 4 million pairs in about 25 s."""
+    embedded = args.graph is None and args.generator is None
+    if args.rounds is None:
+        args.rounds = (defaults.DEMO_MAP_ROUNDS if embedded else
+                       defaults.MF_ROUNDS if args.family == "mf" else defaults.ROUNDS)
+    if args.sigma is None:
+        args.sigma = defaults.RANDOM_WALK_SIGMA if args.family == "random-walk" else defaults.SIGMA
+    if args.scheme is None:
+        args.scheme = defaults.MF_SCHEME if args.family == "mf" else defaults.SCHEME
+    if args.upper is None and args.family == "gossip":
+        demo = embedded and args.view == "secure-summation"  # entrywise: this view only
+        args.upper = defaults.DEMO_MAP_UPPER if demo else defaults.MAP_UPPER
 
 
 def _finish(args, start, result, parameters, graph, source, existed) -> dict:

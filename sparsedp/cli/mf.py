@@ -13,7 +13,7 @@ import time
 
 import networkx as nx
 
-from sparsedp import validation
+from sparsedp import defaults, validation
 from sparsedp.cli.exports import add_export_options, export
 from sparsedp.cli.graph_input import add_graph_file_options, read_graph_file
 from sparsedp.cli.options import add_memory_option, add_progress_option, exact_flag
@@ -38,13 +38,13 @@ def add_parser(sub) -> None:
         "LDP, PNDP or SecLDP (docs/mf.md), and the resulting mu-GDP, RDP and epsilon.",
     )
     add_graph_file_options(p, "the Florentine families graph")
-    p.add_argument("--scheme", default="row-normalised-self-loops", choices=SCHEMES,
+    p.add_argument("--scheme", default=defaults.MF_SCHEME, choices=SCHEMES,
                    help="gossip weights")
     p.add_argument("--target", help="node id whose record is protected (default: last node)")
     p.add_argument("--attacker", action="append", dest="attackers", metavar="ID",
                    help="attacker node id; repeat for a colluding set (default: first node; "
                         "none with --trust ldp)")
-    p.add_argument("--algorithm", default="dp-d-sgd", choices=ALGORITHMS,
+    p.add_argument("--algorithm", default=defaults.ALGORITHM, choices=ALGORITHMS,
                    help="DP-D-SGD, Muffliato-SGD(K) (with -K), AntiPGD, DECOR (with "
                    "--secret-scale) or Zip-DL (noise per message)")
     p.add_argument("-K", type=int, default=1, help="gossip rounds per gradient step "
@@ -54,20 +54,21 @@ def add_parser(sub) -> None:
     p.add_argument("--own-copy-noise", action="store_true",
                    help="Zip-DL: the node's own copy also gets a message noise (App. A.6's "
                         "self slot)")
-    p.add_argument("--trust", default="pndp", choices=TRUST_MODELS,
+    p.add_argument("--trust", default=defaults.TRUST_MODEL, choices=TRUST_MODELS,
                    help="ldp; pndp (own noise known, App. A.2); pndp-eq12 (eq. 12); secldp "
                         "(every message public, own noise and, for DECOR, shared secrets known)")
-    p.add_argument("--participation", default="user-level",
+    p.add_argument("--participation", default=defaults.PARTICIPATION,
                    help="user-level, single, or k,b for (k, b)-cyclic participation")
-    p.add_argument("--gradients", default="vector", choices=GRADIENTS,
+    p.add_argument("--gradients", default=defaults.GRADIENTS, choices=GRADIENTS,
                    help="vector (norm-clipped d-dimensional) or scalar (sign search exact)")
-    p.add_argument("--rounds", "-T", type=int, default=20, help="gradient steps T")
-    p.add_argument("--sigma", type=float, default=1.0, help="noise multiplier")
-    p.add_argument("--delta", type=float, default=1e-5, help="target delta")
-    p.add_argument("--alpha", type=float, default=2.0, help="Renyi order of the RDP value")
-    p.add_argument("--exact", type=exact_flag, default="auto",
+    p.add_argument("--rounds", "-T", type=int, default=defaults.MF_ROUNDS, help="gradient steps T")
+    p.add_argument("--sigma", type=float, default=defaults.SIGMA, help="noise multiplier")
+    p.add_argument("--delta", type=float, default=defaults.DELTA, help="target delta")
+    p.add_argument("--alpha", type=float, default=defaults.ALPHA,
+                   help="Renyi order of the RDP value")
+    p.add_argument("--exact", type=exact_flag, default=defaults.EXACT,
                    help="exhaustive sign search (scalar gradients): auto, true, false")
-    p.add_argument("--method", default="auto",
+    p.add_argument("--method", default=defaults.METHOD,
                    help="DP-D-SGD under PNDP: innovations, or a gossip engine path (as "
                    "sparsedp account); auto chooses by cost")
     p.add_argument("--summary", action="store_true",
@@ -145,6 +146,7 @@ def run(args: argparse.Namespace) -> dict:
         return {**header, "summary": True, **record,
                 "elapsed_seconds": time.perf_counter() - start}
     target = graph.n - 1 if args.target is None else graph.index_of(args.target, "target")
+    validation.not_among(target, attackers, "target", "attackers", label=graph.id_of(target))
     r = mf_sensitivity(W, target, attackers, args.rounds, progress=args.progress, **options)
     record = r.to_dict()
     record["target"] = graph.id_of(r.target)

@@ -4,7 +4,9 @@
     sparsedp ppac simulate [--graph F] [--rounds T] [--realisations R] [--eps E] [--json]
 
 Without ``--graph`` both run on the paper's 6-node example (App. A; the edges are partly
-assumed, see :func:`example_graph`) with its designated neighbours; with ``--graph`` the
+assumed, see :func:`example_graph`) with its designated neighbours and, unless given, the
+demonstration values ``--value-std 10 --noise-std 15`` (:mod:`sparsedp.defaults`; with a
+graph the library's defaults, 1 and 1); with ``--graph`` the
 designated neighbours are drawn uniformly (``--designated-seed``).  The consensus matrix is
 ``I - L / c`` with ``c = d_max`` (the paper's) or ``--scale``.
 """
@@ -17,6 +19,7 @@ import time
 
 import numpy as np
 
+from sparsedp import defaults
 from sparsedp.cli.exports import add_export_options, export, graph_distances
 from sparsedp.cli.graph_input import add_graph_file_options, read_graph_file
 from sparsedp.cli.options import add_memory_option, add_progress_option
@@ -80,8 +83,12 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="seed of the designated neighbours (with --graph)")
     p.add_argument("--scale", type=float, default=None,
                    help="W = I - L / scale (default d_max, the paper's choice)")
-    p.add_argument("--value-std", type=float, default=10.0, help="std of the private values")
-    p.add_argument("--noise-std", type=float, default=15.0, help="std of the noise fragments")
+    p.add_argument("--value-std", type=float, default=None,
+                   help=f"std of the private values (default {defaults.PPAC_VALUE_STD:g}; "
+                        f"{defaults.DEMO_PPAC_VALUE_STD:g} on the paper's example)")
+    p.add_argument("--noise-std", type=float, default=None,
+                   help=f"std of the noise fragments (default {defaults.PPAC_NOISE_STD:g}; "
+                        f"{defaults.DEMO_PPAC_NOISE_STD:g} on the paper's example)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_memory_option(p)
 
@@ -97,9 +104,9 @@ def add_parser(sub) -> None:
                       "the first node)")
     leak.add_argument("--victim", action="append", dest="victims", metavar="ID",
                       help="victim node id; repeat for several (default: all other nodes)")
-    leak.add_argument("--horizon", type=_horizon, default=math.inf,
-                      help="last round observed, or inf (default)")
-    leak.add_argument("--exact", type=_exact, default="auto",
+    leak.add_argument("--horizon", type=_horizon, default=defaults.PPAC_HORIZON,
+                      help="last round observed, or inf")
+    leak.add_argument("--exact", type=_exact, default=defaults.EXACT,
                       help="exact integer arithmetic for ranks: auto, true, false")
     leak.add_argument("--top", type=int, default=10, help="victims listed in the text report")
     add_progress_option(leak)
@@ -114,7 +121,18 @@ def add_parser(sub) -> None:
     sim.set_defaults(run=run_simulate, report=format_simulate)
 
 
+def resolve_defaults(args: argparse.Namespace) -> None:
+    """The standard deviations left out: the library's (:mod:`sparsedp.defaults`), or on the
+    paper's example (no ``--graph``) its demonstration values."""
+    demo = args.graph is None
+    if args.value_std is None:
+        args.value_std = defaults.DEMO_PPAC_VALUE_STD if demo else defaults.PPAC_VALUE_STD
+    if args.noise_std is None:
+        args.noise_std = defaults.DEMO_PPAC_NOISE_STD if demo else defaults.PPAC_NOISE_STD
+
+
 def _setup(args):
+    resolve_defaults(args)
     graph = None if args.graph is None else read_graph_file(args)
     return ppac_instance(graph, str(args.graph), args.designated_seed, args.scale)
 

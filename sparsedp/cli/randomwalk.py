@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from sparsedp import graphs
+from sparsedp import defaults, graphs, validation
 from sparsedp.cli.exports import add_export_options, export, graph_distances
 from sparsedp.cli.graph_input import add_graph_options, load_graph
 from sparsedp.cli.options import add_memory_option, add_progress_option
@@ -27,14 +27,16 @@ DEFAULT_GRAPH_NODES = 2000
 SHOWN = 10  # receivers listed in the text report (--json lists all)
 def _common(p: argparse.ArgumentParser) -> None:
     add_graph_options(p)
-    p.add_argument("--scheme", default="metropolis", choices=SCHEMES, help="W weights")
+    p.add_argument("--scheme", default=defaults.SCHEME, choices=SCHEMES, help="W weights")
     p.add_argument("--source", default=None, help="node whose data is accounted (default: first)")
     p.add_argument("--receiver", action="append", dest="receivers", metavar="ID",
                    help="receiving node; repeat for several (default: every other node)")
     p.add_argument("--rounds", "-T", type=int, required=True, help="walk steps / gossip rounds")
     p.add_argument("--sigma", type=float, required=True, help="noise std / sensitivity")
-    p.add_argument("--alpha", type=float, default=2.0, help="Renyi order of the reported RDP")
-    p.add_argument("--delta", type=float, default=1e-5, help="delta of the (eps, delta) column")
+    p.add_argument("--alpha", type=float, default=defaults.ALPHA,
+                   help="Renyi order of the reported RDP")
+    p.add_argument("--delta", type=float, default=defaults.DELTA,
+                   help="delta of the (eps, delta) column")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_progress_option(p)
     add_memory_option(p)
@@ -49,10 +51,12 @@ def add_parsers(sub) -> None:
     _common(rw)
     rw.add_argument("--contributions", type=float, default=None,
                     help="cap N_u on the source's contributions (default: T/n, an estimate)")
-    rw.add_argument("--method", default="auto", choices=METHODS, help="series or log-Green")
-    rw.add_argument("--column-method", default="chebyshev",
+    rw.add_argument("--method", default=defaults.METHOD, choices=METHODS,
+                    help="series or log-Green")
+    rw.add_argument("--column-method", default=defaults.COLUMN_METHOD,
                     choices=("chebyshev", "lanczos", "quadrature"), help="for log-green")
-    rw.add_argument("--tol", type=float, default=1e-10, help="error target of the L column")
+    rw.add_argument("--tol", type=float, default=defaults.WALK_TOL,
+                    help="error target of the L column")
     rw.add_argument("--sender-known", action="store_true", help="Section B.1 variant")
     rw.add_argument("--coalition", action="append", metavar="ID",
                     help="colluding receiver; repeat (one loss for the whole coalition)")
@@ -63,10 +67,10 @@ def add_parsers(sub) -> None:
                         "receivers, plain or Chebyshev-accelerated gossip.")
     _common(mf)
     mf.add_argument("--accelerated", action="store_true", help="Chebyshev acceleration")
-    mf.add_argument("--row-norms", default="exact", choices=("exact", "bound"),
+    mf.add_argument("--row-norms", default=defaults.ROW_NORMS, choices=("exact", "bound"),
                     help="row norms ||P_t e_w||^2: propagated exactly, or the cheap lower "
                          "bound 1/n for t >= 2 (a looser upper bound on the loss)")
-    mf.add_argument("--method", default="auto", choices=("auto", "dense", "propagation"),
+    mf.add_argument("--method", default=defaults.METHOD, choices=("auto", "dense", "propagation"),
                     help="dense eigendecomposition of W (small n) or matrix-free propagation")
     mf.set_defaults(run=run_muffliato, report=format_pairwise)
 
@@ -76,6 +80,16 @@ def _ids(graph: graphs.Graph, given, role: str) -> list[int] | None:
     if given is None:
         return None
     return [graph.index_of(v, role) for v in given]
+
+
+def _source_and(graph: graphs.Graph, args, *groups: str) -> tuple[int, ...]:
+    """The source's row and those of each group of options (``receivers``, ``coalition``),
+    the source refused among them by the library's rule, named by its label as typed."""
+    source = 0 if args.source is None else graph.index_of(args.source, "source")
+    rows = [_ids(graph, getattr(args, group), group.rstrip("s")) for group in groups]
+    for group, members in zip(groups, rows, strict=True):
+        validation.not_among(source, members, "source", group, label=graph.id_of(source))
+    return (source, *rows)
 
 
 def _record(graph, name, args, result: PairwiseLoss, start: float) -> dict:
@@ -103,11 +117,10 @@ def run_randomwalk(args: argparse.Namespace) -> dict:
     start = time.perf_counter()
     graph, name = load_graph(args, DEFAULT_GRAPH_NODES)
     W = gossip_matrix(graph, scheme=args.scheme)
-    source = 0 if args.source is None else graph.index_of(args.source, "source")
+    source, receivers, coalition = _source_and(graph, args, "receivers", "coalition")
     result = random_walk_rdp(
         W, source, args.rounds, args.sigma, args.alpha, contributions=args.contributions,
-        receivers=_ids(graph, args.receivers, "receiver"),
-        coalition=_ids(graph, args.coalition, "coalition"),
+        receivers=receivers, coalition=coalition,
         sender_known=args.sender_known, clip=not args.no_clip, method=args.method,
         column_method=args.column_method, tol=args.tol, progress=args.progress)
     return _record(graph, name, args, result, start)
@@ -117,9 +130,9 @@ def run_muffliato(args: argparse.Namespace) -> dict:
     start = time.perf_counter()
     graph, name = load_graph(args, DEFAULT_GRAPH_NODES)
     W = gossip_matrix(graph, scheme=args.scheme)
-    source = 0 if args.source is None else graph.index_of(args.source, "source")
+    source, receivers = _source_and(graph, args, "receivers")
     result = muffliato_rdp(W, source, args.rounds, args.sigma, args.alpha,
-                           receivers=_ids(graph, args.receivers, "receiver"),
+                           receivers=receivers,
                            accelerated=args.accelerated, row_norms=args.row_norms,
                            method=args.method, progress=args.progress)
     return _record(graph, name, args, result, start)

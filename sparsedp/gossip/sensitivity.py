@@ -41,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from sparsedp import resources, validation
+from sparsedp import defaults, resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.banded import banded_interval
 from sparsedp.gossip.certified_solve import solve
@@ -168,16 +168,16 @@ def squared_sensitivity(
     observers: Nodes,
     T: int,
     *,
-    view: str = "secure-summation",
+    view: str = defaults.VIEW,
     noise_removed: bool = False,
-    method: str = "auto",
-    exact: ExactSearch = "auto",
+    method: str = defaults.METHOD,
+    exact: ExactSearch = defaults.EXACT,
     rtol: float = 1e-10,
     maxiter: int = 5000,
     progress: bool | None = None,
     backend: str = "auto",
-    truncation_rtol: float = 1e-9,
-    preconditioner: str = "auto",
+    truncation_rtol: float = defaults.TRUNCATION_RTOL,
+    preconditioner: str = defaults.PRECONDITIONER,
     max_memory: MemorySize = None,
 ) -> SensitivityResult:
     """Certified bounds on the squared sensitivity ``Delta_T(target -> observers)^2``.
@@ -258,13 +258,14 @@ def squared_sensitivity(
     SensitivityResult
         ``lower <= Delta^2 <= upper`` with every bound and its kind.  Exact closed forms
         without a solve: 0 when no observed row is in the target's connected component,
-        T for local DP, infinity when the target is an observer whose noise is removed (each
-        with a note).  A target among its own observers is computed and noted.
+        T for local DP, infinity when a view that fixes its own observers sees the target's
+        messages with its noise removed (each with a note).
 
     Raises
     ------
     ParameterError, GossipMatrixError, GraphError
-        bad input, named in the message (:mod:`sparsedp.errors`).
+        bad input, named in the message (:mod:`sparsedp.errors`); a target among its own
+        observers is refused (ParameterError: no guarantee towards itself, docs/views.md).
     ResourceLimitError
         the request does not fit in ``max_memory``.
 
@@ -294,6 +295,7 @@ def squared_sensitivity(
         raise ParameterError(f"truncation_rtol must be > 0, got {truncation_rtol!r}")
     if method == "banded":
         return _banded(W, target, observers, T, view, noise_removed, progress, max_memory)
+    _refuse_target_among_observers(target, observers)
     plan = _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
                  max_memory)
     if isinstance(plan, _Answered):
@@ -386,10 +388,10 @@ def estimate_cost(
     observers: Nodes,
     T: int,
     *,
-    view: str = "secure-summation",
+    view: str = defaults.VIEW,
     noise_removed: bool = False,
-    method: str = "auto",
-    preconditioner: str = "auto",
+    method: str = defaults.METHOD,
+    preconditioner: str = defaults.PRECONDITIONER,
     max_memory: MemorySize = None,
 ) -> dict:
     """What :func:`squared_sensitivity` with these arguments would cost, without solving:
@@ -437,6 +439,7 @@ def estimate_cost(
                           "chain has mixed)",
                           "memory: the propagation only; the band's own (about 12 T (w + 3) "
                           "floats, w the mixing lag) is checked once w is known"]}
+    _refuse_target_among_observers(target, observers)
     plan = _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
                  max_memory)
     if isinstance(plan, _Answered):
@@ -484,6 +487,15 @@ class _Plan:
         return method_cost(self.method, system.n, nnz, system.m, T, system.power_offset).memory
 
 
+def _refuse_target_among_observers(target, observers) -> None:
+    """The public entries' rule (:func:`sparsedp.validation.not_among`); the engine itself
+    also serves observed sets that contain the target (the PNDP view of matrix
+    factorisation, a neighbour's messages)."""
+    if observers is not None:
+        validation.not_among(target, np.atleast_1d(np.asarray(observers, dtype=object)),
+                             "target", "observers")
+
+
 def _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
           max_memory) -> _Plan | _Answered:
     """Check the arguments, resolve the view and the method, estimate the cost; closed forms
@@ -513,12 +525,6 @@ def _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
         return _Answered(target, budget, _different_components(target, model, T))
 
     notes = [VIEW_NOTES[view]] if view in VIEW_NOTES else []
-    if observers is not None and target in set(observers.tolist()):
-        notes.append(
-            f"the target {target} is among its own observers: the value is what the observed "
-            "messages reveal about its data to an attacker who does not know the target's "
-            "noise (at most T, local DP); with noise_removed=True it is infinite"
-        )
     notes.extend(precision_notes)
     system = GossipSystem(
         Ws, model.observers, T, power_offset=model.power_offset, known_noise=model.known_noise

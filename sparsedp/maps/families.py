@@ -37,7 +37,7 @@ import math
 import numpy as np
 from scipy.sparse.csgraph import shortest_path
 
-from sparsedp import resources, validation
+from sparsedp import defaults, resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.hints import ExactSearch, MapSource, MemorySize, NodeSelection, Progress
 from sparsedp.linalg.matrix_facts import is_locked, reuse_scope
@@ -63,11 +63,12 @@ __all__ = ["mf_map", "random_walk_map"]
 BYTES_PER_PAIR = 12 + 3 * 8 + 8 + 1 + 16  # rows, distance, 3 floats, hops, kind code, string
 
 
-def random_walk_map(source: MapSource, observers: NodeSelection = "all",
-                    targets: NodeSelection = "all", T: int = 100,
-                    sigma: float = 10.0, alpha: float = 2.0, delta: float | None = None, *,
-                    scheme: str = "metropolis", contributions: float | None = None,
-                    method: str = "auto", progress: Progress = None,
+def random_walk_map(source: MapSource, observers: NodeSelection = defaults.SELECTION,
+                    targets: NodeSelection = defaults.SELECTION, T: int = defaults.ROUNDS,
+                    sigma: float = defaults.RANDOM_WALK_SIGMA, alpha: float = defaults.ALPHA,
+                    delta: float | None = defaults.DELTA, *,
+                    scheme: str = defaults.SCHEME, contributions: float | None = None,
+                    method: str = defaults.METHOD, progress: Progress = None,
                     max_memory: MemorySize = None,
                     max_pairs: int | None = DEFAULT_MAX_PAIRS) -> PrivacyMap:
     """The random-walk privacy map (module docstring): Renyi losses at order ``alpha`` of
@@ -79,8 +80,9 @@ def random_walk_map(source: MapSource, observers: NodeSelection = "all",
         ``W = gossip_matrix(graph, scheme)``).
     observers, targets : ``"all"``, a list of nodes or ``("sample", k, seed)``.
     T : walk steps.
-    sigma, alpha : noise and Renyi order (``sigma^2 >= 2 alpha (alpha - 1)``).
-    delta : delta of the ``epsilon`` column (NaN without it).
+    sigma, alpha : noise and Renyi order (``sigma^2 >= 2 alpha (alpha - 1)``; default 2 and 2,
+        the smallest noise that meets it at alpha = 2).
+    delta : delta of the ``epsilon`` column (NaN with ``None``; default 1e-5).
     scheme : weight scheme for graph input.
     contributions : a cap on each source's contributions (certified); default the
         expectation ``T / n`` (an estimate).
@@ -160,12 +162,14 @@ def random_walk_map(source: MapSource, observers: NodeSelection = "all",
     return table.privacy_map(parameters, notes, {"columns_computed": int(tgt.size)})
 
 
-def mf_map(source: MapSource, observers: NodeSelection = "all",
-           targets: NodeSelection = "all", T: int = 20, sigma: float | None = None,
-           delta: float | None = None, *, scheme: str = "metropolis",
-           algorithm: str | algorithms.Algorithm = "dp-d-sgd", trust_model: str = "pndp",
-           participation_scheme: str | participation.Participation = "user-level",
-           gradients: str = "vector", exact: ExactSearch = "auto",
+def mf_map(source: MapSource, observers: NodeSelection = defaults.SELECTION,
+           targets: NodeSelection = defaults.SELECTION, T: int = defaults.MF_ROUNDS,
+           sigma: float | None = defaults.SIGMA, delta: float | None = defaults.DELTA, *,
+           scheme: str = defaults.MF_SCHEME,
+           algorithm: str | algorithms.Algorithm = defaults.ALGORITHM,
+           trust_model: str = defaults.TRUST_MODEL,
+           participation_scheme: str | participation.Participation = defaults.PARTICIPATION,
+           gradients: str = defaults.GRADIENTS, exact: ExactSearch = defaults.EXACT,
            progress: Progress = None, max_memory: MemorySize = None,
            max_pairs: int | None = DEFAULT_MAX_PAIRS) -> PrivacyMap:
     """The matrix-factorisation privacy map (module docstring): bounds on ``sens^2`` of
@@ -177,7 +181,8 @@ def mf_map(source: MapSource, observers: NodeSelection = "all",
         (``W = gossip_matrix(graph, scheme)``).
     observers, targets : ``"all"``, a list of nodes or ``("sample", k, seed)``.
     T : gradient steps.
-    sigma, delta : noise and delta of the ``epsilon`` column (both or neither).
+    sigma, delta : noise and delta of the ``epsilon`` column (both or neither; default 1 and
+        1e-5, :mod:`sparsedp.defaults`; ``None`` for no epsilon column).
     scheme : weight scheme for graph input.
     algorithm, trust_model, participation_scheme, gradients, exact : as for
         :func:`sparsedp.mf_sensitivity`.

@@ -52,7 +52,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
-from sparsedp import resources, validation
+from sparsedp import defaults, resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip import batched
 from sparsedp.gossip.batched_entrywise import entrywise_upper
@@ -118,15 +118,15 @@ class PrivacyMap(Tabular):
     --------
     >>> import networkx as nx, sparsedp
     >>> m = sparsedp.privacy_map(nx.cycle_graph(8), observers=[0], T=6, sigma=2.0, delta=1e-5)
-    >>> row = m.rows()[1]
+    >>> row = m.rows()[0]
     >>> row["target"], row["distance"], round(row["lower"], 6), row["kind"]
     (1, 1, 0.784149, 'certified upper')
-    >>> [(d["distance"], d["pairs"]) for d in m.by_distance()]
-    [(0, 1), (1, 2), (2, 2), (3, 2), (4, 1)]
+    >>> [(d["distance"], d["pairs"]) for d in m.by_distance()]  # no self pair (0, 0)
+    [(1, 2), (2, 2), (3, 2), (4, 1)]
     >>> m.by_distance().to_pandas()[["distance", "pairs", "upper_max"]].round(4).tail(2)
        distance  pairs  upper_max
-    3         3      2     0.0135
-    4         4      1     0.0028
+    2         3      2     0.0135
+    3         4      1     0.0028
     """
 
     columns: dict
@@ -221,16 +221,16 @@ def _item(value):
 @one_query
 def privacy_map(
     source: MapSource,
-    observers: NodeSelection = "all",
-    targets: NodeSelection = "all",
-    T: int = 100,
-    sigma: float | None = None,
-    delta: float | None = None,
+    observers: NodeSelection = defaults.SELECTION,
+    targets: NodeSelection = defaults.SELECTION,
+    T: int = defaults.ROUNDS,
+    sigma: float | None = defaults.SIGMA,
+    delta: float | None = defaults.DELTA,
     *,
-    scheme: str = "metropolis",
-    upper: str = "certified",
-    view: str = "secure-summation",
-    exact: ExactSearch = False,
+    scheme: str = defaults.SCHEME,
+    upper: str = defaults.MAP_UPPER,
+    view: str = defaults.VIEW,
+    exact: ExactSearch = defaults.MAP_EXACT,
     batch_size: int | None = None,
     float32: bool = False,
     progress: Progress = None,
@@ -250,7 +250,8 @@ def privacy_map(
         order).  Unknown nodes raise ``GraphError``, a sample larger than the graph
         ``ParameterError`` (one line each).
     T : rounds.
-    sigma, delta : noise and delta for the ``epsilon`` column (both or neither).
+    sigma, delta : noise and delta for the ``epsilon`` column (both or neither; default 1 and
+        1e-5, :mod:`sparsedp.defaults`; ``None`` for no epsilon column).
     scheme : weight scheme for graph input.
     upper : ``"certified"`` (per-pair certified upper bounds: the cost of one T x T solve and
         bound evaluation per pair, the single-pair bounds), ``"entrywise"`` (the certified
@@ -410,18 +411,24 @@ def privacy_map(
 def _assemble(graph, n, obs, tgt, distance, lower, upper_col, kind, sigma, delta, upper,
               float32, parameters, info) -> PrivacyMap:
     """The :class:`PrivacyMap` from the filled columns (observers major): names, epsilons
-    from the stored (outward-rounded) uppers, notes."""
+    from the stored (outward-rounded) uppers, notes.  The self pairs (observer = target) are
+    left out, the rule of every family (:func:`sparsedp.validation.not_among`)."""
+    rows_type = np.int32 if n < 2**31 else np.int64
+    names = ((graph.ids_of(obs), graph.ids_of(tgt)) if graph is not None
+             else (obs.astype(rows_type), tgt.astype(rows_type)))
+    observer, target = np.repeat(names[0], tgt.size), np.tile(names[1], obs.size)
+    if np.intersect1d(obs, tgt).size:
+        keep = (obs[:, None] != tgt[None, :]).ravel()
+        observer, target, distance, lower, upper_col, kind = (
+            column[keep] for column in (observer, target, distance, lower, upper_col, kind))
     value_type = np.float32 if float32 else np.float64
     epsilon = np.full(lower.size, np.nan, dtype=value_type)
     epsilon_note = None
     if sigma is not None and upper != "none":
         epsilon, epsilon_note = upper_epsilons(upper_col, sigma, delta, float32)
-    rows_type = np.int32 if n < 2**31 else np.int64
-    names = ((graph.ids_of(obs), graph.ids_of(tgt)) if graph is not None
-             else (obs.astype(rows_type), tgt.astype(rows_type)))
     columns = {
-        "observer": np.repeat(names[0], tgt.size),
-        "target": np.tile(names[1], obs.size),
+        "observer": observer,
+        "target": target,
         "distance": distance,
         "lower": lower,
         "upper": upper_col,
@@ -478,7 +485,7 @@ def _neighbourhood_map(graph, W, obs, tgt, T, sigma, delta, upper, do_exact, flo
             kind_i = np.full(tgt.size, KIND_CODE["lower"], dtype=np.int8)
             if upper == "certified":
                 with reuse_scope():  # the observer's lags, K and factor: once (locked W)
-                    for k in np.flatnonzero(~zero):
+                    for k in np.flatnonzero(~zero & (tgt != a)):  # self pair: left out
                         single = squared_sensitivity(W, int(tgt[k]), [int(a)], T,
                                                      view="neighbourhood", exact=do_exact,
                                                      backend=backend, max_memory=max_memory)

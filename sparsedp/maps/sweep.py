@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sparsedp import defaults
 from sparsedp.errors import ParameterError
 from sparsedp.files import write_atomically
 from sparsedp.graphs.specs import graph_from_spec
@@ -72,9 +73,10 @@ class SweepResult:
         return dict(self.__dict__)
 
 
-def sweep(out, graphs, T, sigma, delta, *, schemes=("metropolis",), observers="all",
-          targets="all", observer_block: int = 64, upper: str = "none",
-          families=("gossip",), scheduler: str | None = None, workers: int = 2,
+def sweep(out, graphs, T, sigma, delta, *, schemes=(defaults.SCHEME,),
+          observers=defaults.SELECTION, targets=defaults.SELECTION,
+          observer_block: int = defaults.OBSERVER_BLOCK, upper: str = defaults.SWEEP_UPPER,
+          families=("gossip",), scheduler: str | None = None, workers: int = defaults.WORKERS,
           progress=None) -> SweepResult:
     """Run (or finish) the sweep stored in the directory ``out`` (module docstring).
 

@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sparsedp import resources, validation
+from sparsedp import defaults, resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip import batched
 from sparsedp.gossip.batched_box import box_radius, box_upper
@@ -88,7 +88,6 @@ from sparsedp.progress import progress_bar
 from sparsedp.reprs import short_repr
 from sparsedp.tables import Tabular
 
-REFINE_EVALUATIONS = 0  # eigen-decompositions of the diagonal-shift search per refined pair
 SETTLED = 1e-6  # a pair whose upper bound is within this of its lower bound is not refined
 COLUMNS = ("target", "observers", "lower", "upper", "kind", "worst_observer", "epsilon")
 
@@ -155,15 +154,15 @@ class WorstCase(Tabular):
 @one_query
 def per_target_worst_case(
     source: MapSource,
-    T: int = 100,
-    sigma: float | None = None,
-    delta: float | None = None,
+    T: int = defaults.ROUNDS,
+    sigma: float | None = defaults.SIGMA,
+    delta: float | None = defaults.DELTA,
     *,
-    observers: NodeSelection = "all",
-    targets: NodeSelection = "all",
-    scheme: str = "metropolis",
+    observers: NodeSelection = defaults.SELECTION,
+    targets: NodeSelection = defaults.SELECTION,
+    scheme: str = defaults.SCHEME,
     prepass_T: int | None = None,
-    refine: int = REFINE_EVALUATIONS,
+    refine: int = defaults.REFINE,
     prune: bool = True,
     batch_size: int | None = None,
     progress: Progress = None,
@@ -177,7 +176,8 @@ def per_target_worst_case(
     ----------
     source : a gossip matrix W or a graph, as for :func:`sparsedp.privacy_map`.
     T : rounds.
-    sigma, delta : for the ``epsilon`` column (both or neither).
+    sigma, delta : for the ``epsilon`` column (both or neither; default 1 and 1e-5,
+        :mod:`sparsedp.defaults`; ``None`` for no epsilon column).
     observers, targets : ``"all"``, a list of nodes, or ``("sample", k, seed)``.
     scheme : weight scheme for graph input.
     prepass_T : rounds of the pruning pre-pass (default ``T // 5``; 0: none).  Any value

@@ -32,7 +32,7 @@ import dataclasses
 
 import numpy as np
 
-from sparsedp import validation
+from sparsedp import defaults, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.target_block import TargetBlock, sub_sandwich
 from sparsedp.hints import ExactSearch, GossipMatrix, MemorySize, Nodes
@@ -59,12 +59,12 @@ def mf_sensitivity(
     attackers: Nodes,
     T: int,
     *,
-    algorithm: str | algorithms.Algorithm = "dp-d-sgd",
-    trust_model: str = "pndp",
-    participation_scheme: str | participation.Participation = "user-level",
-    gradients: str = "vector",
-    exact: ExactSearch = "auto",
-    method: str = "auto",
+    algorithm: str | algorithms.Algorithm = defaults.ALGORITHM,
+    trust_model: str = defaults.TRUST_MODEL,
+    participation_scheme: str | participation.Participation = defaults.PARTICIPATION,
+    gradients: str = defaults.GRADIENTS,
+    exact: ExactSearch = defaults.EXACT,
+    method: str = defaults.METHOD,
     max_memory: MemorySize = None,
     progress: bool | None = None,
 ) -> MFResult:

@@ -67,11 +67,7 @@ def resolve(trust: str, pattern: sp.csr_matrix, target: int, attackers) -> Obser
     if np.ndim(attackers) == 1 and len(attackers) == 0:
         raise ParameterError("the attacker set is empty")
     attackers = validation.node_set(attackers, n, "attackers")
-    if target in set(attackers.tolist()):
-        raise ParameterError(
-            f"the target {target} is one of the attackers: a node holds its own data, no "
-            "privacy guarantee towards itself exists"
-        )
+    validation.not_among(target, attackers, "target", "attackers")
     both = (pattern + pattern.T).tocsr()
     if trust == "secldp":
         return Observation(trust, attackers, np.arange(n, dtype=np.int64), attackers)

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from sparsedp import validation
+from sparsedp import defaults, validation
 from sparsedp.errors import ParameterError, ResourceLimitError
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.linalg.threads import limit_blas_threads
@@ -214,8 +214,8 @@ def _estimate(W, T, symmetric, probes, seed, progress):
 
 
 @limit_blas_threads
-def utility_gram(W, T: int, *, method: str = "auto", probes: int = 16, z_score: float = 5.0,
-                 seed=0, progress=None) -> UtilityGram:
+def utility_gram(W, T: int, *, method: str = defaults.H_METHOD, probes: int = defaults.PROBES,
+                 z_score: float = 5.0, seed=0, progress=None) -> UtilityGram:
     """Lemma 10's utility Gram matrix H (T x T) of MF-D-SGD on W (module docstring).
 
     Parameters

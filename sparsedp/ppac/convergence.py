@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from sparsedp import defaults
 from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.linalg.spectral import DENSE_MAX_N, spectral_info
 from sparsedp.linalg.stochastic import has_property
@@ -134,7 +135,8 @@ def _eq133(alpha: float, initial_sq: float, eps: float) -> float:
 
 
 def convergence_bounds(layout: PPACLayout, W: Any, eps: float, *, value_mean: Any = 0.0,
-                       value_std: Any = 1.0, noise_mean: Any = 0.0, noise_std: Any = 1.0,
+                       value_std: Any = defaults.PPAC_VALUE_STD, noise_mean: Any = 0.0,
+                       noise_std: Any = defaults.PPAC_NOISE_STD,
                        dimension: int = 1) -> ConvergenceBounds:
     """Eq. 133 with the exact initial error, and the paper's eq. 145 (see module docstring)."""
     if not (isinstance(eps, (int, float)) and eps > 0 and math.isfinite(eps)):

@@ -56,7 +56,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.linalg.lapack import dgeqrf, dpocon, dpotrf
 
-from sparsedp import resources
+from sparsedp import defaults, resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.linalg.exact_rank import IntegerEchelon
 from sparsedp.linalg.kernels import spmm
@@ -453,9 +453,10 @@ def _use_exact(exact: Any, layout: PPACLayout) -> bool:
     raise ParameterError(f"exact must be 'auto', True or False, got {exact!r}")
 
 
-def leakage(layout: PPACLayout, W: Any, attacker: Any, horizon: Any = 10, *,
-            value_std: Any = 1.0, noise_std: Any = 1.0, victims: Any = None,
-            exact: Any = "auto", progress: bool | None = None,
+def leakage(layout: PPACLayout, W: Any, attacker: Any,
+            horizon: Any = defaults.PPAC_HORIZON, *, value_std: Any = defaults.PPAC_VALUE_STD,
+            noise_std: Any = defaults.PPAC_NOISE_STD, victims: Any = None,
+            exact: Any = defaults.EXACT, progress: bool | None = None,
             max_memory: Any = None) -> LeakageResult:
     """``pi_i^(j)(t)`` in nats for one attacker and many victims (default: every other node).
 
@@ -487,7 +488,7 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any, horizon: Any = 10, *,
         Consensus matrix in node order (:func:`sparsedp.laplacian_consensus_matrix`).
     attacker : node label
         The observing node i.
-    horizon : int or math.inf, default 10
+    horizon : int or math.inf, default math.inf (every round)
         Last consensus round observed.
     value_std, noise_std : float or array_like, default 1.0
         Standard deviations of the private values (per node) and of the noise fragments
@@ -547,9 +548,7 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any, horizon: Any = 10, *,
                 isinstance(victims, tuple) and victims in g):  # one victim (a tuple label)
             victims = [victims]
         victims = g.indices_of(victims, "victim")
-        if np.any(victims == i):
-            raise ParameterError(f"victim {g.id_of(i)!r} is the attacker itself: its own value "
-                                 "is in its data (infinite leakage by definition); leave it out")
+        validation.not_among(i, victims, "attacker", "victims", label=g.id_of(i))
     notes = []
     nbrs = _neighbours(layout, i)
     informative = None
@@ -649,8 +648,7 @@ def _attacker_and_victim(layout: PPACLayout, attacker: Any, victim: Any) -> tupl
     """Positions of the attacker and the victim (labels; ``ParameterError`` when equal)."""
     g = layout.graph
     i, j = g.index_of(attacker, "attacker"), g.index_of(victim, "victim")
-    if i == j:
-        raise ParameterError(f"attacker and victim are the same node {g.id_of(i)!r}")
+    validation.not_among(j, i, "victim", "attacker", label=g.id_of(j))
     return i, j
 
 

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from sparsedp import resources, validation
+from sparsedp import defaults, resources, validation
 from sparsedp.errors import GossipMatrixError, GraphError, ParameterError
 from sparsedp.graphs.graph import Graph, as_graph, require_connected
 from sparsedp.linalg.kernels import spmm
@@ -323,8 +323,9 @@ class Preparation:
 
 
 def prepare(layout: PPACLayout, values: Any = None, *, realisations: int = 1,
-            value_mean: float = 0.0, value_std: Any = 1.0, noise_mean: float = 0.0,
-            noise_std: Any = 1.0, seed: int | None = None) -> Preparation:
+            value_mean: float = 0.0, value_std: Any = defaults.PPAC_VALUE_STD,
+            noise_mean: float = 0.0, noise_std: Any = defaults.PPAC_NOISE_STD,
+            seed: int | None = None) -> Preparation:
     """Run the preparation phase (Algorithm 1, lines 1-8) for many realisations at once.
 
     ``values``: ``(n,)`` scalars or ``(n, d)`` vectors in node order (or a dict

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from sparsedp import validation
 from sparsedp.errors import ParameterError
 from sparsedp.graphs.graph import Graph, as_graph
 from sparsedp.linalg.exact_rank import IntegerEchelon
@@ -104,10 +105,7 @@ def pair_status(graph: Any, attacker: Any, victim: Any) -> str:
 def _pair(g: Graph, a: Any, role_a: str, b: Any, role_b: str) -> tuple[int, int]:
     """Positions of two distinct nodes given by label (``ParameterError`` when equal)."""
     i, j = g.index_of(a, role_a), g.index_of(b, role_b)
-    if i == j:
-        raise ParameterError(f"{role_a} and {role_b} are the same node {g.id_of(i)!r}"
-                             + (": the attacker holds its own value (infinite leakage by "
-                                "definition)" if role_a == "attacker" else ""))
+    validation.not_among(j, i, role_b, role_a, label=g.id_of(j))
     return i, j
 
 

@@ -50,7 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import digamma
 
-from sparsedp import validation
+from sparsedp import defaults, validation
 from sparsedp.errors import ParameterError
 from sparsedp.progress import progress_bar
 from sparsedp.randomwalk.log_green import (
@@ -189,11 +189,13 @@ def _per_contribution(M: sp.csr_matrix, u: int, T: int, sigma: float, alpha: flo
     return scale * x, scale * (err + tail), how
 
 
-def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
+def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float = defaults.ALPHA,
+                    *,
                     contributions: float | None = None, receivers: Any = None,
                     coalition: Any = None, sender_known: bool = False, clip: bool = True,
-                    method: str = "auto", column_method: str = "chebyshev",
-                    tol: float = 1e-10, interval: SpectralInterval | None = None,
+                    method: str = defaults.METHOD,
+                    column_method: str = defaults.COLUMN_METHOD, tol: float = defaults.WALK_TOL,
+                    interval: SpectralInterval | None = None,
                     progress: bool | str | None = None) -> PairwiseLoss:
     """Renyi-DP loss of ``source`` towards each receiver (or a coalition) after T walk steps.
 
@@ -303,8 +305,7 @@ def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
                      "local DP")
     if coalition is not None:
         members = validation.node_set(coalition, n, "coalition")
-        if u in members:
-            raise ParameterError(f"the source {u} cannot be a member of the coalition")
+        validation.not_among(u, members, "source", "coalition")
         values = np.array([values[members].sum()])
         err *= len(members)
         targets = members
@@ -313,8 +314,7 @@ def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
     else:
         targets = (np.delete(np.arange(n), u) if receivers is None
                    else validation.node_set(receivers, n, "receiver"))
-        if receivers is not None and u in targets:
-            raise ParameterError(f"the source {u} cannot be a receiver of its own data")
+        validation.not_among(u, None if receivers is None else targets, "source", "receivers")
         values = values[targets]
     clipped = values > ldp if clip else np.zeros(values.shape, dtype=bool)
     if clip:

@@ -63,7 +63,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from sparsedp import resources, validation
+from sparsedp import defaults, resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.linalg.spectral import spectral_info
 from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix
@@ -249,9 +249,10 @@ def _propagated_sums(M: sp.csr_matrix, u: int, T: int, gamma: float | None,
             bar.close()
 
 
-def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
-                  receivers: Any = None, accelerated: bool = False, gamma: float | None = None,
-                  row_norms: str = "exact", method: str = "auto",
+def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float = defaults.ALPHA,
+                  *, receivers: Any = None, accelerated: bool = False,
+                  gamma: float | None = None, row_norms: str = defaults.ROW_NORMS,
+                  method: str = defaults.METHOD,
                   progress: bool | str | None = None, max_memory: Any = None
                   ) -> PairwiseLoss:
     """Muffliato RDP loss of ``source`` towards each receiver after T gossip rounds.
@@ -346,8 +347,7 @@ def muffliato_rdp(W: Any, source: int, T: int, sigma: float, alpha: float, *,
         gamma = None
     targets = (np.delete(np.arange(n), u) if receivers is None
                else validation.node_set(receivers, n, "receiver"))
-    if receivers is not None and u in targets:
-        raise ParameterError(f"the source {u} cannot be a receiver of its own data")
+    validation.not_among(u, None if receivers is None else targets, "source", "receivers")
     A = M.copy()
     A.setdiag(0.0)
     A.eliminate_zeros()
