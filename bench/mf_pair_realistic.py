@@ -16,11 +16,13 @@ same attacker rank (highest / lowest degree), measured in one process.
 from __future__ import annotations
 
 import argparse
+import json
 import time
 import tracemalloc
 
 import networkx as nx
 import numpy as np
+from outputs import add_output_options, output_path
 
 import sparsedp
 from sparsedp.errors import SparseDPError
@@ -47,12 +49,13 @@ def main() -> None:
     parser.add_argument("--T", type=int, default=20)
     parser.add_argument("--engine", action="store_true")
     parser.add_argument("--others", action="store_true")
+    add_output_options(parser)
     args = parser.parse_args()
     plc = nx.powerlaw_cluster_graph(args.n, 10, 0.1, seed=1)
     twin = nx.gnm_random_graph(args.n, plc.number_of_edges(), seed=1)
     mf_sensitivity(sparsedp.gossip_matrix(nx.cycle_graph(30), scheme="row-normalised-self-loops"),
                    0, [20], 3)  # compile the kernels outside the timings
-    times = {}
+    times, records = {}, []
     for name, G in [("power-law cluster", plc), ("ER twin", twin)]:
         W = sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops")
         degrees = np.array([d for _, d in sorted(G.degree())])
@@ -61,6 +64,9 @@ def main() -> None:
         for label, a in attackers.items():
             seconds, peak, what = run(W, target, a, args.T)
             times[name, label] = seconds
+            records.append({"graph": name, "attacker": label, "node": a,
+                            "degree": int(degrees[a]), "target": target, "T": args.T,
+                            "cpu_seconds": seconds, "peak_bytes": peak, "result": what})
             print(f"{name:18s} {label:6s} a={a:5d} (degree {degrees[a]:4d}) -> {target}: "
                   f"{seconds:6.2f} s CPU, peak {peak / 2**20:7.1f} MiB, {what}")
             if args.engine and (degrees[a] + 1) * args.T <= 4000:
@@ -74,6 +80,9 @@ def main() -> None:
     for label in ("hub", "low"):
         ratio = times["power-law cluster", label] / times["ER twin", label]
         print(f"ratio to the twin, {label} attacker: {ratio:.2f}")
+    path = output_path(args, "mf_pair_realistic.json")
+    path.write_text(json.dumps({"n": args.n, "pairs": records}, indent=1))
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,19 @@ def single_threaded_blas():
         yield
 
 
+@pytest.fixture
+def engine_serves_self_observation(monkeypatch):
+    """For tests of the engine's numbers on instances whose observed set contains the target
+    (a target among its own observers, a coalition around it): the public entries refuse
+    them (one rule for every family, tests/test_self_observation.py), the engine itself
+    serves them (the PNDP view of matrix factorisation observes the target's messages), and
+    its values there still agree with the dense reference."""
+    from sparsedp.gossip import sensitivity
+
+    monkeypatch.setattr(sensitivity, "_refuse_target_among_observers",
+                        lambda target, observers: None)
+
+
 def connected_instance(kind: str, n: int, seed: int):
     """A connected networkx graph of the given family with about n nodes."""
     rng = np.random.default_rng(seed)

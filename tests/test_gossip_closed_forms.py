@@ -279,6 +279,7 @@ def test_thm16_consistent_for_target_not_adjacent(er40):
 # Counterexamples
 # --------------------------------------------------------------------------------------------
 
+@pytest.mark.usefixtures("engine_serves_self_observation")  # the engine's value
 def test_counterexample_thm15_neighbourhood_view(er100):
     """Thm 15 is false for j in A.  ER(100, 0.15) seed 1, Metropolis, i = 0, A = closed
     neighbourhood of i (m = 14), j = first neighbour, T = 200: certified Delta^2 >= 193.58
@@ -298,6 +299,7 @@ def test_counterexample_thm15_neighbourhood_view(er100):
         cf.thm15_bound_for(W, j, A, T)
 
 
+@pytest.mark.usefixtures("engine_serves_self_observation")  # the engine's value
 def test_counterexample_target_is_the_observer(er100):
     """j == i (single observer, j in A): Delta^2 grows with slope ~0.96, not 1/n (Thm 13 says
     'for any j'), and exceeds the Thm 15 / eq. 5.4 bound: at T = 400, Delta^2 >= 384.7 against

@@ -12,6 +12,8 @@ from sparsedp.testing import dense_H
 
 from .conftest import connected_instance
 
+pytestmark = pytest.mark.usefixtures("engine_serves_self_observation")
+
 
 def dense_lags(W, observers, target, T):
     """mu_l = S W^l S^T and a_l = S W^l e_j from the columns W^l e_k, l = 0..2T-2."""

@@ -17,6 +17,8 @@ from sparsedp.gossip.views import VIEWS, VIEWS_WITHOUT_OBSERVERS
 from sparsedp.graphs.weights import SCHEMES
 from sparsedp.testing import dense_reference
 
+pytestmark = pytest.mark.usefixtures("engine_serves_self_observation")
+
 METHODS = ("auto", "structured", "gram", "dense", "matrix-free")
 # Each example is one instance solved by every applicable method.  The default tier runs the
 # first examples of the derandomized sequence; the slow tier runs the whole of it.
@@ -78,7 +80,7 @@ def test_every_method_gives_overlapping_sound_intervals(examples):
 
 
 @settings(max_examples=150, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(instances())
 def test_the_dense_reference_lies_in_every_interval(instance):
     W, target, observers, T, view, noise_removed = instance

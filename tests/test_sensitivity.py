@@ -17,6 +17,8 @@ from sparsedp.testing import dense_reference
 
 from .conftest import connected_instance
 
+pytestmark = pytest.mark.usefixtures("engine_serves_self_observation")
+
 FAMILIES = ("er", "ba", "ring", "grid")
 
 

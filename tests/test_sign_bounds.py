@@ -14,6 +14,8 @@ from sparsedp.testing import brute_force_max, dense_reference, random_psd
 
 from .conftest import connected_instance
 
+pytestmark = pytest.mark.usefixtures("engine_serves_self_observation")
+
 
 def exact_sandwich(M):
     return MatrixSandwich(low=M, excess=np.zeros_like(M), eta_low=0.0, eta_excess=0.0)

@@ -75,7 +75,7 @@ class MapPlan:
     >>> from sparsedp.maps.plan import map_plan
     >>> plan = map_plan(nx.cycle_graph(100), T=10, upper="none")
     >>> plan.pairs, plan.observers, plan.targets
-    (10000, 100, 100)
+    (9900, 100, 100)
     """
 
     what: str
@@ -91,8 +91,10 @@ class MapPlan:
         sizes = f"table {_size(self.memory_bytes)} in memory"
         if self.parquet_bytes:
             sizes += f", about {_size(self.parquet_bytes)} as Parquet"
+        selves = self.observers * self.targets - self.pairs
+        pairs = f"{self.pairs:,} pairs" + (f" ({selves:,} self pairs left out)" if selves else "")
         return (f"{self.what}: {self.observers:,} observers x {self.targets:,} targets = "
-                f"{self.pairs:,} pairs; estimated time about {_duration(self.seconds)} "
+                f"{pairs}; estimated time about {_duration(self.seconds)} "
                 f"(a rough estimate); {sizes}")
 
     def to_dict(self) -> dict:
@@ -132,7 +134,7 @@ def map_plan(source, observers="all", targets="all", T: int = 100, *,
     >>> import networkx as nx
     >>> from sparsedp.maps.plan import map_plan
     >>> map_plan(nx.cycle_graph(10_000), T=100, upper="none").describe()[:60]
-    'the map: 10,000 observers x 10,000 targets = 100,000,000 pai'
+    'the map: 10,000 observers x 10,000 targets = 99,990,000 pair'
     """
     if family not in FAMILIES:
         raise ParameterError(f"family must be one of {FAMILIES}, got {family!r}")
@@ -146,9 +148,7 @@ def map_plan(source, observers="all", targets="all", T: int = 100, *,
         degrees = np.diff(graph.adjacency.tocsr().indptr) + 1
     obs = select_nodes(observers, graph, n, "observers")
     tgt = select_nodes(targets, graph, n, "targets")
-    pairs = obs.size * tgt.size
-    if family in ("random-walk", "mf"):
-        pairs -= np.intersect1d(obs, tgt).size  # no self pairs in the family tables
+    pairs = obs.size * tgt.size - np.intersect1d(obs, tgt).size  # no self pairs in any table
     return estimate(family, n, nnz, obs.size, tgt.size, pairs, T, upper=upper, view=view,
                     exact=exact, float32=float32, epsilon=epsilon,
                     set_size=float(degrees[obs].mean()) if view == "neighbourhood" else 1.0)

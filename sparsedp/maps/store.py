@@ -117,7 +117,7 @@ def write_map(privacy_map: PrivacyMap, path: str | os.PathLike,
     >>> path = sparsedp.write_map(m, os.path.join(tempfile.mkdtemp(), "map.parquet"))
     >>> back = sparsedp.read_map(path)
     >>> len(back), back.parameters == m.parameters, back.rows()[1] == m.rows()[1]
-    (6, True, True)
+    (5, True, True)
     """
     pq = _parquet()
     parameters = privacy_map.parameters if parameters is None else parameters
@@ -162,7 +162,7 @@ def read_map(path: str | os.PathLike) -> PrivacyMap:
     >>> path = os.path.join(tempfile.mkdtemp(), "map.parquet")
     >>> _ = sparsedp.write_map(sparsedp.privacy_map(nx.path_graph(4), [0], T=3), path)
     >>> sparsedp.read_map(path).columns["distance"].tolist()
-    [0, 1, 2, 3]
+    [1, 2, 3]
     """
     pq = _parquet()
     parameters = stored_parameters(path)
