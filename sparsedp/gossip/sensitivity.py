@@ -44,7 +44,7 @@ from scipy.sparse.csgraph import connected_components
 from sparsedp import resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.banded import banded_interval
-from sparsedp.gossip.certified_solve import solve
+from sparsedp.gossip.certified_solve import INNOVATION_NEEDS_V2_FORMS, solve
 from sparsedp.gossip.cost import (
     Cost,
     banded_memory,
@@ -71,7 +71,7 @@ from sparsedp.plain import plain
 from sparsedp.privacy.interop import gaussian_dp_event
 
 METHODS = ("auto", "structured", "gram", "dense", "matrix-free", "banded")
-PRECONDITIONERS = ("auto", "stationary", "gram")
+PRECONDITIONERS = ("auto", "innovation", "stationary", "gram")
 STRUCTURED_MEMORY_FRACTION = 0.5  # of physical memory, for the structured path's dense work
 
 
@@ -523,6 +523,8 @@ def _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
             "time-varying gossip has no single lag sequence: use method='matrix-free' with "
             "preconditioner='stationary'"
         )
+    if preconditioner == "innovation" and model.power_offset:
+        raise ParameterError(INNOVATION_NEEDS_V2_FORMS)
     if method == "dense" and system.m * T > gram.GRAM_MAX_DIM:
         raise ParameterError(
             f"method='dense' assembles the m T x m T matrix K_T: m T = {system.m * T} exceeds "
