@@ -333,3 +333,36 @@ def test_hub_neighbourhood_view_agrees_with_dense_reference(name, noise_removed,
         if preconditioner == "innovation" and not noise_removed:  # noise removed: no
             assert r.solver["preconditioner"] == "innovation"  # lambda bound, dense K
         _check_against_dense(r, W, target, T, noise_removed=noise_removed)
+
+
+def test_hub_view_estimate_names_the_method_and_covers_the_peak():
+    """The cost estimate of a hub's neighbourhood view names the PCG and its
+    preconditioner, gives a time, and its memory is at least the peak that tracemalloc
+    measures during the query; auto prefers the PCG over the dense Cholesky of the
+    structured path once m T is large."""
+    import tracemalloc
+
+    G = nx.barabasi_albert_graph(300, 2, seed=3)
+    W = sparsedp.gossip_matrix(G)
+    hub = max(G, key=G.degree)
+    target = next(v for v in G if not G.has_edge(v, hub) and v != hub)
+    plan = sparsedp.estimate_cost(W, target, [hub], 30, view="neighbourhood",
+                                  method="matrix-free", preconditioner="innovation")
+    assert (plan["method"], plan["preconditioner"]) == ("matrix-free", "innovation")
+    assert plan["seconds"] > 0
+    tracemalloc.start()
+    r = sparsedp.squared_sensitivity(W, target, [hub], 30, view="neighbourhood",
+                                     method="matrix-free", preconditioner="innovation")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert r.solver["upper_certified"] and r.solver["residual_correction"] < 1e-12
+    assert plan["memory_bytes"] >= peak, (plan["memory_bytes"], peak)
+
+    big = nx.barabasi_albert_graph(3000, 3, seed=1)
+    W = sparsedp.gossip_matrix(big)
+    hub = max(big, key=big.degree)
+    plan = sparsedp.estimate_cost(W, 7, [hub], 100, view="neighbourhood")
+    assert (plan["method"], plan["preconditioner"]) == ("matrix-free", "innovation")
+    assert any("innovation-preconditioned PCG" in note for note in plan["notes"])
+    small = sparsedp.estimate_cost(W, 7, [5], 100, view="neighbourhood")
+    assert small["method"] == "structured"
