@@ -221,8 +221,11 @@ def squared_sensitivity(
         ``"matrix-free"`` (preconditioned block CG on the matrix-free K_T; any W, also
         time-varying), or ``"auto"``: structured when W is symmetric and its dense work
         fits in half the physical memory (:func:`structured_memory`: on 24 GB, T up to 8473
-        for one observer, ``m T`` up to about 27000 for m = 46),
-        else gram when W is constant, ``m T <= 8000`` and the lags fit in memory
+        for one observer, ``m T`` up to about 27000 for m = 46) and, for the v2 forms with
+        all noise, the innovation-preconditioned PCG is not estimated cheaper than its
+        dense Cholesky (:func:`sparsedp.gossip.cost.method_cost`'s time model: a hub's
+        neighbourhood view takes the PCG), else gram when W is constant, ``m T <= 8000``
+        and the lags fit in memory
         (:func:`sparsedp.linalg.gram.gram_fits`), else matrix-free.  ``"dense"`` (never chosen by
         auto; ``m T <= 8000``): ``K_T`` assembled densely by applying the matrix-free
         operator to the ``m T`` unit vectors, ``G_T`` from the operator, dense Cholesky —
@@ -241,12 +244,17 @@ def squared_sensitivity(
         the truncated M, so an end can move somewhat further on small instances).
         It moves both ends, so the relative gap it adds can reach twice this value: for a
         gap <= g, pass ``g / 2`` (ER, n = 10^7, T = 1000: ``8e-7`` gave a gap of 1.3e-6).
-    preconditioner : matrix-free path only: ``"stationary"`` (the explicit inverse of the
-        stationary part of K_T, :class:`sparsedp.linalg.solvers.StationaryPreconditioner`),
+    preconditioner : matrix-free path only: ``"innovation"`` (v2 forms: the exact dynamics
+        of the observed rows among themselves, ``y_t = W[S, S] y_(t-1) + e_t``, and the drift
+        of the mean flowing in, :class:`sparsedp.linalg.solvers.InnovationPreconditioner`;
+        made for large observed sets such as a hub's neighbourhood), ``"stationary"`` (the
+        explicit inverse of the stationary part of K_T,
+        :class:`sparsedp.linalg.solvers.StationaryPreconditioner`),
         ``"gram"`` (Cholesky factor of the Gram-assembled K_T: PCG then converges in one
         iteration and the matrix-free operator's true residual independently checks the
         assembly; constant W only) or ``"auto"`` (gram when W is constant and the assembly
-        fits, :func:`sparsedp.linalg.gram.gram_fits`, else stationary).  The certificate always
+        fits, :func:`sparsedp.linalg.gram.gram_fits`, else innovation for the v2 forms and
+        stationary for the v1 forms).  The certificate always
         comes from the matrix-free operator.
     max_memory : the memory budget (bytes, or a size such as ``"8G"``; default
         :data:`sparsedp.resources.MEMORY_FRACTION` of the physical memory).  A request whose
