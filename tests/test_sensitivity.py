@@ -231,6 +231,10 @@ def test_auto_takes_the_structured_path_while_its_dense_work_fits(monkeypatch):
     system = GossipSystem([W], np.arange(50), 200)
     assert structured_memory(50, 200) == 8 * (2 * 10000**2 + 4 * 10000 * 200 + 16 * 200**2)
     monkeypatch.setattr(resources, "physical_memory", lambda: 8 * 2**30)
+    notes = []  # on n = 120 the PCG's work is far below a Cholesky of m T = 10000
+    assert sensitivity._auto_method(system, True, notes) == "matrix-free"
+    assert "innovation-preconditioned PCG" in notes[0]
+    monkeypatch.setattr(sensitivity, "_matrix_free_is_faster", lambda system: None)
     assert sensitivity._auto_method(system, True, []) == "structured"
     monkeypatch.setattr(resources, "physical_memory", lambda: 2 * 2**30)
     notes = []

@@ -1,11 +1,20 @@
-"""PCG with the stationary preconditioner."""
+"""PCG with the stationary and the innovation preconditioners."""
 
+import networkx as nx
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
+from sparsedp.gossip.certified_solve import innovation_preconditioner
+from sparsedp.gossip.views import closed_neighbourhood
 from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.linalg.operators import GossipSystem
-from sparsedp.linalg.solvers import StationaryPreconditioner, block_pcg, cholesky_solve
+from sparsedp.linalg.solvers import (
+    InnovationPreconditioner,
+    StationaryPreconditioner,
+    block_pcg,
+    cholesky_solve,
+)
 
 from .conftest import connected_instance
 
@@ -46,3 +55,60 @@ def test_iteration_count_levels_off_in_T():
         assert info.converged
         counts[T] = info.iterations
     assert counts[400] <= 2 * counts[25] + 10, counts
+
+
+def _dense(apply, T, m):
+    return apply(np.eye(T * m).reshape(T, m, T * m)).reshape(T * m, T * m)
+
+
+@pytest.mark.parametrize("T", [1, 2, 7])
+def test_innovation_preconditioner_is_L_T_C_inverse_L(T):
+    """``P = L^T C^{-1} L`` with L block bidiagonal (``-W[S, S]`` below the diagonal) and
+    ``C = I kron (I - u u^T) + (I + gamma J) kron u u^T``, built densely."""
+    rng = np.random.default_rng(T)
+    m = 4
+    block = sp.random(m, m, density=0.6, random_state=T) * 0.3
+    inflow, p = rng.random(m), 0.07
+    P = _dense(InnovationPreconditioner([block], inflow, p), T, m)
+    L = np.eye(T * m) - np.kron(np.eye(T, k=-1), block.toarray())
+    u = inflow / np.linalg.norm(inflow)
+    J = np.minimum.outer(np.arange(1, T + 1), np.arange(1, T + 1)).astype(float)
+    gamma = p * inflow @ inflow
+    C = (np.kron(np.eye(T), np.eye(m) - np.outer(u, u))
+         + np.kron(np.eye(T) + gamma * J, np.outer(u, u)))
+    np.testing.assert_allclose(P, L.T @ np.linalg.solve(C, L), atol=1e-12)
+
+
+def test_innovation_preconditioner_is_exact_when_every_node_is_observed():
+    """S = all nodes: ``y_t = W y_(t-1) + z_t`` exactly, so ``K = L^{-1} L^{-T}`` and the
+    preconditioner is K's inverse (no inflow, time-varying W too)."""
+    T = 5
+    Ws = [gossip_matrix(connected_instance("er", 12, seed)) for seed in range(T)]
+    system = GossipSystem(Ws, np.arange(12), T)
+    K = _dense(system.apply_K, T, 12)
+    P = _dense(innovation_preconditioner(system), T, 12)
+    np.testing.assert_allclose(P @ K, np.eye(T * 12), atol=1e-10)
+
+
+def _hub_view(n=300, T=30, seed=3):
+    """A hub's neighbourhood view: preferential attachment with a few pendant nodes."""
+    G = nx.barabasi_albert_graph(n, 2, seed=seed)
+    W = gossip_matrix(G)
+    hub = max(G, key=G.degree)
+    S = closed_neighbourhood(W, [hub])
+    target = next(v for v in G if v not in set(S.tolist()))
+    return W, S, target, T
+
+
+def test_innovation_preconditioner_cuts_the_iterations_of_a_hub_view():
+    """The hub's neighbourhood view: far fewer PCG iterations than with the stationary
+    preconditioner, and the same solution."""
+    W, S, target, T = _hub_view()
+    system = GossipSystem(W, S, T)
+    G = system.G_matrix(target).reshape(T, S.size, T)
+    X_s, _, stationary = block_pcg(system.apply_K, G,
+                                   StationaryPreconditioner(T, S.size, 1 / W.shape[0]))
+    X_i, _, innovation = block_pcg(system.apply_K, G, innovation_preconditioner(system))
+    assert stationary.converged and innovation.converged
+    assert 3 * innovation.iterations <= stationary.iterations, (innovation, stationary)
+    np.testing.assert_allclose(X_i, X_s, rtol=1e-6, atol=1e-8)

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 import sparsedp
 from sparsedp.errors import GossipMatrixError, ParameterError
-from sparsedp.gossip.views import VIEWS, closed_neighbourhood
+from sparsedp.gossip.views import POWER_OFFSET, VIEWS, closed_neighbourhood
 from sparsedp.linalg.operators import GossipSystem
 from sparsedp.testing import dense_H, dense_in_range, dense_reference
 
@@ -80,13 +80,18 @@ def _observers(G, target, kind):
 @pytest.mark.parametrize("view, kind, noise_removed", CASES)
 @pytest.mark.parametrize("method, preconditioner", [
     ("structured", "auto"), ("gram", "auto"), ("matrix-free", "gram"),
-    ("matrix-free", "stationary"),
+    ("matrix-free", "stationary"), ("matrix-free", "innovation"),
 ])
 def test_view_agrees_with_dense_reference(seed, view, kind, noise_removed, method, preconditioner):
     G = _graph(seed)
     W = sparsedp.gossip_matrix(G, scheme="metropolis")
     target, T = 5, 7
     observers = _observers(G, target, kind)
+    if preconditioner == "innovation" and view in POWER_OFFSET:
+        with pytest.raises(ParameterError, match="v1 forms"):
+            sparsedp.squared_sensitivity(W, target, observers, T, view=view,
+                                         method=method, preconditioner=preconditioner)
+        return
     r = sparsedp.squared_sensitivity(
         W, target, observers, T, view=view, noise_removed=noise_removed, method=method,
         preconditioner=preconditioner,
@@ -291,3 +296,71 @@ def test_adaptive_v1_bounds_its_sub_coalitions(seed):
             part = sparsedp.squared_sensitivity(W, target, list(sub), T,
                                                 view="secure-summation-v1")
             assert part.lower <= whole.upper * (1 + 1e-9)
+
+
+def _hub_graphs():
+    star = nx.star_graph(14)  # a hub, pendant leaves and two chords
+    star.add_edges_from([(1, 2), (3, 4)])
+    star.add_edges_from([(5, 15), (15, 16), (16, 17), (17, 5)])  # a cycle hanging off
+    return {
+        "star": star,
+        "barabasi-albert": nx.barabasi_albert_graph(40, 2, seed=4),
+        "power-law-cluster": nx.powerlaw_cluster_graph(40, 2, 0.3, seed=5),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_hub_graphs()))
+@pytest.mark.parametrize("noise_removed", [False, True])
+@pytest.mark.parametrize("preconditioner", ["innovation", "auto"])
+def test_hub_neighbourhood_view_agrees_with_dense_reference(name, noise_removed, preconditioner):
+    """The hub as the observer of the neighbourhood view, by the matrix-free path (the
+    innovation preconditioner, or auto: the Gram factor), against the dense reference:
+    the interval holds the exact value; targets inside and outside the neighbourhood."""
+    G = _hub_graphs()[name]
+    W = sparsedp.gossip_matrix(G, scheme="metropolis")
+    hub = max(G, key=G.degree)
+    T = 6
+    neighbourhood = set(closed_neighbourhood(W, [hub]).tolist())
+    outside = next(v for v in sorted(G) if v not in neighbourhood)
+    inside = next(v for v in sorted(G) if v in neighbourhood and v != hub)
+    for target in (outside, inside):
+        r = sparsedp.squared_sensitivity(
+            W, target, [hub], T, view="neighbourhood", noise_removed=noise_removed,
+            method="matrix-free", preconditioner=preconditioner,
+        )
+        if preconditioner == "innovation" and not noise_removed:  # noise removed: no
+            assert r.solver["preconditioner"] == "innovation"  # lambda bound, dense K
+        _check_against_dense(r, W, target, T, noise_removed=noise_removed)
+
+
+def test_hub_view_estimate_names_the_method_and_covers_the_peak():
+    """The cost estimate of a hub's neighbourhood view names the PCG and its
+    preconditioner, gives a time, and its memory is at least the peak that tracemalloc
+    measures during the query; auto prefers the PCG over the dense Cholesky of the
+    structured path once m T is large."""
+    import tracemalloc
+
+    G = nx.barabasi_albert_graph(300, 2, seed=3)
+    W = sparsedp.gossip_matrix(G)
+    hub = max(G, key=G.degree)
+    target = next(v for v in G if not G.has_edge(v, hub) and v != hub)
+    plan = sparsedp.estimate_cost(W, target, [hub], 30, view="neighbourhood",
+                                  method="matrix-free", preconditioner="innovation")
+    assert (plan["method"], plan["preconditioner"]) == ("matrix-free", "innovation")
+    assert plan["seconds"] > 0
+    tracemalloc.start()
+    r = sparsedp.squared_sensitivity(W, target, [hub], 30, view="neighbourhood",
+                                     method="matrix-free", preconditioner="innovation")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert r.solver["upper_certified"] and r.solver["residual_correction"] < 1e-12
+    assert plan["memory_bytes"] >= peak, (plan["memory_bytes"], peak)
+
+    big = nx.barabasi_albert_graph(3000, 3, seed=1)
+    W = sparsedp.gossip_matrix(big)
+    hub = max(big, key=big.degree)
+    plan = sparsedp.estimate_cost(W, 7, [hub], 100, view="neighbourhood")
+    assert (plan["method"], plan["preconditioner"]) == ("matrix-free", "innovation")
+    assert any("innovation-preconditioned PCG" in note for note in plan["notes"])
+    small = sparsedp.estimate_cost(W, 7, [5], 100, view="neighbourhood")
+    assert small["method"] == "structured"

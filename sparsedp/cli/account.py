@@ -177,8 +177,12 @@ def format_dry_run(record: dict) -> str:
         f"graph     {g['source']}: {g['nodes']} nodes, {g['edges']} edges; "
         f"{record['scheme']} weights; T = {record['rounds']} rounds",
         f"plan      view {record['view']}, target {record['target']}: method "
-        f"{record['method']}, about {format_bytes(record['memory_bytes'])} peak memory and "
-        f"{record['sparse_products']} sparse products",
+        f"{record['method']}"
+        + (f" ({record['preconditioner']} preconditioner)" if record.get("preconditioner")
+           else "")
+        + f", about {format_bytes(record['memory_bytes'])} peak memory, "
+        f"{record['sparse_products']} sparse products"
+        + (f" and {record['seconds']:.2g} s" if record.get("seconds") is not None else ""),
         f"budget    {format_bytes(record['budget_bytes'])}: the request {fits}"
         + (f"; at most T = {largest} rounds fit" if largest is not None else ""),
     ]

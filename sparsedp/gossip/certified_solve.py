@@ -36,12 +36,14 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from sparsedp.errors import ParameterError
 from sparsedp.linalg import certified, gram
 from sparsedp.linalg.certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
 from sparsedp.linalg.matrix_facts import query_memo
 from sparsedp.linalg.moments import LagPropagator, LagSequence
 from sparsedp.linalg.operators import GossipSystem, k_from_moments, toeplitz_blocks
 from sparsedp.linalg.solvers import (
+    InnovationPreconditioner,
     StationaryPreconditioner,
     block_pcg,
     cholesky_factor,
@@ -414,15 +416,18 @@ def _preconditioner(system: GossipSystem, target: int, keep: np.ndarray, choice:
 
     ``"gram"``: the Cholesky factor of the Gram-assembled reduced K (:mod:`sparsedp.linalg.gram`),
     i.e. the exact inverse up to rounding; a reduced K that is singular to working precision
-    falls back to the stationary preconditioner (said in the info).  ``"auto"``: gram for one
-    constant W when :func:`sparsedp.linalg.gram.gram_fits`, else stationary.
+    falls back to :func:`iterative_preconditioner` (said in the info).  ``"innovation"``
+    (:func:`innovation_preconditioner`; v2 forms only), ``"stationary"``
+    (:class:`sparsedp.linalg.solvers.StationaryPreconditioner`).  ``"auto"``: gram for one
+    constant W when :func:`sparsedp.linalg.gram.gram_fits`, else
+    :func:`iterative_preconditioner`.
     """
     T, m = system.T, system.m
     mask = keep.reshape(T, m, 1)
     info: dict = {"preconditioner_products": 0}
     if choice == "auto":
         fits = not system.time_varying and gram.gram_fits(system.n, m, T)
-        choice = "gram" if fits else "stationary"
+        choice = "gram" if fits else iterative_preconditioner(system)
     if choice == "gram":
         assembly = gram.assemble(
             system.W,
@@ -438,8 +443,9 @@ def _preconditioner(system: GossipSystem, target: int, keep: np.ndarray, choice:
                 assembly.K[keep][:, keep], lower=True, check_finite=False
             )
         except np.linalg.LinAlgError:
+            choice = iterative_preconditioner(system)
             info["preconditioner_note"] = (
-                "the Gram-assembled reduced K is singular to working precision: stationary "
+                f"the Gram-assembled reduced K is singular to working precision: {choice} "
                 "preconditioner instead"
             )
         else:
@@ -452,9 +458,40 @@ def _preconditioner(system: GossipSystem, target: int, keep: np.ndarray, choice:
 
             info["preconditioner"] = "gram"
             return apply_gram, info
+    if choice == "innovation":
+        if system.power_offset:
+            raise ParameterError(INNOVATION_NEEDS_V2_FORMS)
+        innovation = innovation_preconditioner(system)
+        info["preconditioner"] = "innovation"
+        return (lambda R: innovation(R * mask) * mask), info
     stationary = StationaryPreconditioner(T, m, _stationary_weight(system.W))
     info["preconditioner"] = "stationary"
     return (lambda R: stationary(R * mask) * mask), info
+
+
+INNOVATION_NEEDS_V2_FORMS = (
+    "preconditioner='innovation' models the messages s_t that the v2 forms observe; the v1 "
+    "forms (secure-summation-v1, adaptive-v1) need 'stationary' or 'gram'"
+)
+
+
+def iterative_preconditioner(system: GossipSystem) -> str:
+    """The preconditioner of ``"auto"`` when the Gram assembly does not fit: innovation for
+    the v2 forms (power offset 0), stationary for the v1 forms."""
+    return "stationary" if system.power_offset else "innovation"
+
+
+def innovation_preconditioner(system: GossipSystem) -> InnovationPreconditioner:
+    """:class:`sparsedp.linalg.solvers.InnovationPreconditioner` of a view (power offset 0):
+    the blocks ``W_t[S, S]`` of its rounds, the inflow ``W[S, O] 1`` and the mean's weight
+    ``||pi||^2`` (of the first W for time-varying gossip: only a preconditioner)."""
+    S = system.observers
+    outside = np.ones(system.n, dtype=bool)
+    outside[S] = False
+    rows = system.W[S]
+    inflow = np.asarray(rows[:, outside].sum(axis=1)).ravel()
+    blocks = [w[S][:, S] for w in system.Ws]
+    return InnovationPreconditioner(blocks, inflow, _stationary_weight(system.W))
 
 
 def _operator_system(system: GossipSystem, keep: np.ndarray) -> tuple[np.ndarray, float]:

@@ -13,13 +13,17 @@ bound.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
-from sparsedp.linalg import gram
+import numpy as np
+import scipy.sparse as sp
+
+from sparsedp.linalg import gram, kernels
 from sparsedp.linalg.operators import CHUNK_BLOCK_ENTRIES, DEFAULT_MEMORY_BUDGET, MIN_CHUNK_COLUMNS
 from sparsedp.reprs import short_repr
 
-__all__ = ["Cost", "method_cost", "minimal_memory", "structured_memory"]
+__all__ = ["Cost", "method_cost", "minimal_memory", "sparse_rate", "structured_memory"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,7 @@ class Cost:
     memory: int
     sparse_products: int
     note: str = ""
+    work: float = 0.0  # the time model's units (method_cost): seconds = work / rate
 
     __repr__ = short_repr
 
@@ -69,25 +74,72 @@ def _operator_block(n: int, T: int) -> int:
     return min(8 * T * n * columns, DEFAULT_MEMORY_BUDGET)
 
 
-def method_cost(method: str, n: int, nnz: int, m: int, T: int, p: int = 0) -> Cost:
+# PCG iterations assumed by the estimates (block applications of K_T): the innovation
+# preconditioner took 17-25 on hub neighbourhood views of Chung-Lu graphs (n = 3000-10^4,
+# T = 50-100, rtol 1e-10); the stationary one 100-5000 on those, 20-60 on ER graphs.
+PCG_ITERATIONS = {"gram": 2, "innovation": 30, "stationary": 200}
+PCG_BLOCKS = 16  # m T x T blocks alive in block_pcg and its preconditioner at once (measured)
+DENSE_FLOP_WEIGHT = 0.1  # a dense BLAS flop against a sparse multiply-add (time per unit)
+
+
+def pcg_iterations(preconditioner: str) -> int:
+    """:data:`PCG_ITERATIONS` of a resolved preconditioner (an assumption for the estimate:
+    the solve runs until its residual passes, whatever it costs)."""
+    return PCG_ITERATIONS[preconditioner]
+
+
+def method_cost(method: str, n: int, nnz: int, m: int, T: int, p: int = 0,
+                preconditioner: str = "stationary") -> Cost:
     """The :class:`Cost` of ``method`` (one of structured, gram, dense, matrix-free).
 
     structured: :func:`structured_memory` plus ``4 (m + 1)`` propagated n-vectors; about
     ``2 (T + p)`` block products.  gram: the lags ``8 n m T`` and the Gram and its factor
     ``2 (mT)^2``; ``T - 1 + p`` products.  dense: K and its factor and the operator's
     intermediate; ``2 T`` products per K application, ``m T`` columns.  matrix-free: the PCG
-    blocks (six ``m T x T``) and the operator's intermediate; ``2 T`` products per iteration
-    (the count is that of one iteration)."""
+    blocks (:data:`PCG_BLOCKS` of ``m T x T``), the operator's intermediate and, with the
+    ``"gram"`` preconditioner (resolved, not ``"auto"``), the Gram assembly's; ``2 T``
+    products per iteration times :func:`pcg_iterations` (an assumption).  ``work``: the
+    time model, sparse multiply-adds of the products plus :data:`DENSE_FLOP_WEIGHT` times
+    the dense flops (Cholesky ``(mT)^3 / 3``, solves)."""
     mT = m * T
     common = 8 * (4 * mT * T + 16 * T * T)
     vectors = 8 * n * (m + 1) * 4 + 8 * nnz  # propagated vectors and one transposed copy of W
+    row = nnz + n  # multiply-adds of one product with one column, with the additions
+    cholesky = DENSE_FLOP_WEIGHT * (mT**3 / 3 + 2 * mT * mT * T)
     if method == "structured":
-        return Cost(method, structured_memory(m, T) + vectors, 2 * (T + p))
+        return Cost(method, structured_memory(m, T) + vectors, 2 * (T + p),
+                    work=2 * (T + p) * (m + 1) * row + cholesky)
     if method == "gram":
         lags, square = gram.gram_memory(n, m, T)
-        return Cost(method, lags + 2 * square + common + vectors, T - 1 + p)
+        return Cost(method, lags + 2 * square + common + vectors, T - 1 + p,
+                    work=T * m * row + DENSE_FLOP_WEIGHT * n * mT * mT + cholesky)
     if method == "dense":
         return Cost(method, 16 * mT * mT + _operator_block(n, T) + common + vectors,
-                    2 * T * mT)
-    return Cost(method, 8 * 2 * mT * T + _operator_block(n, T) + common + vectors, 2 * T,
-                "sparse products per PCG iteration; iterations unknown in advance")
+                    2 * T * mT, work=2 * T * mT * row + cholesky)
+    iterations = pcg_iterations(preconditioner)
+    memory = 8 * PCG_BLOCKS * mT * T + _operator_block(n, T) + common + vectors
+    work: float = iterations * 2 * T * T * row
+    if preconditioner == "gram":
+        lags, square = gram.gram_memory(n, m, T)
+        memory += lags + 2 * square
+        work += T * m * row + DENSE_FLOP_WEIGHT * n * mT * mT + cholesky
+    return Cost(method, memory, 2 * T * iterations,
+                f"sparse products: 2 T per PCG iteration, {iterations} iterations assumed "
+                f"({preconditioner} preconditioner)", work=work)
+
+
+RATE_COLUMNS = 16  # columns of the block timed by sparse_rate
+
+
+def sparse_rate(W: sp.csr_matrix) -> float:
+    """Sparse multiply-adds per second on this machine now: the best of three products of
+    W with an ``n x RATE_COLUMNS`` block (a few milliseconds at n = 10^4), the rate that
+    turns a :class:`Cost`'s ``work`` into seconds.  An estimate for planning, never a bound:
+    a busy machine makes the run slower than its estimate."""
+    block = np.ones((W.shape[0], RATE_COLUMNS))
+    best = np.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        kernels.spmm(W, block)
+        best = min(best, time.perf_counter() - start)
+    return (W.nnz + W.shape[0]) * RATE_COLUMNS / max(best, 1e-9)

@@ -44,12 +44,17 @@ from scipy.sparse.csgraph import connected_components
 from sparsedp import defaults, resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.banded import banded_interval
-from sparsedp.gossip.certified_solve import solve
+from sparsedp.gossip.certified_solve import (
+    INNOVATION_NEEDS_V2_FORMS,
+    iterative_preconditioner,
+    solve,
+)
 from sparsedp.gossip.cost import (
     Cost,
     banded_memory,
     method_cost,
     minimal_memory,
+    sparse_rate,
     structured_memory,
 )
 from sparsedp.gossip.inputs import (  # the EXHAUSTIVE_* limits are re-exported
@@ -73,7 +78,7 @@ from sparsedp.privacy.interop import gaussian_dp_event
 from sparsedp.reprs import short_repr
 
 METHODS = ("auto", "structured", "gram", "dense", "matrix-free", "banded")
-PRECONDITIONERS = ("auto", "stationary", "gram")
+PRECONDITIONERS = ("auto", "innovation", "stationary", "gram")
 STRUCTURED_MEMORY_FRACTION = 0.5  # of physical memory, for the structured path's dense work
 
 
@@ -220,8 +225,11 @@ def squared_sensitivity(
         ``"matrix-free"`` (preconditioned block CG on the matrix-free K_T; any W, also
         time-varying), or ``"auto"``: structured when W is symmetric and its dense work
         fits in half the physical memory (:func:`structured_memory`: on 24 GB, T up to 8473
-        for one observer, ``m T`` up to about 27000 for m = 46),
-        else gram when W is constant, ``m T <= 8000`` and the lags fit in memory
+        for one observer, ``m T`` up to about 27000 for m = 46) and, for the v2 forms with
+        all noise, the innovation-preconditioned PCG is not estimated cheaper than its
+        dense Cholesky (:func:`sparsedp.gossip.cost.method_cost`'s time model: a hub's
+        neighbourhood view takes the PCG), else gram when W is constant, ``m T <= 8000``
+        and the lags fit in memory
         (:func:`sparsedp.linalg.gram.gram_fits`), else matrix-free.  ``"dense"`` (never chosen by
         auto; ``m T <= 8000``): ``K_T`` assembled densely by applying the matrix-free
         operator to the ``m T`` unit vectors, ``G_T`` from the operator, dense Cholesky —
@@ -240,12 +248,17 @@ def squared_sensitivity(
         the truncated M, so an end can move somewhat further on small instances).
         It moves both ends, so the relative gap it adds can reach twice this value: for a
         gap <= g, pass ``g / 2`` (ER, n = 10^7, T = 1000: ``8e-7`` gave a gap of 1.3e-6).
-    preconditioner : matrix-free path only: ``"stationary"`` (the explicit inverse of the
-        stationary part of K_T, :class:`sparsedp.linalg.solvers.StationaryPreconditioner`),
+    preconditioner : matrix-free path only: ``"innovation"`` (v2 forms: the exact dynamics
+        of the observed rows among themselves, ``y_t = W[S, S] y_(t-1) + e_t``, and the drift
+        of the mean flowing in, :class:`sparsedp.linalg.solvers.InnovationPreconditioner`;
+        made for large observed sets such as a hub's neighbourhood), ``"stationary"`` (the
+        explicit inverse of the stationary part of K_T,
+        :class:`sparsedp.linalg.solvers.StationaryPreconditioner`),
         ``"gram"`` (Cholesky factor of the Gram-assembled K_T: PCG then converges in one
         iteration and the matrix-free operator's true residual independently checks the
         assembly; constant W only) or ``"auto"`` (gram when W is constant and the assembly
-        fits, :func:`sparsedp.linalg.gram.gram_fits`, else stationary).  The certificate always
+        fits, :func:`sparsedp.linalg.gram.gram_fits`, else innovation for the v2 forms and
+        stationary for the v1 forms).  The certificate always
         comes from the matrix-free operator.
     max_memory : the memory budget (bytes, or a size such as ``"8G"``; default
         :data:`sparsedp.resources.MEMORY_FRACTION` of the physical memory).  A request whose
@@ -409,8 +422,11 @@ def estimate_cost(
     Returns
     -------
     dict
-        ``method``, ``memory_bytes``, ``sparse_products``, ``observed_rows``,
-        ``budget_bytes``, ``fits``, ``largest_T`` and ``notes``.
+        ``method``, ``preconditioner`` (of the matrix-free path, else ``None``),
+        ``memory_bytes``, ``sparse_products``, ``seconds`` (the time model of
+        :func:`sparsedp.gossip.cost.method_cost` at the rate of sparse products measured now,
+        :func:`sparsedp.gossip.cost.sparse_rate`: a planning figure, not a bound),
+        ``observed_rows``, ``budget_bytes``, ``fits``, ``largest_T`` and ``notes``.
 
     Raises
     ------
@@ -432,7 +448,8 @@ def estimate_cost(
         n = gossip_sequence(W, T)[0][0].shape[0]
         budget = resources.memory_budget(max_memory)
         memory = banded_memory(n, T)
-        return {"method": "banded", "memory_bytes": memory, "sparse_products": T - 1,
+        return {"method": "banded", "preconditioner": None, "memory_bytes": memory,
+                "sparse_products": T - 1, "seconds": None,
                 "observed_rows": 1, "budget_bytes": budget, "fits": memory <= budget,
                 "largest_T": resources.largest_fitting(lambda t: banded_memory(n, t), budget),
                 "notes": ["sparse products: at most T - 1 (the propagation stops where the "
@@ -443,14 +460,17 @@ def estimate_cost(
     plan = _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
                  max_memory)
     if isinstance(plan, _Answered):
-        return {"method": "closed form", "memory_bytes": 0, "sparse_products": 0,
+        return {"method": "closed form", "preconditioner": None, "memory_bytes": 0,
+                "sparse_products": 0, "seconds": 0.0,
                 "budget_bytes": plan.budget, "fits": True, "largest_T": None,
                 "notes": list(plan.result.notes)}
     fits = plan.cost.memory <= plan.budget
     return {
         "method": plan.method,
+        "preconditioner": plan.preconditioner if plan.method == "matrix-free" else None,
         "memory_bytes": plan.cost.memory,
         "sparse_products": plan.cost.sparse_products,
+        "seconds": plan.cost.work / sparse_rate(plan.system.W),
         "observed_rows": plan.system.m,
         "budget_bytes": plan.budget,
         "fits": fits,
@@ -480,11 +500,13 @@ class _Plan:
     method: str
     cost: Cost
     notes: list[str] = field(default_factory=list)
+    preconditioner: str = "stationary"
 
     def memory_of(self, T: int) -> int:
         system = self.system
         nnz = max(w.nnz for w in system.Ws)
-        return method_cost(self.method, system.n, nnz, system.m, T, system.power_offset).memory
+        return method_cost(self.method, system.n, nnz, system.m, T, system.power_offset,
+                           self.preconditioner).memory
 
 
 def _refuse_target_among_observers(target, observers) -> None:
@@ -541,6 +563,8 @@ def _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
             "time-varying gossip has no single lag sequence: use method='matrix-free' with "
             "preconditioner='stationary'"
         )
+    if preconditioner == "innovation" and model.power_offset:
+        raise ParameterError(INNOVATION_NEEDS_V2_FORMS)
     if method == "dense" and system.m * T > gram.GRAM_MAX_DIM:
         raise ParameterError(
             f"method='dense' assembles the m T x m T matrix K_T: m T = {system.m * T} exceeds "
@@ -548,10 +572,21 @@ def _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
         )
     if method == "auto":
         method = _auto_method(system, symmetric, notes)
+    resolved = _resolved_preconditioner(system, method, preconditioner)
     nnz = max(w.nnz for w in system.Ws)
-    cost = method_cost(method, n, nnz, system.m, T, system.power_offset)
+    cost = method_cost(method, n, nnz, system.m, T, system.power_offset, resolved)
     return _Plan(target, budget, model=model, system=system, method=method, cost=cost,
-                 notes=notes)
+                 notes=notes, preconditioner=resolved)
+
+
+def _resolved_preconditioner(system: GossipSystem, method: str, choice: str) -> str:
+    """The preconditioner the matrix-free path will use (for its cost): ``"auto"`` is gram
+    for one constant W whose Gram assembly fits, else :func:`iterative_preconditioner`."""
+    if method != "matrix-free" or choice != "auto":
+        return choice if method == "matrix-free" else "stationary"
+    if not system.time_varying and gram.gram_fits(system.n, system.m, system.T):
+        return "gram"
+    return iterative_preconditioner(system)
 
 
 def _auto_method(system: GossipSystem, symmetric: bool, notes: list[str]) -> str:
@@ -561,7 +596,11 @@ def _auto_method(system: GossipSystem, symmetric: bool, notes: list[str]) -> str
     mT = system.m * system.T
     budget = STRUCTURED_MEMORY_FRACTION * resources.physical_memory()
     if symmetric and structured_memory(system.m, system.T) <= budget:
-        return "structured"
+        faster = _matrix_free_is_faster(system)
+        if faster is None:
+            return "structured"
+        notes.append(faster)
+        return "matrix-free"
     if system.time_varying:
         notes.append("time-varying W: using the matrix-free PCG path")
         return "matrix-free"
@@ -582,6 +621,24 @@ def _auto_method(system: GossipSystem, symmetric: bool, notes: list[str]) -> str
         )
     notes.append(f"{reason}: using the matrix-free PCG path")
     return "matrix-free"
+
+
+def _matrix_free_is_faster(system: GossipSystem) -> str | None:
+    """Why the innovation-preconditioned PCG beats the structured path's dense Cholesky, or
+    ``None``: when the view has the analytic ``lambda_min`` bound (v2 forms, all noise) and
+    the time model (:func:`sparsedp.gossip.cost.method_cost`) puts the PCG's work below
+    the dense factorisation's (many observed rows: the neighbourhood view of a hub)."""
+    if system.power_offset or system.noise_removed:
+        return None
+    nnz = system.W.nnz
+    dense = method_cost("structured", system.n, nnz, system.m, system.T).work
+    pcg = method_cost("matrix-free", system.n, nnz, system.m, system.T,
+                      preconditioner="innovation").work
+    if pcg >= dense:
+        return None
+    return (f"{system.m} observed rows over T = {system.T} rounds: the innovation-"
+            f"preconditioned PCG is estimated at {pcg / dense:.2g} of the structured path's "
+            "work (dense Cholesky of the m T x m T K_T); using the matrix-free path")
 
 
 def _result(target, model: ObservationModel, T: int, **fields) -> SensitivityResult:

@@ -22,6 +22,27 @@ and, along ``u``, ``((1-q) I + q J)^{-1} = J^{-1} ((1-q) J^{-1} + q I)^{-1}`` wh
 off-diagonal -1).  Applying it costs one tridiagonal solve, O(T m) per column.  The
 remaining transient part of ``K_T`` is bounded independently of T for a primitive W, so the
 iteration count levels off as T grows (checked in the tests).
+
+The innovation preconditioner
+-----------------------------
+When the observed rows are a large set ``S`` (the neighbourhood view of a hub), many of them
+barely mix: a low-degree neighbour of a hub keeps most of its mass under Metropolis weights,
+so its messages behave like a random walk, and ``K_T`` has about ``(2T / pi)^2`` times the
+identity along each of them, which the stationary model does not see (hundreds to thousands
+of PCG iterations).  The messages on ``S`` obey, exactly,
+
+    y_t = W_(t-1)[S, S] y_(t-1) + e_t,     e_t = z_t[S] + W_(t-1)[S, O] s_(t-1)[O]
+
+(``O`` the unobserved nodes), i.e. ``K_T = L^{-1} Cov(e) L^{-T}`` with ``L`` block lower
+bidiagonal (identity blocks, ``-W_(t-1)[S, S]`` below them).  The innovations ``e`` are the
+fresh noise plus what flows in from outside ``S``; their mixed part is the drift of the
+global mean, ``r s_bar_(t-1)`` with ``r = W[S, O] 1`` and a variance growing by ``p`` a round.
+So ``Cov(e) ~ I_T kron (I_m - u u^T) + (I_T + gamma J) kron u u^T`` (``u = r / ||r||``,
+``gamma = p ||r||^2``), and :class:`InnovationPreconditioner` applies
+``L^T Cov(e)_approx^{-1} L``: two sparse products with the small ``W[S, S]`` per round and
+one tridiagonal solve, ``O(T (nnz(W[S, S]) + m))`` per column.  Measured on Chung-Lu graphs
+(exponent 2.3, average degree 20), the hub's neighbourhood view: n = 1000, T = 15,
+condition number 152 -> 6.1; n = 3000, T = 50: 122 PCG iterations -> 17.
 """
 
 from __future__ import annotations
@@ -32,21 +53,26 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
+import scipy.sparse as sp
 
 from sparsedp.progress import progress_bar
 
 
-class StationaryPreconditioner:
-    """Apply ``K_stat^{-1}`` to blocks shaped ``(T, m, r)`` (see the module docstring)."""
+class _RankOneInTime:
+    """Apply the inverse of ``I_T kron (I_m - u u^T) + (a I_T + b J) kron u u^T`` (u a unit
+    vector, ``a > 0``, ``b >= 0``, ``J[t, s] = min(t, s)``) to ``(T, m, r)`` blocks: the
+    identity orthogonal to u and, along u, ``(a I + b J)^{-1} = (a J^{-1} + b I)^{-1} J^{-1}``
+    with the tridiagonal ``J^{-1}`` (one banded solve)."""
 
-    def __init__(self, T: int, m: int, p: float):
-        self.T, self.m = T, m
-        self.q = float(min(max(p * m, 0.0), 1.0))
+    def __init__(self, T: int, u: np.ndarray, a: float, b: float):
+        self.T, self.u = T, np.asarray(u, dtype=np.float64)
         jinv_diag = np.full(T, 2.0)
         jinv_diag[-1] = 1.0
         self._banded = np.zeros((2, T))  # upper form for solveh_banded
-        self._banded[0, 1:] = -(1.0 - self.q)
-        self._banded[1] = (1.0 - self.q) * jinv_diag + self.q
+        self._banded[0, 1:] = -a
+        self._banded[1] = a * jinv_diag + b
+        self._solve = a > 0.0  # a = 0: J^{-1} alone
+        self._scalar = 1.0 / (a + b)  # T = 1: the matrix is [a + b]
 
     @staticmethod
     def _apply_jinv(y: np.ndarray) -> np.ndarray:
@@ -58,12 +84,70 @@ class StationaryPreconditioner:
         return out
 
     def __call__(self, Y: np.ndarray) -> np.ndarray:
-        scale = 1.0 / np.sqrt(self.m)
-        y_par = Y.sum(axis=1) * scale  # (T, r): coordinates along u
-        z = self._apply_jinv(y_par)
-        if self.q < 1.0 and self.T > 1:  # for T = 1 the banded matrix is [1]
-            z = scipy.linalg.solveh_banded(self._banded, z, check_finite=False)
-        return Y + ((z - y_par) * scale)[:, None, :]
+        y_par = np.einsum("tar,a->tr", Y, self.u)  # (T, r): coordinates along u
+        if self.T == 1:
+            z = self._scalar * y_par
+        else:
+            z = self._apply_jinv(y_par)
+            if self._solve:
+                z = scipy.linalg.solveh_banded(self._banded, z, check_finite=False)
+        return Y + self.u[None, :, None] * (z - y_par)[:, None, :]
+
+
+class StationaryPreconditioner:
+    """Apply ``K_stat^{-1}`` to blocks shaped ``(T, m, r)`` (see the module docstring)."""
+
+    def __init__(self, T: int, m: int, p: float):
+        self.T, self.m = T, m
+        self.q = float(min(max(p * m, 0.0), 1.0))
+        self._inverse = _RankOneInTime(T, np.full(m, 1.0 / np.sqrt(m)), 1.0 - self.q, self.q)
+
+    def __call__(self, Y: np.ndarray) -> np.ndarray:
+        return self._inverse(Y)
+
+
+class InnovationPreconditioner:
+    """Apply ``L^T Cov(e)_approx^{-1} L`` to blocks shaped ``(T, m, r)``: the exact
+    dynamics of the observed rows among themselves and the drift of the mean flowing in
+    (see the module docstring).
+
+    Parameters
+    ----------
+    blocks : sequence of sparse m x m matrices ``W_t[S, S]``, one per round (index t is
+        used between rounds t and t + 1; one matrix for constant W).
+    inflow : ``r = W[S, O] 1``, the weight each observed row takes from outside S.
+    p : the mean's variance per round, ``||pi||^2`` (``1/n`` for doubly stochastic W).
+    """
+
+    def __init__(self, blocks, inflow: np.ndarray, p: float):
+        self.blocks = [sp.csr_matrix(b) for b in blocks]
+        self.blocks_T = [b.T.tocsr() for b in self.blocks]
+        self.m = self.blocks[0].shape[0]
+        inflow = np.asarray(inflow, dtype=np.float64)
+        norm2 = float(inflow @ inflow)
+        self._mean = None
+        if norm2 > 0.0:
+            self._mean = (inflow / np.sqrt(norm2), max(p, 0.0) * norm2)
+        self._T = None
+
+    def _block(self, t: int, transposed: bool = False) -> sp.csr_matrix:
+        blocks = self.blocks_T if transposed else self.blocks
+        return blocks[t if len(blocks) > 1 else 0]
+
+    def __call__(self, Y: np.ndarray) -> np.ndarray:
+        T = Y.shape[0]
+        E = Y.copy()  # L Y: e_t = y_t - W_(t-1)[S, S] y_(t-1)
+        for t in range(1, T):
+            E[t] -= self._block(t - 1) @ Y[t - 1]
+        if self._mean is not None:
+            if self._T != T:
+                u, gamma = self._mean
+                self._inverse, self._T = _RankOneInTime(T, u, 1.0, gamma), T
+            E = self._inverse(E)
+        out = E.copy()  # L^T E: out_t = e_t - W_t[S, S]^T e_(t+1)
+        for t in range(T - 1):
+            out[t] -= self._block(t, transposed=True) @ E[t + 1]
+        return out
 
 
 @dataclass(frozen=True)
