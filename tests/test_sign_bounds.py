@@ -10,6 +10,7 @@ import sparsedp
 from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.linalg import certified, kernels, sign_bounds
 from sparsedp.linalg.certified import MatrixSandwich
+from sparsedp.linalg.vector_bounds import vector_bounds
 from sparsedp.testing import brute_force_max, dense_reference, random_psd
 
 from .conftest import connected_instance
@@ -388,3 +389,27 @@ def test_spectral_bounds_charge_a_one_row_model_error_by_its_total(seed, row_sum
     if tight:
         assert truth == pytest.approx(T / 2 + B.sum(), rel=1e-12)
         assert uppers["spectral"] == pytest.approx(truth, rel=1e-12)
+
+
+def test_square_wave_optimum_leaves_the_sdp_integrality_gap_open():
+    """A Toeplitz PSD M whose symbol peaks at period 8 (the adjacent pairs of clustered and
+    geometric graphs, docs/bounds.md): the sign maximum (brute force, T = 16) is a square
+    wave, the SDP optimum lies strictly above it (by 17 %), and the searched
+    diagonal shift, an SDP dual point, stays at or above that optimum, so the reported
+    interval contains the maximum but cannot close; the exhaustive search closes it."""
+    T, period = 16, 8
+    lags = np.subtract.outer(np.arange(T), np.arange(T))
+    M = np.cos(2 * np.pi * lags / period) + 0.1 * np.exp(-np.abs(lags))  # both PSD
+    M /= np.linalg.eigvalsh(M)[-1]
+    truth = brute_force_max(M)
+    sandwich = exact_sandwich(M)
+    sdp = {b.name: b.value for b in vector_bounds(sandwich)}
+    assert sdp["sdp_primal"] > 1.15 * truth  # the relaxation's value, above every sign vector
+    bounds, signs = sign_bounds.evaluate_bounds(sandwich, do_exact=False, backend="numpy")
+    by = {b.name: b.value for b in bounds}
+    assert by["diagonal_shift"] >= sdp["sdp_primal"] * (1 - 1e-9)
+    assert by["multistart"] == pytest.approx(truth, rel=1e-12)
+    assert np.count_nonzero(np.diff(signs)) >= 3  # a square wave, not c = 1
+    exact, _ = sign_bounds.evaluate_bounds(sandwich, do_exact=True, backend="numpy")
+    assert min(b.value for b in exact if b.kind == "certified upper") == pytest.approx(
+        truth, rel=1e-12)
