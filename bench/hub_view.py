@@ -15,6 +15,7 @@ import resource
 import time
 
 import numpy as np
+from outputs import add_output_options, output_path
 
 import sparsedp
 from sparsedp.gossip.views import closed_neighbourhood
@@ -45,6 +46,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--T", type=int, default=100)
+    add_output_options(parser)
     args = parser.parse_args()
     chung_lu = large.largest_component(large.chung_lu_large(args.n, 20, exponent=2.3, seed=1))
     W = sparsedp.gossip_matrix(chung_lu)
@@ -60,7 +62,9 @@ def main() -> None:
     base = rows["erdos-renyi hub"]["cpu_seconds"]
     for row in rows.values():
         row["ratio_to_er"] = row["cpu_seconds"] / base
-    print(json.dumps({"n": n, "edges": edges, "T": args.T, "queries": rows}, indent=1))
+    record = json.dumps({"n": n, "edges": edges, "T": args.T, "queries": rows}, indent=1)
+    print(record)
+    output_path(args, "hub_view.json").write_text(record)
 
 
 if __name__ == "__main__":

@@ -19,17 +19,16 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
-import pathlib
 import pstats
 import time
 
 import networkx as nx
 import numpy as np
+from blas_pinning import add_blas_option, pinned_blas
+from outputs import add_output_options, output_path
 from timing import matvec_seconds
 
 import sparsedp
-
-RESULTS = pathlib.Path(__file__).parent / "results" / "realistic_gap.jsonl"
 
 
 def largest_component(graph: nx.Graph) -> nx.Graph:
@@ -83,14 +82,15 @@ def main() -> None:
     parser.add_argument("--T", type=int, default=1000)
     parser.add_argument("--blocks", type=int, default=50)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--out", type=pathlib.Path, default=RESULTS)
+    add_output_options(parser)
+    add_blas_option(parser)
     args = parser.parse_args()
+    path = output_path(args, "realistic_gap.jsonl")
     models = {"sbm": stochastic_block_model(args.n, args.blocks, 20, args.seed),
               "rgg": random_geometric(args.n, 20, args.seed)}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     warm = sparsedp.gossip_matrix(nx.cycle_graph(8))
     sparsedp.squared_sensitivity(warm, 0, [4], 30, exact=False)  # numba compiled or loaded
-    with args.out.open("a") as out:
+    with path.open("a") as out, pinned_blas(args.blas_threads):
         for name, graph in models.items():
             pair_graphs = {name: graph, f"er-twin-of-{name}": twin(graph, args.seed)}
             matrices = {key: sparsedp.gossip_matrix(g) for key, g in pair_graphs.items()}

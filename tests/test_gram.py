@@ -191,10 +191,10 @@ def test_auto_chooses_gram_for_non_symmetric_W(monkeypatch):
     assert mf.solver["preconditioner"] == "stationary" and mf.solver["iterations"] > 2
     assert r.lower <= mf.upper and mf.lower <= r.upper
     assert r.lower == pytest.approx(mf.lower, rel=1e-8)
-    # lags too large for the limit: matrix-free with the stationary preconditioner
+    # lags too large for the limit: matrix-free with the v2 views' innovation preconditioner
     monkeypatch.setattr(gram, "GRAM_MAX_LAG_BYTES", 1000)
     big = sparsedp.squared_sensitivity(W, 4, [0, 11], 30)
-    assert big.method == "matrix-free" and big.solver["preconditioner"] == "stationary"
+    assert big.method == "matrix-free" and big.solver["preconditioner"] == "innovation"
     assert any("GiB of lags" in note for note in big.notes)
     assert big.lower <= r.upper and r.lower <= big.upper
 
@@ -223,7 +223,8 @@ def test_gram_preconditioner_converges_in_one_iteration():
 def test_gram_preconditioner_with_noise_removed(monkeypatch):
     """No analytic lambda bound and the dense assembly switched off: PCG on the reduced K
     (redundant rows dropped); a singular reduced K (here: the exact rank decisions switched
-    off, so a dependent row stays) falls back to the stationary preconditioner."""
+    off, so a dependent row stays) falls back to the iterative preconditioner (the innovation
+    one for the v2 views)."""
     monkeypatch.setattr(certified_solve, "OPERATOR_ASSEMBLY_MAX_DIM", 0)
     W = directed_W(12, 2)
     r = sparsedp.squared_sensitivity(W, 5, [1, 8], 7, noise_removed=True,
@@ -244,7 +245,7 @@ def test_gram_preconditioner_with_noise_removed(monkeypatch):
     s = sparsedp.squared_sensitivity(*args, **kw)
     assert s.solver["exact_rank_skipped"]
     assert "singular" in s.solver["preconditioner_note"]
-    assert s.solver["preconditioner"] == "stationary" and not s.solver["upper_certified"]
+    assert s.solver["preconditioner"] == "innovation" and not s.solver["upper_certified"]
     assert s.lower == pytest.approx(exact, rel=1e-6) and s.upper == 7
 
 
@@ -257,8 +258,8 @@ def test_bad_arguments():
         sparsedp.squared_sensitivity(Ws, 5, [2], 4, method="gram")
     with pytest.raises(ParameterError, match="one constant W"):
         sparsedp.squared_sensitivity(Ws, 5, [2], 4, method="matrix-free", preconditioner="gram")
-    r = sparsedp.squared_sensitivity(Ws, 5, [2], 4)  # time-varying: matrix-free, stationary
-    assert r.method == "matrix-free" and r.solver["preconditioner"] == "stationary"
+    r = sparsedp.squared_sensitivity(Ws, 5, [2], 4)  # time-varying: matrix-free, innovation
+    assert r.method == "matrix-free" and r.solver["preconditioner"] == "innovation"
     assert r.lower == pytest.approx(
         sparsedp.squared_sensitivity(W, 5, [2], 4, method="gram").lower, rel=1e-8
     )

@@ -106,7 +106,8 @@ def test_cli_refuses_the_readme_map_before_any_work(capfd, tmp_path):
     assert code == 2 and not out.exists()
     first, second = err.splitlines()[:2]
     assert first.startswith("sparsedp: the map: 10,000 observers x 10,000 targets = "
-                            "100,000,000 pairs; estimated time about ")
+                            "99,990,000 pairs (10,000 self pairs left out); estimated time "
+                            "about ")
     assert "as Parquet" in first
     assert second.startswith("sparsedp: error:") and "add --yes to run it" in second
 
