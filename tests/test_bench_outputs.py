@@ -91,6 +91,7 @@ def test_a_plain_run_writes_to_bench_results_and_record_to_docs_figures(tmp_path
         parser.parse_args(["--record", "--out", str(chosen)])
 
 
+@pytest.mark.slow  # a bench script in a subprocess
 def test_a_bench_script_run_in_a_copy_leaves_docs_alone(tmp_path):
     """``python bench/mf_scale.py`` (tiny sizes) in a copy of bench/ next to a docs/figures/
     folder: the record lands in bench/results/, docs/figures/ stays empty."""
@@ -153,6 +154,7 @@ def test_scale_benchmarks_are_deselected_unless_the_marker_expression_names_scal
     assert [item.name for item in config.deselected] == (["large"] if len(kept) == 1 else [])
 
 
+@pytest.mark.slow  # pytest collection in a subprocess
 def test_every_benchmark_is_quick_or_scale():
     """Without ``-m scale`` the scale benchmarks are deselected and ``not quick`` removes the
     rest: nothing may be left (a benchmark with neither marker would be)."""

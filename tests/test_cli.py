@@ -110,6 +110,7 @@ def test_missing_file(capsys, tmp_path):
     assert code == 2 and "nope.txt" in err
 
 
+@pytest.mark.slow  # the installed command in a subprocess
 def test_console_script_entry_point():
     proc = subprocess.run(
         [sys.executable, "-m", "sparsedp.cli", "account", "--rounds", "5", "--json"],

@@ -261,6 +261,7 @@ def test_cli_header_reproducer(tmp_path):
     assert json.loads(proc.stdout)["graph"]["nodes"] == 4
 
 
+@pytest.mark.slow  # the installed command in a subprocess
 def test_cli_stdin_and_largest_component():
     edges = "0 1\n1 2\n2 0\n5 6\n"
     refused = _cli("account", "--graph", "-", "--target", "2", "--observer", "0", "-T", "5",

@@ -54,6 +54,7 @@ def test_the_time_estimate_is_within_a_factor_of_three_of_the_measured_runs(fami
     assert measured / 3 <= plan.seconds <= 3 * measured, plan.seconds
 
 
+@pytest.mark.slow  # writes maps of several sizes
 def test_the_parquet_estimate_is_close_to_the_written_size(tmp_path):
     pytest.importorskip("pyarrow")
     G = nx.connected_watts_strogatz_graph(300, 6, 0.2, seed=1)

@@ -74,7 +74,9 @@ def _close(a, b, rel):
     return abs(a - b) <= rel * max(abs(b), 1e-300) + 1e-13
 
 
-@pytest.mark.parametrize("graph,alg,trust", list(itertools.product(GRAPHS, ALGORITHMS, TRUSTS)))
+@pytest.mark.parametrize("graph,alg,trust", [
+    pytest.param(*case, marks=pytest.mark.slow) if case[0] == "karate-metropolis" else case
+    for case in itertools.product(GRAPHS, ALGORITHMS, TRUSTS)])  # karate: 1-4 s each
 def test_against_dense_reference(graph, alg, trust):
     """Every scheme: lower <= reference exact <= upper, Thm 7 to 1e-8, exact to 1e-7
     (5 graphs x 5 algorithms x 3 trust models x 3 schemes = 225 instances)."""

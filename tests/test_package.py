@@ -32,6 +32,7 @@ def test_write_map_and_read_map_are_exported():
     assert sparsedp.maps.write_map is store.write_map  # and from the maps package
 
 
+@pytest.mark.slow  # two interpreters in subprocesses
 def test_python_m_sparsedp_is_the_sparsedp_command():
     """Same output and exit status as the console entry point (``sparsedp_launcher``), for a
     success and for an input error."""
@@ -102,6 +103,7 @@ def test_mypy_checks_every_module_of_the_public_api():
     assert "sparsedp/__init__.py" in files
 
 
+@pytest.mark.slow  # mypy from a cold cache: about 25 s
 def test_mypy_passes_on_the_public_api():
     pytest.importorskip("mypy")
     result = _run("-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"))

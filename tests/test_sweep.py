@@ -41,6 +41,7 @@ def _assert_same(a: dict, b: dict):
             assert [str(v) for v in a[name].tolist()] == [str(v) for v in b[name].tolist()], name
 
 
+@pytest.mark.slow  # a Dask cluster (the default tier's sweep: test_cli_boundary's schema check)
 def test_a_sweep_is_privacy_map_at_every_grid_point_and_resumes(tmp_path):
     result = sweep(tmp_path / "s", **GRID, observer_block=7, workers=2, progress=False)
     assert (result.chunks, result.computed, result.skipped) == (32, 32, 0)

@@ -52,12 +52,14 @@ def _interrupt_once(tmp_path: Path, *plugin_args: str) -> subprocess.CompletedPr
     return subprocess.CompletedProcess(command, proc.returncode, output)
 
 
+@pytest.mark.slow  # pytest in a subprocess
 def test_ctrl_c_stops_the_run_on_the_first_press_even_when_a_test_swallows_it(tmp_path):
     run = _interrupt_once(tmp_path, "-p", "tests.interrupt_plugin")
     assert not (tmp_path / "after").exists(), run.stdout
     assert run.returncode == pytest.ExitCode.INTERRUPTED, run.stdout
 
 
+@pytest.mark.slow  # pytest in a subprocess
 def test_without_the_plugin_a_swallowed_ctrl_c_lets_the_run_go_on(tmp_path):
     """The failure the plugin exists for (so the test above can fail)."""
     run = _interrupt_once(tmp_path)

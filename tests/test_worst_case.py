@@ -92,7 +92,8 @@ def test_worst_case_brackets_the_exhaustive_worst_case(k):
         assert row["observers"] == n - 1
 
 
-@pytest.mark.parametrize("k", range(8))
+@pytest.mark.parametrize("k", [*range(3), *(pytest.param(k, marks=pytest.mark.slow)
+                                           for k in range(3, 8))])
 def test_worst_case_against_single_calls_and_the_unpruned_value(k):
     """Random graphs up to 200 nodes, four schemes: the pruned result equals the unpruned one
     (every pair evaluated) to rounding (each pair's bounds are computed in blocks of other
@@ -216,7 +217,8 @@ def test_cli_per_target_refuses_a_table_output(capsys, tmp_path):
     assert not (tmp_path / "m.parquet").exists()
 
 
-@pytest.mark.parametrize("k", range(6))
+@pytest.mark.parametrize("k", [*range(2), *(pytest.param(k, marks=pytest.mark.slow)
+                                           for k in range(2, 6))])
 def test_refinement_tightens_and_stays_certified(k):
     """refine > 0 (single-pair sandwiches, multistart ascent, certified diagonal shift on the
     pairs that decide a target's upper bound): the bounds still bracket the exhaustive-search
