@@ -18,6 +18,14 @@ def single_threaded_blas():
         yield
 
 
+def slow_after(cases, keep: int) -> list:
+    """Parametrize cases for the two tiers: the first ``keep`` in the default run, the rest
+    marked ``slow`` (a case that is a tuple of arguments stays one)."""
+    cases = list(cases)
+    return [*cases[:keep], *(pytest.param(*(c if isinstance(c, tuple) else (c,)),
+                                          marks=pytest.mark.slow) for c in cases[keep:])]
+
+
 @pytest.fixture
 def engine_serves_self_observation(monkeypatch):
     """For tests of the engine's numbers on instances whose observed set contains the target

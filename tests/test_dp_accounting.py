@@ -17,13 +17,15 @@ dp_accounting = pytest.importorskip("dp_accounting")
 from dp_accounting.pld import pld_privacy_accountant  # noqa: E402
 from dp_accounting.rdp import rdp_privacy_accountant  # noqa: E402
 
+from tests.conftest import slow_after  # noqa: E402
+
 rng = np.random.default_rng(2026)
 TRIPLES = [(float(d2), float(s), float(d)) for d2, s, d in zip(
     rng.uniform(0.01, 50.0, 20), rng.uniform(0.5, 20.0, 20), 10.0 ** rng.uniform(-9, -3, 20),
     strict=True)]
 
 
-@pytest.mark.parametrize("d2, sigma, delta", TRIPLES)
+@pytest.mark.parametrize("d2, sigma, delta", slow_after(TRIPLES, 4))  # 1-3 s each
 def test_pld_accountant_agrees_with_the_tight_gaussian_epsilon(d2, sigma, delta):
     accountant = pld_privacy_accountant.PLDAccountant()
     accountant.compose(interop.gaussian_dp_event(d2, sigma))

@@ -381,6 +381,7 @@ def test_thm15_proof_step_h4_fails_for_several_observers(er40):
     assert np.linalg.eigvalsh(K - np.kron(J, np.ones((3, 3))) / n)[0] > 0.5
 
 
+@pytest.mark.slow  # T in the thousands
 def test_thm13_limit_contradicted_for_an_adjacent_pair_on_barabasi_albert():
     """Numerical evidence against Thm 13's limit for j != i: Barabasi-Albert n = 100 from a
     5-clique, 3 links per node, seed 1 (v2 Fig. 1b's model), Metropolis, observer 47, target

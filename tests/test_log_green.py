@@ -283,6 +283,7 @@ def _random_instance(rng):
         return random_doubly_stochastic(G, rng, "sinkhorn"), "sinkhorn"
 
 
+@pytest.mark.slow  # about 200 random graphs: 6-18 s
 def test_bounds_hold_on_random_small_graphs():
     """80 random small graphs (cycles, paths, stars, trees, complete, ER, BA, barbells,
     wheels, Petersen) with Metropolis, max-degree (periodic ones included) and random

@@ -26,7 +26,7 @@ from sparsedp.testing import (
     dense_mf_sensitivity,
     dense_zip_dl_sensitivity,
 )
-from tests.conftest import connected_instance
+from tests.conftest import connected_instance, slow_after
 
 T = 4
 KARATE = nx.Graph(list(nx.karate_club_graph().edges()))  # unweighted
@@ -75,8 +75,8 @@ def _close(a, b, rel):
 
 
 @pytest.mark.parametrize("graph,alg,trust", [
-    pytest.param(*case, marks=pytest.mark.slow) if case[0] == "karate-metropolis" else case
-    for case in itertools.product(GRAPHS, ALGORITHMS, TRUSTS)])  # karate: 1-4 s each
+    pytest.param(*case, marks=pytest.mark.slow) if case[0] in ("karate-metropolis", "er-2")
+    else case for case in itertools.product(GRAPHS, ALGORITHMS, TRUSTS)])  # 1-4 s each
 def test_against_dense_reference(graph, alg, trust):
     """Every scheme: lower <= reference exact <= upper, Thm 7 to 1e-8, exact to 1e-7
     (5 graphs x 5 algorithms x 3 trust models x 3 schemes = 225 instances)."""
@@ -363,8 +363,8 @@ def _check_vector(vector, ref, what):
 ZIP_TRUSTS = ["ldp", "pndp", "pndp-eq12", "secldp"]
 
 
-@pytest.mark.parametrize("graph,trust,own", list(itertools.product(GRAPHS, ZIP_TRUSTS,
-                                                                    [False, True])))
+@pytest.mark.parametrize("graph,trust,own", slow_after(itertools.product(GRAPHS, ZIP_TRUSTS,
+                                                                          [False, True]), 12))
 def test_zip_dl_against_dense_reference(graph, trust, own):
     """Zip-DL: the message-noise assembly (2|E| sources, plus the own copies' with
     ``own_copy_noise``) against the paper's n^2 virtual-slot simulation, every scheme, single

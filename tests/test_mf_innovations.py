@@ -14,6 +14,7 @@ import sparsedp
 from sparsedp.mf import cyclic, mf_sensitivity, single_use, trust, user_level
 from sparsedp.mf.innovations import InnovationOperator, innovation_memory, preferred
 from sparsedp.testing import dense_mf_sensitivity
+from tests.conftest import slow_after
 from tests.test_mf import GRAPHS, _check_against, _graph
 
 T = 4
@@ -57,7 +58,7 @@ def _instances():
     return out
 
 
-@pytest.mark.parametrize("index", range(20))
+@pytest.mark.parametrize("index", slow_after(range(20), 6))
 def test_innovations_equal_the_gossip_engine(index):
     """The same certified interval as the gossip engine's path (the previous implementation),
     to 1e-8 relative, hub and low-degree attackers, both PNDP models, T = 8, vector
@@ -115,6 +116,7 @@ MEMORY_SCRIPT = """
 import sys, tracemalloc, networkx as nx, numpy as np, sparsedp
 from sparsedp.mf import trust
 from sparsedp.mf.innovations import innovation_sandwich, innovation_memory, InnovationOperator
+from tests.conftest import slow_after
 G = nx.powerlaw_cluster_graph(3000, 10, 0.1, seed=3)
 W = sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops")
 hub = int(np.argmax([d for _, d in sorted(G.degree())]))
@@ -127,6 +129,7 @@ print(tracemalloc.get_traced_memory()[1], innovation_memory(3000, W.nnz, m, 20),
 """
 
 
+@pytest.mark.slow  # a subprocess at n = 3000
 def test_memory_estimate_is_above_the_measured_peak():
     """innovation_memory >= tracemalloc's peak of the solve (hub attacker, 3000 nodes)."""
     out = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT], capture_output=True,
