@@ -52,6 +52,13 @@ def _strict(text: str):
     return json.loads(text, parse_constant=refuse)
 
 
+def _default_sigint() -> None:
+    """In the child before exec: SIGINT back to its default, as in a terminal (a test run
+    started in the background of a non-interactive shell has it ignored, and the child
+    would inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _signal_state(pid: int) -> str:
     """The process's ignored and blocked signal masks, for the message of a failed Ctrl-C
     test (a SIGINT that is ignored or blocked cannot interrupt it)."""
@@ -180,7 +187,8 @@ def test_ctrl_c_ends_a_long_run_within_two_seconds():
     be refused at once by the cost check): exit 130, one line."""
     proc = subprocess.Popen([*COMMAND, "account", "--view", "neighbourhood", "--rounds", "300",
                              "--max-memory", "6GB"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     time.sleep(3)
     assert proc.poll() is None, "the run ended before it could be interrupted"
     sent = time.perf_counter()
@@ -196,7 +204,8 @@ def test_ctrl_c_while_the_command_is_still_loading_is_one_line(delay):
     """SIGINT before the package has finished importing (numpy, scipy, numba: about a
     second): the same one line and exit status 130, no traceback (sparsedp_launcher)."""
     proc = subprocess.Popen([*COMMAND, "account", "--rounds", "300"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     time.sleep(delay)
     state = _signal_state(proc.pid)
     proc.send_signal(signal.SIGINT)
