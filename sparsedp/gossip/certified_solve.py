@@ -176,6 +176,7 @@ def solve(
             progress=progress,
         )
         X, KX = X3.reshape(T * m, T), KX3.reshape(T * m, T)
+        sandwich = _matrix_free_sandwich(system, G, X, KX, apply_K(np.abs(X3)), lambda_lb)
         info.update(
             solver="preconditioned block CG on the matrix-free K_T",
             iterations=solve.iterations,
@@ -186,7 +187,6 @@ def solve(
             sparse_products=system.products + preconditioner_info["preconditioner_products"],
             **preconditioner_info,
         )
-        sandwich = certified.sandwich_from_solve(G, X, KX, lambda_lb or np.inf)
     info["upper_certified"] = bool(lambda_lb)
     info["residual_correction"] = float(np.trace(sandwich.excess))
     return sandwich, info
@@ -494,12 +494,35 @@ def innovation_preconditioner(system: GossipSystem) -> InnovationPreconditioner:
     return InnovationPreconditioner(blocks, inflow, _stationary_weight(system.W))
 
 
+def _matrix_free_sandwich(
+    system: GossipSystem, G: np.ndarray, X: np.ndarray, KX: np.ndarray, K_abs_X: np.ndarray,
+    lambda_lb: float | None,
+) -> MatrixSandwich:
+    """The sandwich of an iterative solve (``method="matrix-free"``) with the rounding of
+    the operator's ``fl(K X)`` and of ``fl(G)`` charged
+    (:func:`certified.charge_operator_rounding`).
+
+    ``W >= 0`` (every gossip matrix is checked non-negative), so with N =
+    :attr:`GossipSystem.rounding_depth`, ``|fl(K X) - K X| <= gamma_N K |X|`` entrywise and
+    ``fl(K |X|) >= (1 - gamma_N) K |X|`` (``K_abs_X``: ``fl(K |X|)``, the same mask as the
+    solve's K), so ``||fl(K X) - K X||_F <= gamma_N ||fl(K |X|)||_F / (1 - gamma_N)``; and
+    ``G >= 0`` with ``|fl(G) - G| <= gamma_N G``, so ``||fl(G) - G||_F <= gamma_N
+    ||fl(G)||_F / (1 - gamma_N)``.  ``lambda_lb``: ``None`` when the upper side is not
+    certified."""
+    relative = _operator_rounding(system)
+    e_norm = relative * frobenius(K_abs_X) / (1.0 - relative)
+    f_norm = relative * frobenius(G) / (1.0 - relative)
+    lambda_lb = lambda_lb or np.inf
+    sandwich = certified.sandwich_from_solve(G, X, KX, lambda_lb)
+    return certified.charge_operator_rounding(sandwich, X, G - KX, e_norm, f_norm, lambda_lb)
+
+
 def _operator_system(system: GossipSystem, keep: np.ndarray) -> tuple[np.ndarray, float]:
     """Dense reduced ``K`` (kept rows) by applying the operator to unit vectors, and
     ``||fl(K) - K||_2`` (``method="dense"``, and time-varying W without a lambda bound).
 
     Every intermediate of ``H (H^T e_r)`` is a sum of non-negative products (W >= 0), at most
-    ``2 T (d + 2)`` deep with d the longest row, so each entry is within
+    :attr:`GossipSystem.rounding_depth` deep, so each entry is within
     :func:`_operator_rounding` relative, and ``||.||_2 <= gamma ||K||_inf``.
     """
     T, m = system.T, system.m
@@ -512,11 +535,10 @@ def _operator_system(system: GossipSystem, keep: np.ndarray) -> tuple[np.ndarray
 
 
 def _operator_rounding(system: GossipSystem) -> float:
-    """``gamma_(2 T (d + 2) + 2)``, d the longest row of any ``W_t``: the relative rounding of
-    every entry of ``K`` and ``G`` formed by the operator's recursions (sums of non-negative
-    products at most ``2 T (d + 2)`` deep)."""
-    d = max(int(np.diff(w.indptr).max()) for w in system.Ws)
-    return gamma(2 * system.T * (d + 2) + 2)
+    """``gamma_N``, N = :attr:`GossipSystem.rounding_depth`: the relative rounding of every
+    entry of ``K`` and ``G`` formed by the operator's recursions (sums of non-negative
+    products at most N deep; the adjoint's depth counts W's longest column)."""
+    return gamma(system.rounding_depth)
 
 
 def _certified_dense_sandwich(

@@ -25,9 +25,10 @@ The sandwich is rigorous for the solver error.  Rounding in forming ``M_low`` is
 an explicit allowance ``eta`` with ``||fl(M_low) - M_low||_2 <= eta`` (a standard
 ``gamma_k``-style bound on the matrix products: ``||fl(A^T B) - A^T B||_2 <= gamma_{k+1}
 ||A||_F ||B||_F`` for k rows), which is
-subtracted from lower bounds and added to upper bounds.  The allowance assumes that the
-operator applications themselves (sparse products with ``W``) are accurate to working
-precision, the usual assumption of residual-based error bounds.
+subtracted from lower bounds and added to upper bounds.  When ``K X`` and ``G`` come from
+matrix-free operators (sparse recursions with W) rather than from dense products, their
+rounding is bounded by the caller (for ``W >= 0`` entrywise, ``gamma_N K |X|`` with N the
+recursion's depth) and charged by :func:`charge_operator_rounding`.
 
 Certified lambda_max
 --------------------
@@ -39,6 +40,7 @@ with ``||Delta||_2 <= gamma_{T+1} T ||s I - M||_2``; that amount is added to ``s
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -260,6 +262,67 @@ def sandwich_from_solve(
     eta_excess += UNIT_ROUNDOFF * (frobenius(low) + frobenius(excess))
     eta_excess += (2 * r_norm * e_norm + e_norm**2) / lambda_lb
     return MatrixSandwich(low=low, excess=excess, eta_low=eta_low, eta_excess=eta_excess)
+
+
+def charge_operator_rounding(
+    sandwich: MatrixSandwich,
+    X: np.ndarray,
+    R: np.ndarray,
+    e_norm: float,
+    f_norm: float,
+    lambda_lb: float,
+) -> MatrixSandwich:
+    """Add to a sandwich from :func:`sandwich_from_solve` the rounding of a matrix-free
+    operator product and of a matrix-free ``G``.
+
+    Parameters
+    ----------
+    sandwich : MatrixSandwich
+        From ``sandwich_from_solve(fl(G), X, fl(K X), lambda_lb)``.
+    X : ndarray
+        The approximate solution.
+    R : ndarray
+        The computed residual ``fl(G) - fl(K X)``.
+    e_norm : float
+        ``||fl(K X) - K X||_F <= e_norm``.
+    f_norm : float
+        ``||fl(G) - G||_F <= f_norm``.
+    lambda_lb : float
+        ``lambda_min(K) >= lambda_lb`` (``np.inf``: no upper side is certified).
+
+    Returns
+    -------
+    MatrixSandwich
+        ``sandwich`` with ``eta_low`` and ``eta_excess`` raised.
+
+    Notes
+    -----
+    With the exact ``G``, ``K X`` and ``R_true = G - K X = R + D``, ``||D||_F <= delta =
+    e_norm + f_norm``: the lower side ``2 G^T X - X^T K X`` (or its linear form plus
+    ``sym(X^T R_true)``) moves by at most ``||X||_F (e_norm + 2 f_norm)``, and ``R_true^T
+    R_true <= R^T R + (2 delta ||R||_F + delta^2) I``, divided by ``lambda_lb`` in the
+    excess (as the dense product's rounding is charged in :func:`sandwich_from_solve`).
+    The charges are inflated by ``1 + gamma_(2 L + 16)`` (L the entries of the larger of X
+    and R) for the rounding of the Frobenius norms (those taken here, and those of arrays of
+    at most L entries from which the caller computed ``e_norm`` and ``f_norm``) and of the
+    charges themselves.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K, G = np.diag([2.0, 4.0]), np.eye(2)
+    >>> X = np.linalg.solve(K, G)
+    >>> base = sandwich_from_solve(G, X, K @ X, 2.0)
+    >>> charged = charge_operator_rounding(base, X, G - K @ X, 1e-12, 1e-12, 2.0)
+    >>> bool(charged.eta_low > base.eta_low and charged.eta_excess > base.eta_excess)
+    True
+    """
+    delta = e_norm + f_norm
+    inflate = 1.0 + gamma(2 * max(X.size, R.size) + 16)
+    eta_low = frobenius(X) * (e_norm + 2.0 * f_norm) * inflate
+    eta_excess = (2.0 * delta * frobenius(R) + delta * delta) * inflate / lambda_lb
+    return dataclasses.replace(sandwich, eta_low=sandwich.eta_low + eta_low,
+                               eta_excess=sandwich.eta_excess + eta_excess)
 
 
 def _transposed_product(G: np.ndarray, X: np.ndarray, lower_triangular: bool) -> np.ndarray:

@@ -230,6 +230,24 @@ class GossipSystem:
             keep = np.abs(block).sum(axis=1) > 0
         return ~keep
 
+    @functools.cached_property
+    def rounding_depth(self) -> int:
+        """``N`` with ``|fl(K Y) - K Y| <= gamma_N K |Y|`` and ``|fl(G) - G| <= gamma_N G``
+        entrywise for ``W_t >= 0``: ``(T + p) (d_row + d_col + 2) + 2``, with ``d_row``,
+        ``d_col`` the longest row and column of any ``W_t``.
+
+        Every output of :meth:`apply_K` (and of :meth:`G_matrix`) is a sum of non-negative
+        weight products times the input, each carrying at most one rounding per step of
+        the recursions: a step of :meth:`apply_H` sums at most ``d_row`` products and adds
+        ``z_t``, at most ``T + p`` steps; a step of :meth:`apply_HT` multiplies by ``W_t^T``,
+        whose rows are W's columns (at most ``d_col`` products), and adds one term, at most
+        T steps; masks, selections and the zeroed known noise are exact; 2 to spare (the
+        symmetrisation of a dense K).  Composing Higham's Lemma 3.5 over the steps gives
+        ``gamma_N`` times the exact operator applied to ``|Y|``."""
+        d_row = max(int(np.diff(w.indptr).max(initial=0)) for w in self.Ws)
+        d_col = max(int(np.bincount(w.indices, minlength=1).max()) for w in self.Ws)
+        return (self.T + self.power_offset) * (d_row + d_col + 2) + 2
+
     # -- the target's impulse response -----------------------------------------------------
 
     def impulse_response(self, target: int) -> np.ndarray:

@@ -28,7 +28,8 @@ the unit rows of ``e_r(u)`` (u observed: its data reaches U only through the kno
 ``X ~ K^{-1} G`` by block CG (:func:`sparsedp.linalg.solvers.block_pcg`, no preconditioner:
 ``K >= I`` is well conditioned; 10-12 iterations at T = 20 on a 10^4-node power-law graph)
 and the certified sandwich of :func:`sparsedp.linalg.certified.sandwich_from_solve` with
-``lambda_lb = 1`` (:func:`_charge_rounding` adds the operator's and G's rounding).
+``lambda_lb = 1`` (:func:`sparsedp.linalg.certified.charge_operator_rounding` adds the
+operator's and G's rounding).
 
 This is the gossip engine's ``neighbourhood`` view with ``noise_removed=True`` (``"pndp"``)
 and its ``secure-summation`` view of the received rows (``"pndp-eq12"``): the same M, reached
@@ -54,8 +55,8 @@ import scipy.sparse as sp
 from sparsedp import resources
 from sparsedp.linalg import kernels
 from sparsedp.linalg.certified import (
-    UNIT_ROUNDOFF,
     MatrixSandwich,
+    charge_operator_rounding,
     frobenius,
     gamma,
     sandwich_from_solve,
@@ -183,9 +184,9 @@ def innovation_sandwich(W, target: int, obs: Observation, T: int, *, rtol: float
     depth = operator.rounding_depth
     K_abs_X = operator.apply_K(np.abs(X3)).reshape(size)  # >= (1 - gamma_N) K |X|
     e_norm = gamma(depth) * frobenius(K_abs_X) / (1.0 - gamma(depth))
-    f_norm = G_relative_error * frobenius(G)
-    sandwich = _charge_rounding(sandwich_from_solve(G, X, KX, 1.0), X, G - KX,
-                                e_norm, f_norm)
+    f_norm = G_relative_error * frobenius(G) / (1.0 - G_relative_error)  # G >= 0
+    sandwich = charge_operator_rounding(sandwich_from_solve(G, X, KX, 1.0), X, G - KX,
+                                        e_norm, f_norm, 1.0)
     info = {"solver": "block CG on K = I + F F^T (innovation form)",
             "iterations": solve.iterations, "restarts": solve.restarts,
             "max_relative_residual": solve.max_relative_residual,
@@ -195,21 +196,3 @@ def innovation_sandwich(W, target: int, obs: Observation, T: int, *, rtol: float
             "lambda_min_lower_bound": 1.0, "upper_certified": True}
     return sandwich, info
 
-
-def _charge_rounding(sandwich: MatrixSandwich, X: np.ndarray, R: np.ndarray, e_norm: float,
-                     f_norm: float) -> MatrixSandwich:
-    """Add to a sandwich from :func:`sandwich_from_solve` (with ``lambda_lb = 1``) the
-    rounding of the operator product (``||fl(K X) - K X||_F <= e_norm``) and of G
-    (``||fl(G) - G||_F <= f_norm``).
-
-    With exact ``G``, ``K X`` and ``R_true = G - K X = R + D``, ``||D||_F <= delta = e_norm +
-    f_norm`` (R the computed residual): the lower side ``2 G^T X - X^T K X`` (or its linear
-    form plus ``sym(X^T R_true)``) moves by at most ``||X||_F (e_norm + 2 f_norm)``, and
-    ``R_true^T R_true <= R^T R + (2 delta ||R||_F + delta^2) I`` (as the dense product's
-    rounding is charged in :func:`sandwich_from_solve`)."""
-    delta = e_norm + f_norm
-    inflate = 1.0 + 8 * UNIT_ROUNDOFF
-    eta_low = frobenius(X) * (e_norm + 2.0 * f_norm) * inflate
-    eta_excess = (2.0 * delta * frobenius(R) + delta * delta) * inflate
-    return dataclasses.replace(sandwich, eta_low=sandwich.eta_low + eta_low,
-                               eta_excess=sandwich.eta_excess + eta_excess)
