@@ -80,6 +80,8 @@ DEFAULT_N = 10_000
 QUICK_N = 2_000
 DEFAULT_LIMIT = 120.0
 WARM_UP_NODES = 60
+REPEATS = 3  # runs of a job on both sides while each takes under REPEAT_BELOW_S ...
+REPEAT_BELOW_S = 5.0  # ... the fastest run of each side is kept (first-call compilation out)
 
 
 # ----------------------------------------------------------------------------- the graphs
@@ -438,15 +440,24 @@ def _child(model: str, n: int, seed: int, jobs: list[str], threads: int, conn) -
                     run_job(job, small)
                 except Exception:  # noqa: BLE001 (the timed run reports the error)
                     pass
-            for side, g in (("twin", twin), ("graph", graph)):
-                conn.send(("start", job, side))
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        record = run_job(job, g)
-                except Exception as error:  # noqa: BLE001 (recorded, the suite goes on)
-                    record = {"status": f"error: {type(error).__name__}: {error}"}
-                conn.send(("result", job, side, record))
+            best: dict[str, dict] = {}
+            for repeat in range(REPEATS):
+                for side, g in (("twin", twin), ("graph", graph)):
+                    conn.send(("start", job, side))
+                    try:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            record = run_job(job, g)
+                    except Exception as error:  # noqa: BLE001 (recorded, the suite goes on)
+                        record = {"status": f"error: {type(error).__name__}: {error}"}
+                    cpu = record.get("cpu_s", math.inf)
+                    if side not in best or cpu < best[side].get("cpu_s", math.inf):
+                        best[side] = {**record, "runs": repeat + 1}
+                if not all(r["status"] == "ok" and r["wall_s"] < REPEAT_BELOW_S
+                           for r in best.values()):
+                    break
+            for side in ("twin", "graph"):
+                conn.send(("result", job, side, best[side]))
     conn.send(("done",))
 
 
