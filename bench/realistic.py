@@ -10,7 +10,7 @@
   giant component (hubs of degree ~20x the median and a few degree-1 nodes; the graph of the
   issue's n = 10^6 query);
 * ``powerlaw-cluster``: Holme-Kim, ``networkx.powerlaw_cluster_graph(n, 10, 0.1)`` (the
-  issue's PPAC and MF graph: hubs, clustering, minimum degree 10);
+  issue's PPAC and MF graph: hubs, clustering, minimum degree 9: no pendants);
 * ``sbm``: a stochastic block model, ``clamp(n / 200, 10, 100)`` equal communities (50 at
   10^4), expected degree 14 inside the community and 2 outside, giant component;
 * ``geometric``: a random geometric graph in the unit square, expected degree 15, giant
@@ -41,8 +41,9 @@ and wall seconds, peak resident memory of the call (``VmHWM`` reset through
 ``/proc/self/clear_refs``; ``extra`` = peak minus the resident size before the call), the
 certified interval and relative gap where the job has one.  Ratio = graph CPU / twin CPU,
 measured in the same process.  BLAS and the numba kernels run on one thread (``--blas-threads``,
-``--threads``).  A phase that runs past ``--limit`` seconds (wall) is recorded as over the
-limit: the child is killed and a new one goes on with the next job.  A job refused by the
+``--threads``).  A run past ``--limit`` seconds (wall), or a child resident above
+``--max-rss`` GiB (default 4: the machine is shared), is recorded as over the limit: the
+child is killed and a new one goes on with the next job.  A job refused by the
 package (``SparseDPError``) is recorded with its message.  Writes
 ``bench/results/realistic.json`` (``--record``: the published folder) and prints a markdown
 table.
@@ -461,11 +462,36 @@ def _child(model: str, n: int, seed: int, jobs: list[str], threads: int, conn) -
     conn.send(("done",))
 
 
+def _rss_gib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 2**20
+    return 0.0
+
+
+def _wait(receiver, pid: int, seconds: float, max_rss_gib: float) -> str:
+    """Wait up to ``seconds`` for a message while the child's resident memory stays under
+    ``max_rss_gib``: ``""`` when a message came, else what went over."""
+    deadline = time.monotonic() + seconds
+    while not receiver.poll(min(0.5, max(0.0, deadline - time.monotonic()))):
+        if time.monotonic() >= deadline:
+            return f"{seconds:.0f} s"
+        try:
+            rss = _rss_gib(pid)
+        except OSError:  # the child has exited: its last message or EOF is there
+            continue
+        if rss > max_rss_gib:
+            return f"{max_rss_gib:g} GiB resident"
+    return ""
+
+
 def run_model(model: str, n: int, seed: int, jobs: list[str], limit: float, threads: int,
-              log=print) -> tuple[dict, dict]:
+              max_rss_gib: float = 4.0, log=print) -> tuple[dict, dict]:
     """All ``jobs`` on one graph model and its twin: ``(shapes, {job: {side: record}})``.
-    A step silent for more than ``limit`` seconds (build: ``4 limit``) kills the child; the
-    step is recorded as over the limit and a new child goes on with the next job."""
+    A step silent for more than ``limit`` seconds (build: ``4 limit``) or a child resident
+    above ``max_rss_gib`` kills the child; the step is recorded as over the limit and a new
+    child goes on with the next job."""
     context = multiprocessing.get_context("spawn")
     records: dict[str, dict] = {}
     shapes: dict = {}
@@ -479,14 +505,15 @@ def run_model(model: str, n: int, seed: int, jobs: list[str], limit: float, thre
         step, job, side = ("build", None, None)
         while True:
             wait = 4 * limit if step == "build" else limit
-            if not receiver.poll(wait):
+            over = _wait(receiver, child.pid, wait, max_rss_gib)
+            if over:
                 child.kill()
                 child.join()
-                log(f"  {model}: {step} {job or ''} {side or ''} over {wait:.0f} s: killed")
+                log(f"  {model}: {step} {job or ''} {side or ''} {over}: killed")
                 if job is None:
-                    raise RuntimeError(f"{model}: building the graphs took over {wait:.0f} s")
+                    raise RuntimeError(f"{model}: building the graphs went {over}")
                 side_records = records.setdefault(job, {})
-                over = {"status": f"over limit ({wait:.0f} s, {step})"}
+                over = {"status": f"over limit ({over}, {step})"}
                 side_records.setdefault("twin", over)
                 side_records.setdefault("graph", over)
                 pending = pending[pending.index(job) + 1:]
@@ -579,6 +606,9 @@ def main(argv: list[str] | None = None) -> None:
                       help=f"n = {QUICK_N}")
     parser.add_argument("--limit", type=float, default=DEFAULT_LIMIT,
                         help="seconds (wall) per timed run before it is killed")
+    parser.add_argument("--max-rss", type=float, default=4.0, metavar="GIB",
+                        help="resident memory (GiB) of a child before it is killed "
+                             "(default %(default)s: the machine is shared)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--graphs", default=",".join(GRAPHS),
                         help="comma-separated models (default: all)")
@@ -602,14 +632,15 @@ def main(argv: list[str] | None = None) -> None:
     os.environ["SPARSEDP_THREADS"] = str(args.threads)
     record = {"command": " ".join([os.path.basename(sys.argv[0]), *(argv or sys.argv[1:])]),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "n": args.n, "seed": args.seed, "limit_s": args.limit,
+              "n": args.n, "seed": args.seed, "limit_s": args.limit, "max_rss_gib": args.max_rss,
               "blas_threads": args.blas_threads, "threads": args.threads,
               "cpus": os.cpu_count(), "load_before": os.getloadavg(), "graphs": {},
               "rows": []}
     print(TABLE_HEADER, flush=True)
     for model in models:
         shapes, records = run_model(model, args.n, args.seed, jobs, args.limit,
-                                    args.blas_threads, log=lambda s: print(s, flush=True))
+                                    args.blas_threads, args.max_rss,
+                                    log=lambda s: print(s, flush=True))
         record["graphs"][model] = shapes
         for job in jobs:
             r = ratio(records.get(job, {}))
