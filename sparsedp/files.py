@@ -12,15 +12,17 @@ alone, and the rename would keep that).
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from collections.abc import Callable
 from pathlib import Path
 
 from sparsedp.errors import ParameterError
 
-__all__ = ["write_atomically"]
+__all__ = ["remove_stale_temporaries", "write_atomically"]
 
 CREATE_MODE = 0o666  # what open() asks for; the kernel applies the umask
+_TEMPORARY = re.compile(r"\..*-[0-9a-f]{12}(\.[^.]*)?")  # _create_temporary's names
 
 
 def write_atomically(target, write: Callable[[str], object]) -> Path:
@@ -66,6 +68,22 @@ def write_atomically(target, write: Callable[[str], object]) -> Path:
         if os.path.exists(temporary):
             os.unlink(temporary)
     return target
+
+
+def temporaries(directory) -> list[Path]:
+    """The temporary files :func:`write_atomically` creates in ``directory`` (hidden, named
+    ``.STEM-RANDOM.SUFFIX``): left behind only by a run killed while writing.  A reader that
+    lists a folder (``*.parquet`` also matches hidden names in :mod:`pathlib`) skips them."""
+    return sorted(p for p in Path(directory).glob(".*") if _TEMPORARY.fullmatch(p.name))
+
+
+def remove_stale_temporaries(directory) -> int:
+    """Delete the temporaries a killed run left in ``directory``; how many there were.  Call
+    it only while no writer of the same folder runs (a resumed run, before it starts)."""
+    stale = temporaries(directory) if Path(directory).is_dir() else []
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return len(stale)
 
 
 def _create_temporary(directory: Path, target: Path) -> str:

@@ -288,3 +288,27 @@ def test_the_distance_plot_starts_at_one_hop_with_integer_ticks(self_pair_map, m
     ticks = [t for t in axes.get_xticks() if axes.get_xlim()[0] <= t <= axes.get_xlim()[1]]
     assert ticks and all(float(t).is_integer() for t in ticks)
 
+
+
+def test_a_killed_writers_temporaries_are_skipped_by_read_sweep_and_removed_on_resume(tmp_path):
+    """kill -9 while a chunk is written leaves its hidden temporary (``.KEY-RANDOM.parquet``,
+    matched by ``*.parquet``): read_sweep must not read it as a chunk, and a resumed sweep
+    deletes it before it starts."""
+    pytest.importorskip("pyarrow")
+    from sparsedp import files
+    from sparsedp.maps import PrivacyMap, store, sweep
+
+    chunks = tmp_path / "s" / "chunks"
+    chunks.mkdir(parents=True)
+    (tmp_path / "s" / sweep.MANIFEST).write_text("{}")
+    m = sparsedp.privacy_map(nx.cycle_graph(6), [0], T=3, upper="none")
+    grid = {"graph": "ring:6", "family": "gossip", "scheme": "metropolis", "T": 3,
+            "sigma": 1.0, "delta": 1e-5}  # the columns a sweep adds to each chunk
+    columns = {**m.columns, **{k: np.full(len(m), v) for k, v in grid.items()}}
+    store.write_map(PrivacyMap(columns=columns, parameters=m.parameters), chunks / "done.parquet")
+    half = chunks / ".pending-0123456789ab.parquet"
+    half.write_bytes(b"PAR1 half a file")
+    assert files.temporaries(chunks) == [half]
+    assert len(sweep.read_sweep(tmp_path / "s")) == len(m)
+    assert files.remove_stale_temporaries(chunks) == 1 and not half.exists()
+    assert (chunks / "done.parquet").exists()

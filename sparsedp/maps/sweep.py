@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sparsedp import defaults
+from sparsedp import defaults, files
 from sparsedp.errors import ParameterError
 from sparsedp.files import write_atomically
 from sparsedp.graphs.specs import graph_from_spec
@@ -94,6 +94,7 @@ def sweep(out, graphs, T, sigma, delta, *, schemes=(defaults.SCHEME,),
     tasks = _tasks(grid, observers, targets)
     todo = [t for t in tasks if not (chunks_dir / f"{t['key']}.parquet").exists()]
     if todo:
+        files.remove_stale_temporaries(chunks_dir)  # half-written by a killed run
         chunks_dir.mkdir(parents=True, exist_ok=True)
         _write_manifest(out, parameters)
         _run(todo, chunks_dir, scheduler, workers, progress)
@@ -109,7 +110,9 @@ def read_sweep(out) -> PrivacyMap:
     if not manifest.exists():
         raise ParameterError(f"no sweep at {out} (no {MANIFEST})")
     parameters = json.loads(manifest.read_text())
-    tables = [store.read_map(path).columns for path in sorted((out / "chunks").glob("*.parquet"))]
+    stale = set(files.temporaries(out / "chunks"))
+    tables = [store.read_map(path).columns
+              for path in sorted((out / "chunks").glob("*.parquet")) if path not in stale]
     if not tables:
         raise ParameterError(f"the sweep at {out} has no finished chunk yet")
     columns = {name: np.concatenate([t[name] for t in tables]) for name in tables[0]}
