@@ -18,6 +18,25 @@ def single_threaded_blas():
         yield
 
 
+def bench_module(name: str):
+    """``bench/<name>.py`` imported as the scripts import each other (bench/ on the path),
+    registered in ``sys.modules`` under ``bench_<name>`` (its dataclasses need that)."""
+    import importlib.util
+    import pathlib
+    import sys
+
+    bench = pathlib.Path(__file__).resolve().parents[1] / "bench"
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", bench / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    sys.path.insert(0, str(bench))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(bench))
+    return module
+
+
 def slow_after(cases, keep: int) -> list:
     """Parametrize cases for the two tiers: the first ``keep`` in the default run, the rest
     marked ``slow`` (a case that is a tuple of arguments stays one)."""

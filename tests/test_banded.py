@@ -15,6 +15,7 @@ from sparsedp.errors import ParameterError
 from sparsedp.gossip import banded
 from sparsedp.graphs import large as lg
 from sparsedp.linalg.operators import k_from_moments
+from tests.conftest import slow_after
 
 
 def _band_to_dense(ab: np.ndarray) -> np.ndarray:
@@ -50,7 +51,8 @@ def test_k_is_c_f_ct_and_m_is_bt_finv_b(T):
     np.testing.assert_allclose(B.T @ np.linalg.solve(F, B), M, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize(("n", "T", "seed"), [(400, 500, 1), (1500, 700, 2), (3000, 1500, 3)])
+@pytest.mark.parametrize(("n", "T", "seed"), slow_after([(400, 500, 1), (1500, 700, 2),
+                                                     (3000, 1500, 3)], 2))
 def test_the_banded_interval_brackets_the_dense_single_pair_interval(n, T, seed):
     """The certified [lower, upper] of the banded form against the dense path on the same
     query: the intervals overlap (each side certified), the c = 1 lower bound within 1e-4

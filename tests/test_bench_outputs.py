@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.util
 import os
 import pathlib
 import shutil
@@ -18,6 +17,7 @@ import pytest
 from threadpoolctl import threadpool_info
 
 from sparsedp.linalg.threads import blas_threads
+from tests.conftest import bench_module
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
@@ -26,18 +26,6 @@ SCRIPTS = sorted(p for p in BENCH.glob("*.py")
                  if p.name not in HELPERS and not p.name.startswith("test_"))
 TIMING_SCRIPTS = [p for p in SCRIPTS  # those that measure time
                   if "perf_counter" in p.read_text() or "from timing import" in p.read_text()]
-
-
-def _bench_module(name: str):
-    """``bench/<name>.py`` imported as the scripts import each other (bench/ on the path)."""
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
 
 
 def _called_names(tree: ast.AST) -> set[str]:
@@ -78,7 +66,7 @@ def test_every_timing_script_pins_blas_for_both_sides(script):
 
 
 def test_a_plain_run_writes_to_bench_results_and_record_to_docs_figures(tmp_path):
-    outputs = _bench_module("outputs")
+    outputs = bench_module("outputs")
     parser = argparse.ArgumentParser()
     outputs.add_output_options(parser)
     assert outputs.output_path(parser.parse_args([]), "x.json") == BENCH / "results" / "x.json"
@@ -108,7 +96,7 @@ def test_a_bench_script_run_in_a_copy_leaves_docs_alone(tmp_path):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_pinned_blas_sets_the_baseline_and_the_engine_alike(threads):
-    pinned_blas = _bench_module("blas_pinning").pinned_blas
+    pinned_blas = bench_module("blas_pinning").pinned_blas
     before = os.environ.get("SPARSEDP_BLAS_THREADS")
     with pinned_blas(threads):
         assert blas_threads() == threads
@@ -146,7 +134,7 @@ class _Config:
     ("quick or scale", ["small", "large"]), ("not quick", ["small"])])
 def test_scale_benchmarks_are_deselected_unless_the_marker_expression_names_scale(markexpr,
                                                                                    kept):
-    conftest = _bench_module("conftest")
+    conftest = bench_module("conftest")
     items = [_Item("small", "quick"), _Item("large", "scale")]
     config = _Config(markexpr)
     conftest.pytest_collection_modifyitems(config, items)

@@ -6,9 +6,7 @@ line and isolated nodes that ``largest_component=True`` drops."""
 from __future__ import annotations
 
 import functools
-import importlib.util
 import pathlib
-import sys
 import warnings
 
 import numpy as np
@@ -16,24 +14,15 @@ import pytest
 from scipy.sparse.csgraph import connected_components
 
 import sparsedp
+from tests.conftest import bench_module
 
 BENCH = pathlib.Path(__file__).resolve().parents[1] / "bench"
 N = 10_000
 
 
-def _realistic():
-    spec = importlib.util.spec_from_file_location("bench_realistic", BENCH / "realistic.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # for its dataclass
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
 
 
-realistic = _realistic()
+realistic = bench_module("realistic")
 
 
 def _components(graph) -> int:

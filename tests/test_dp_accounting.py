@@ -25,7 +25,7 @@ TRIPLES = [(float(d2), float(s), float(d)) for d2, s, d in zip(
     strict=True)]
 
 
-@pytest.mark.parametrize("d2, sigma, delta", slow_after(TRIPLES, 4))  # 1-3 s each
+@pytest.mark.parametrize("d2, sigma, delta", slow_after(TRIPLES, 2))  # 1-3 s each
 def test_pld_accountant_agrees_with_the_tight_gaussian_epsilon(d2, sigma, delta):
     accountant = pld_privacy_accountant.PLDAccountant()
     accountant.compose(interop.gaussian_dp_event(d2, sigma))

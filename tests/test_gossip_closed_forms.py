@@ -299,6 +299,7 @@ def test_counterexample_thm15_neighbourhood_view(er100):
         cf.thm15_bound_for(W, j, A, T)
 
 
+@pytest.mark.slow  # T = 200 on ER(100), every method
 @pytest.mark.usefixtures("engine_serves_self_observation")  # the engine's value
 def test_counterexample_target_is_the_observer(er100):
     """j == i (single observer, j in A): Delta^2 grows with slope ~0.96, not 1/n (Thm 13 says

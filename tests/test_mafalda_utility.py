@@ -95,6 +95,7 @@ def test_bad_input():
         utility_gram(big, 4, method="exact")
 
 
+@pytest.mark.slow  # many Hutchinson estimates
 def test_estimate_error_covers_truth_far_from_the_diagonal():
     """n = 3000, T = 200: far from the diagonal the powers have decayed, every probe gives the
     same value and the sample spread is below rounding; the stated error keeps a

@@ -92,8 +92,8 @@ def test_worst_case_brackets_the_exhaustive_worst_case(k):
         assert row["observers"] == n - 1
 
 
-@pytest.mark.parametrize("k", [*range(3), *(pytest.param(k, marks=pytest.mark.slow)
-                                           for k in range(3, 8))])
+@pytest.mark.parametrize("k", [*range(2), *(pytest.param(k, marks=pytest.mark.slow)
+                                           for k in range(2, 8))])
 def test_worst_case_against_single_calls_and_the_unpruned_value(k):
     """Random graphs up to 200 nodes, four schemes: the pruned result equals the unpruned one
     (every pair evaluated) to rounding (each pair's bounds are computed in blocks of other
@@ -120,6 +120,7 @@ def test_worst_case_against_single_calls_and_the_unpruned_value(k):
         assert single <= pruned.columns["upper"][j], (j, single)
 
 
+@pytest.mark.slow  # a larger graph's exhaustive check
 def test_pruning_is_tight_on_a_larger_graph():
     """A 600-node geometric graph at T = 40: few pairs evaluated, the same bounds as with
     every pair evaluated, and a small gap where M_T >= 0."""
