@@ -14,6 +14,7 @@ import sparsedp
 from sparsedp.errors import GossipMatrixError
 from sparsedp.linalg import kernels, matrix_facts
 from sparsedp.linalg.stochastic import lock_gossip_matrix
+from tests.conftest import slow_after
 
 
 def _er_matrix(n=60, p=0.1, seed=0):
@@ -202,7 +203,7 @@ def test_a_plain_matrix_changed_inside_a_reuse_scope_is_not_answered_from_the_me
     assert (inside.lower, inside.upper) == (fresh.lower, fresh.upper)
 
 
-@pytest.mark.parametrize("scheme", ["row-normalised-self-loops", "metropolis"])
+@pytest.mark.parametrize("scheme", slow_after(["row-normalised-self-loops", "metropolis"], 1))
 def test_distance_summary_shares_the_attackers_work_and_equals_single_queries(scheme,
                                                                              monkeypatch):
     """The lags, K, its rounding, lambda_min and Cholesky factor of one attacker set are

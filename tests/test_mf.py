@@ -367,7 +367,7 @@ ZIP_TRUSTS = ["ldp", "pndp", "pndp-eq12", "secldp"]
 
 
 @pytest.mark.parametrize("graph,trust,own", slow_after(itertools.product(GRAPHS, ZIP_TRUSTS,
-                                                                          [False, True]), 12))
+                                                                          [False, True]), 6))
 def test_zip_dl_against_dense_reference(graph, trust, own):
     """Zip-DL: the message-noise assembly (2|E| sources, plus the own copies' with
     ``own_copy_noise``) against the paper's n^2 virtual-slot simulation, every scheme, single

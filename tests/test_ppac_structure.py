@@ -25,6 +25,7 @@ from sparsedp.ppac import (
     victim_status,
 )
 from sparsedp.ppac.exact import rational_matrix
+from tests.conftest import slow_after
 
 from .test_ppac_protocol import leafy_graph, random_connected
 
@@ -74,7 +75,7 @@ def exact_case(seed: int, leafy: bool):
     return g, layout
 
 
-@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("seed", slow_after(range(10), 4))
 @pytest.mark.parametrize("leafy", [False, True])
 def test_structure_agrees_with_exact_rank(seed, leafy):
     """Generalised leaf => exact recovery; certificate => never; delayed recovery => recovery;

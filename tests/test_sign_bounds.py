@@ -13,7 +13,7 @@ from sparsedp.linalg.certified import MatrixSandwich
 from sparsedp.linalg.vector_bounds import vector_bounds
 from sparsedp.testing import brute_force_max, dense_reference, random_psd
 
-from .conftest import connected_instance
+from .conftest import connected_instance, slow_after
 
 pytestmark = pytest.mark.usefixtures("engine_serves_self_observation")
 
@@ -332,7 +332,7 @@ def test_first_pair_by_lanczos_at_large_T_or_lapack_for_a_top_cluster():
     np.testing.assert_allclose(lam, np.linalg.eigvalsh(cluster)[-32:], rtol=1e-13)
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", slow_after(range(3), 1))
 def test_bounds_at_large_T_agree_with_the_lapack_first_pairs(seed, monkeypatch):
     """The Lanczos first pair only steers: at T = 200 every bound equals, to rounding, the
     one computed with LAPACK's top pairs, and the chain holds against the exhaustive-free
