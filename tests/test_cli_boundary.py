@@ -78,7 +78,7 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
 PPAC_LEAF_GRAPH = "0 1\n0 2\n1 2\n0 3\n"  # victim 3 hangs on the attacker 0 alone
 
 
-@pytest.mark.parametrize("schema, args", [
+SCHEMA_CASES = [
     ("account", ("account", "--rounds", "5")),
     ("account", ("account", "--view", "target-v1", "--rounds", "4",
                  "--noise-removed")),  # infinite
@@ -117,7 +117,21 @@ PPAC_LEAF_GRAPH = "0 1\n0 2\n1 2\n0 3\n"  # victim 3 hangs on the attacker 0 alo
              "--targets", "sample:20:1")),
     ("map", ("map", "--generator", "ring:12", "--rounds", "3", "--upper", "none")),
     ("map", ("map", "--generator", "er:60:0.1:1", "--rounds", "5", "--upper", "entrywise")),
-])
+]
+
+
+def _first_per_schema(cases):
+    """One case of each schema in the default tier, the others in the slow one."""
+    seen = set()
+    out = []
+    for schema, args in cases:
+        out.append((schema, args) if schema not in seen
+                   else pytest.param(schema, args, marks=pytest.mark.slow))
+        seen.add(schema)
+    return out
+
+
+@pytest.mark.parametrize("schema, args", _first_per_schema(SCHEMA_CASES))
 def test_every_command_prints_strict_json_valid_against_its_schema(run, schema, args,
                                                                    tmp_path):
     """Each command's --json output parses with a parser that refuses Infinity/NaN and

@@ -359,6 +359,7 @@ def run_json(*argv) -> dict:
     return json.loads(out.getvalue())
 
 
+@pytest.mark.slow  # seven command runs
 def test_cli_speaks_edge_list_ids(tmp_path):
     path = tmp_path / "edges.txt"
     path.write_text("70 20\n20 50\n50 10\n10 70\n50 30\n30 90\n90 20\n")
