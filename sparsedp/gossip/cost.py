@@ -23,7 +23,8 @@ from sparsedp.linalg import gram, kernels
 from sparsedp.linalg.operators import CHUNK_BLOCK_ENTRIES, DEFAULT_MEMORY_BUDGET, MIN_CHUNK_COLUMNS
 from sparsedp.reprs import short_repr
 
-__all__ = ["Cost", "method_cost", "minimal_memory", "sparse_rate", "structured_memory"]
+__all__ = ["CLOSED_FORM_MEMORY", "Cost", "method_cost", "minimal_memory", "sparse_rate",
+           "structured_memory"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,11 @@ class Cost:
                 "sparse_products": self.sparse_products, "note": self.note}
 
 
+#: What a closed-form answer (local DP, the target in the known noise, other components)
+#: holds: a few length-T arrays and the result (traced peaks 85-240 KiB at T = 100-10^4).
+CLOSED_FORM_MEMORY = 2**20
+
+
 def minimal_memory(T: int, m: int = 1) -> int:
     """What every method holds: ``8 (16 T^2 + 4 m T^2)`` bytes (the sandwich and bound
     matrices, the ``m T x T`` blocks).  Checked before W is even looked at, so that an absurd
@@ -57,14 +63,19 @@ def banded_memory(n: int, T: int) -> int:
     return 8 * (8 * n + 8 * T)
 
 
-def structured_memory(m: int, T: int) -> int:
+def structured_memory(m: int, T: int, dense_certificate: bool = False) -> int:
     """Bytes the structured path's dense work may hold at once, with a margin:
-    ``8 (2 (mT)^2 + 4 mT T + 16 T^2)`` (K and its Cholesky factor, the mT x T blocks G, X,
-    K X, R, the T x T matrices of the sandwich and the bounds).  Measured peaks of whole
-    processes: 3.9 GB at m = 1, T = 5000 (this gives 4.4 GB); 2.4 GB at m = 46, T = 200 with
-    n = 10^6 (this gives 1.4 GB for the dense part)."""
+    ``8 (c (mT)^2 + 4 mT T + 16 T^2)`` (K, its Cholesky factor and the solve's copies, the
+    mT x T blocks G, X, K X, R, the T x T matrices of the sandwich and the bounds).  ``c = 3``
+    where ``lambda_min(K_T)`` has an analytic bound (traced peaks 2.3-2.5 (mT)^2 at
+    mT = 700-3500); ``c = 6`` where it is certified numerically (``dense_certificate``: power
+    offset or known noise removed, :func:`sparsedp.gossip.certified_solve.
+    analytic_lambda_min_lower_bound` is ``None``; K, its reduced copy and the certificate's
+    factorisation: traced peaks 5.1-5.3 (mT)^2).  Whole processes measured 3.9 GB at m = 1,
+    T = 5000 (this gives 4.4 GB)."""
     mT = m * T
-    return 8 * (2 * mT * mT + 4 * mT * T + 16 * T * T)
+    squares = 6 if dense_certificate else 3
+    return 8 * (squares * mT * mT + 4 * mT * T + 16 * T * T)
 
 
 def _operator_block(n: int, T: int) -> int:
@@ -89,7 +100,7 @@ def pcg_iterations(preconditioner: str) -> int:
 
 
 def method_cost(method: str, n: int, nnz: int, m: int, T: int, p: int = 0,
-                preconditioner: str = "stationary") -> Cost:
+                preconditioner: str = "stationary", dense_certificate: bool = False) -> Cost:
     """The :class:`Cost` of ``method`` (one of structured, gram, dense, matrix-free).
 
     structured: :func:`structured_memory` plus ``4 (m + 1)`` propagated n-vectors; about
@@ -100,14 +111,15 @@ def method_cost(method: str, n: int, nnz: int, m: int, T: int, p: int = 0,
     ``"gram"`` preconditioner (resolved, not ``"auto"``), the Gram assembly's; ``2 T``
     products per iteration times :func:`pcg_iterations` (an assumption).  ``work``: the
     time model, sparse multiply-adds of the products plus :data:`DENSE_FLOP_WEIGHT` times
-    the dense flops (Cholesky ``(mT)^3 / 3``, solves)."""
+    the dense flops (Cholesky ``(mT)^3 / 3``, solves).  ``dense_certificate``: as for
+    :func:`structured_memory`."""
     mT = m * T
     common = 8 * (4 * mT * T + 16 * T * T)
     vectors = 8 * n * (m + 1) * 4 + 8 * nnz  # propagated vectors and one transposed copy of W
     row = nnz + n  # multiply-adds of one product with one column, with the additions
     cholesky = DENSE_FLOP_WEIGHT * (mT**3 / 3 + 2 * mT * mT * T)
     if method == "structured":
-        return Cost(method, structured_memory(m, T) + vectors, 2 * (T + p),
+        return Cost(method, structured_memory(m, T, dense_certificate) + vectors, 2 * (T + p),
                     work=2 * (T + p) * (m + 1) * row + cholesky)
     if method == "gram":
         lags, square = gram.gram_memory(n, m, T)

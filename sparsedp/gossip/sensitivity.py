@@ -46,10 +46,12 @@ from sparsedp.errors import ParameterError
 from sparsedp.gossip.banded import banded_interval
 from sparsedp.gossip.certified_solve import (
     INNOVATION_NEEDS_V2_FORMS,
+    analytic_lambda_min_lower_bound,
     iterative_preconditioner,
     solve,
 )
 from sparsedp.gossip.cost import (
+    CLOSED_FORM_MEMORY,
     Cost,
     banded_memory,
     method_cost,
@@ -411,7 +413,8 @@ def estimate_cost(
     the method it would use, its estimated peak memory and sparse products
     (:func:`sparsedp.gossip.cost.method_cost`), the memory budget, whether the request fits
     and the largest T that does.  Closed-form answers (local DP, target in the known noise,
-    different components) cost nothing.  The arguments are checked as by
+    different components) cost no products and
+    :data:`sparsedp.gossip.cost.CLOSED_FORM_MEMORY`.  The arguments are checked as by
     :func:`squared_sensitivity`; a T that fits no method raises ``ResourceLimitError``.
 
     Parameters
@@ -460,7 +463,8 @@ def estimate_cost(
     plan = _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
                  max_memory)
     if isinstance(plan, _Answered):
-        return {"method": "closed form", "preconditioner": None, "memory_bytes": 0,
+        return {"method": "closed form", "preconditioner": None,
+                "memory_bytes": CLOSED_FORM_MEMORY,
                 "sparse_products": 0, "seconds": 0.0,
                 "budget_bytes": plan.budget, "fits": True, "largest_T": None,
                 "notes": list(plan.result.notes)}
@@ -506,7 +510,13 @@ class _Plan:
         system = self.system
         nnz = max(w.nnz for w in system.Ws)
         return method_cost(self.method, system.n, nnz, system.m, T, system.power_offset,
-                           self.preconditioner).memory
+                           self.preconditioner, _dense_certificate(system)).memory
+
+
+def _dense_certificate(system: GossipSystem) -> bool:
+    """Whether ``lambda_min(K_T)`` is certified numerically (no analytic bound), which holds
+    more dense copies of K (:func:`structured_memory`)."""
+    return analytic_lambda_min_lower_bound(system) is None
 
 
 def _refuse_target_among_observers(target, observers) -> None:
@@ -574,7 +584,8 @@ def _plan(W, target, observers, T, view, noise_removed, method, preconditioner,
         method = _auto_method(system, symmetric, notes)
     resolved = _resolved_preconditioner(system, method, preconditioner)
     nnz = max(w.nnz for w in system.Ws)
-    cost = method_cost(method, n, nnz, system.m, T, system.power_offset, resolved)
+    cost = method_cost(method, n, nnz, system.m, T, system.power_offset, resolved,
+                       _dense_certificate(system))
     return _Plan(target, budget, model=model, system=system, method=method, cost=cost,
                  notes=notes, preconditioner=resolved)
 
@@ -595,7 +606,8 @@ def _auto_method(system: GossipSystem, symmetric: bool, notes: list[str]) -> str
     else gram, else matrix-free (with a note saying why)."""
     mT = system.m * system.T
     budget = STRUCTURED_MEMORY_FRACTION * resources.physical_memory()
-    if symmetric and structured_memory(system.m, system.T) <= budget:
+    dense = structured_memory(system.m, system.T, _dense_certificate(system))
+    if symmetric and dense <= budget:
         faster = _matrix_free_is_faster(system)
         if faster is None:
             return "structured"
@@ -605,7 +617,7 @@ def _auto_method(system: GossipSystem, symmetric: bool, notes: list[str]) -> str
         notes.append("time-varying W: using the matrix-free PCG path")
         return "matrix-free"
     reason = "W is not symmetric" if not symmetric else (
-        f"the structured path's dense work ({structured_memory(system.m, system.T) / 2**30:.1f}"
+        f"the structured path's dense work ({dense / 2**30:.1f}"
         f" GiB) exceeds {STRUCTURED_MEMORY_FRACTION:.0%} of the memory"
     )
     if gram.gram_fits(system.n, system.m, system.T):
