@@ -10,10 +10,13 @@ import contract), ``linalg``, ``privacy``, base.
 from sparsedp.mf.algorithms import (
     Algorithm,
     antipgd,
+    banded_square_root,
     decor,
     dp_d_sgd,
     mf_d_sgd,
     muffliato_sgd,
+    square_root,
+    with_resets,
     zip_dl,
 )
 from sparsedp.mf.participation import Participation, cyclic, single_use, user_level
@@ -27,6 +30,7 @@ __all__ = [
     "MFResult",
     "Participation",
     "antipgd",
+    "banded_square_root",
     "cyclic",
     "decor",
     "dp_d_sgd",
@@ -34,6 +38,8 @@ __all__ = [
     "mf_sensitivity",
     "muffliato_sgd",
     "single_use",
+    "square_root",
     "user_level",
+    "with_resets",
     "zip_dl",
 ]

@@ -1,0 +1,189 @@
+"""Issue 32 items 3-4: any invertible noise correlation (MFDL's SR and BSR), correlation
+resets, one correlation per node (MAFALDA-L-SGD), the message workload and a user-supplied
+linear mechanism, against independent dense computations and transcriptions of MFDL's code
+(``workloads_generator.py`` at commit c8529295; MFDL itself needs torch, not installed here)."""
+
+import networkx as nx
+import numpy as np
+import pytest
+from scipy.linalg import toeplitz
+
+import sparsedp
+from sparsedp.errors import ParameterError
+from sparsedp.mf import (
+    antipgd,
+    banded_square_root,
+    cyclic,
+    dp_d_sgd,
+    mf_d_sgd,
+    mf_sensitivity,
+    square_root,
+    with_resets,
+)
+from sparsedp.mf.algorithms import FUTURE_DRAWS_NOTE, square_root_encoder
+from sparsedp.testing import dense_mf_sensitivity
+from tests.conftest import connected_instance
+
+
+def _close(a, b, rel):
+    return abs(a - b) <= rel * max(abs(b), 1e-300) + 1e-13
+
+
+# -- transcriptions of MFDL (numpy for torch; float32 where torch computes in float32) ---------
+def mfdl_bsr(nb_iterations, nb_epochs, dtype=np.float32):
+    """``BSR_local_factorization`` (``SR_local_factorization`` for ``nb_epochs=None``):
+    torch.ones is float32, so MFDL's coefficients are float32."""
+    workload = np.ones(nb_iterations, dtype=dtype)
+    y = np.zeros_like(workload)
+    y[0] = np.sqrt(workload[0])
+    for k in range(1, nb_iterations):
+        y[k] = (workload[k] - np.dot(y[1:k], y[1:k][::-1])) / (2 * y[0])
+    C = toeplitz(y).astype(np.float64)
+    if nb_epochs is None:
+        return C
+    band_width = nb_iterations // nb_epochs
+    C[np.subtract.outer(np.arange(nb_iterations), np.arange(nb_iterations)) >= band_width] = 0
+    return C
+
+
+def mfdl_cyclic_sum(X, participation_interval, nb_steps, nb_nodes, node):
+    """``compute_cyclic_repetitions_1node`` squared: ``max_offset sum |X_pi|``."""
+    sums = []
+    for t in range(participation_interval):
+        idx = np.arange(t * nb_nodes + node, nb_steps * nb_nodes, participation_interval * nb_nodes)
+        sums.append(np.sum(np.abs(X[np.ix_(idx, idx)])))
+    return max(sums)
+
+
+def mfdl_pndp_thm7(W, C_local, attacker, target, participation_interval):
+    """MFDL's general accounting, time-major: ``B = P W_T (C^+ kron I)``, ``X = C^T B^+ B C``
+    with ``C = C_local kron I`` and P the rows ``i`` with ``W[attacker, i] > 0``
+    (``build_projection_workload``, eq. 12), then the cyclic sum for the target."""
+    n, T = W.shape[0], C_local.shape[0]
+    WT = np.zeros((n * T, n * T))
+    for d in range(T):
+        power = np.linalg.matrix_power(W, d)
+        for b in range(T - d):
+            WT[(b + d) * n:(b + d + 1) * n, b * n:(b + 1) * n] = power
+    rows = [t * n + i for t in range(T) for i in range(n) if W[attacker, i] > 0]
+    C = np.kron(C_local, np.eye(n))
+    B = WT[rows] @ np.kron(np.linalg.pinv(C_local), np.eye(n))
+    X = C.T @ np.linalg.pinv(B) @ B @ C
+    return mfdl_cyclic_sum(X, participation_interval, T, n, target)
+
+
+# -- item 3: SR and BSR --------------------------------------------------------------------
+def test_square_root_encoders_are_mfdls_matrices():
+    for T, epochs in [(6, None), (12, 3), (30, 5), (30, None)]:
+        band = None if epochs is None else T // epochs
+        ours = square_root_encoder(T, band)
+        assert np.max(np.abs(ours - mfdl_bsr(T, epochs, np.float64))) <= 1e-15
+        # MFDL's own float32 coefficients differ from the exact ones by float32 rounding
+        assert np.max(np.abs(ours - mfdl_bsr(T, epochs))) <= 1e-6
+    assert np.max(np.abs(square_root_encoder(30) - mfdl_bsr(30, None))) > 0  # not dyadic
+    # y_k = binom(2k, k) / 4^k: sum_j y_j y_(k-j) = 1 (the square root of the prefix sums)
+    y = square_root_encoder(8)[:, 0]
+    assert np.allclose(np.convolve(y, y)[:8], 1.0, rtol=0, atol=1e-15)
+    assert np.array_equal(square_root_encoder(5, causal=True), np.tril(square_root_encoder(5)))
+
+
+@pytest.mark.parametrize("epochs,b", [(None, 3), (2, 3), (3, 2)])
+def test_sr_bsr_local_dp_reproduce_mfdl(epochs, b):
+    """MFDL's ``compute_sensitivity`` (sens^2 = max sum |C^T C|_pi, cyclic b) on its own
+    float32 matrices, and on ours, equals our Theorem 7 value under local DP."""
+    T = 6
+    W = np.ones((1, 1))
+    scheme = cyclic(T // b, b)
+    C32 = mfdl_bsr(T, epochs)
+    mfdl = mfdl_cyclic_sum(C32.T @ C32, b, T, 1, 0)
+    r = mf_sensitivity(W, 0, None, T, algorithm=mf_d_sgd(np.linalg.pinv(C32)),
+                       trust_model="ldp", participation_scheme=scheme)
+    assert _close(r.thm7, mfdl, 1e-12) and r.lower <= mfdl * (1 + 1e-12) <= r.upper * (1 + 2e-12)
+    algorithm = square_root() if epochs is None else banded_square_root(T // epochs)
+    C = square_root_encoder(T, None if epochs is None else T // epochs)
+    ours = mf_sensitivity(W, 0, None, T, algorithm=algorithm, trust_model="ldp",
+                          participation_scheme=scheme)
+    assert _close(ours.thm7, mfdl_cyclic_sum(C.T @ C, b, T, 1, 0), 1e-12)
+    assert FUTURE_DRAWS_NOTE in ours.notes  # MFDL's C is symmetric: C^{-1} is full
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("name", ["sr", "bsr", "sr-causal"])
+def test_sr_bsr_pndp_against_dense_and_mfdl(seed, name):
+    """PNDP and eq. 12 against the dense reference (explicit A, B, SVD pseudo-inverse, brute
+    force over signs); eq. 12's Theorem 7 sum also against MFDL's own formula."""
+    T, b = 6, 3
+    G = connected_instance("er", 10, seed)
+    W = sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops")
+    algorithm = {"sr": square_root(), "bsr": banded_square_root(b),
+                 "sr-causal": square_root(causal=True)}[name]
+    L = algorithm.noise_matrix(T)
+    patterns = [np.arange(i, T, b) for i in range(b)]
+    attacker, target = 0, int(max(nx.single_source_shortest_path_length(G, 0).items(),
+                                  key=lambda kv: (kv[1] == 2, kv[0]))[0])
+    for trust in ("pndp", "pndp-eq12"):
+        r = mf_sensitivity(W, target, [attacker], T, algorithm=algorithm, trust_model=trust,
+                           participation_scheme=cyclic(T // b, b), gradients="scalar")
+        d = dense_mf_sensitivity(W, target, T, patterns, noise=L, trust=trust,
+                                 attackers=[attacker])
+        assert _close(r.thm7, d["thm7"], 1e-8) and _close(r.exact, d["exact"], 1e-8)
+        assert r.lower <= d["exact"] * (1 + 1e-9) and d["exact"] <= r.upper * (1 + 1e-9)
+        assert (FUTURE_DRAWS_NOTE in r.notes) == (name != "sr-causal")
+    C = square_root_encoder(T, b if name == "bsr" else None, causal=name == "sr-causal")
+    mfdl = mfdl_pndp_thm7(W.toarray(), C, attacker, target, b)
+    assert _close(r.thm7, mfdl, 1e-8)
+
+
+# -- item 4: resets and one correlation per node -------------------------------------------
+def test_resets_are_block_diagonal_and_accounted():
+    T = 6
+    assert np.array_equal(with_resets(antipgd(), 4).noise_matrix(T)[4:, :4], np.zeros((2, 4)))
+    assert np.array_equal(with_resets(antipgd(), 6).noise_matrix(T), antipgd().noise_matrix(T))
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph(), scheme="row-normalised-self-loops")
+    algorithm = with_resets(banded_square_root(2), 3)
+    L = algorithm.noise_matrix(T)
+    assert np.array_equal(L[:3, :3], L[3:, 3:]) and not L[:3, 3:].any()
+    assert np.allclose(L[:3, :3], banded_square_root(2).noise_matrix(3), rtol=0, atol=0)
+    patterns = [np.arange(T)]
+    r = mf_sensitivity(W, 0, [3], T, algorithm=algorithm, gradients="scalar")
+    d = dense_mf_sensitivity(W, 0, T, patterns, noise=L, trust="pndp", attackers=[3])
+    assert _close(r.exact, d["exact"], 1e-8) and _close(r.thm7, d["thm7"], 1e-8)
+    # a reset of independent noise changes nothing (same path, same value)
+    a = mf_sensitivity(W, 0, [3], T, algorithm=with_resets(dp_d_sgd(), 2))
+    b = mf_sensitivity(W, 0, [3], T)
+    assert a.upper == b.upper and a.lower == b.lower
+
+
+def test_per_node_correlation_against_dense_reference():
+    T, n = 4, 10
+    W = sparsedp.gossip_matrix(connected_instance("er", n, 3), scheme="row-normalised-self-loops")
+    rng = np.random.default_rng(0)
+    L = rng.uniform(-0.4, 0.4, (n, T, T)) + 1.5 * np.eye(T)
+    for trust, attackers in (("ldp", None), ("pndp", [2]), ("pndp-eq12", [2, 7])):
+        r = mf_sensitivity(W, 5, attackers, T, algorithm=mf_d_sgd(L), trust_model=trust,
+                           gradients="scalar")
+        d = dense_mf_sensitivity(W, 5, T, [np.arange(T)], noise=L, trust=trust,
+                                 attackers=attackers or ())
+        assert _close(r.exact, d["exact"], 1e-8) and _close(r.thm7, d["thm7"], 1e-8)
+    # the same L at every node is the shared correlation
+    same = mf_sensitivity(W, 5, [2], T, algorithm=mf_d_sgd(np.stack([L[0]] * n)))
+    shared = mf_sensitivity(W, 5, [2], T, algorithm=mf_d_sgd(L[0]))
+    assert _close(same.upper, shared.upper, 1e-12) and _close(same.lower, shared.lower, 1e-12)
+
+
+def test_bad_correlations_are_refused():
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph())
+    cases = [
+        (lambda: banded_square_root(0), "band must be an integer >= 1, got 0"),
+        (lambda: with_resets(antipgd(), 0), "period must be an integer >= 1, got 0"),
+        (lambda: with_resets(mf_d_sgd(np.eye(4)), 3),
+         "its noise correlation is fixed at 4 steps, not the reset period 3"),
+        (lambda: mf_sensitivity(W, 0, [1], 3, algorithm=mf_d_sgd(np.ones((4, 3, 3)))),
+         "one noise correlation per node for 4 nodes, W has 15"),
+        (lambda: mf_sensitivity(W, 0, [1], 6, algorithm=with_resets(mf_d_sgd(np.eye(4)), 4)),
+         "T = 6 is not a multiple of the reset period 4"),
+        (lambda: mf_d_sgd(np.ones((2, 3))), "must be a square T x T matrix"),
+    ]
+    for call, message in cases:
+        with pytest.raises(ParameterError, match=message.replace("(", r"\(")):
+            call()
