@@ -21,6 +21,9 @@ from sparsedp.mf import (
     with_resets,
 )
 from sparsedp.mf.algorithms import FUTURE_DRAWS_NOTE, square_root_encoder
+from sparsedp.mf.local_correlations import node_grams, optimise_local_correlations
+from sparsedp.mf.optimise import optimise_correlation, prefix_gram, utility_norm
+from sparsedp.mf.utility import utility_gram
 from sparsedp.testing import dense_mf_sensitivity
 from tests.conftest import connected_instance
 
@@ -187,3 +190,77 @@ def test_bad_correlations_are_refused():
     for call, message in cases:
         with pytest.raises(ParameterError, match=message.replace("(", r"\(")):
             call()
+
+
+# -- item 4: the message workload and MAFALDA-L-SGD ----------------------------------------
+def mfdl_local_gram(W, nb_steps, initial_power):
+    """``build_local_DL_gram_workload``: ``sum_i A_i^T A_i`` of ``build_DL_workload`` (block
+    (r, s) = ``W^(r - s + initial_power)``), node-major columns via the commutation."""
+    n = W.shape[0]
+    DL = np.zeros((n * nb_steps, n * nb_steps))
+    for d in range(nb_steps):
+        power = np.linalg.matrix_power(W, d + initial_power)
+        for b in range(nb_steps - d):
+            DL[(b + d) * n:(b + d + 1) * n, b * n:(b + 1) * n] = power
+    pi_inv = np.argsort([i * nb_steps + t for t in range(nb_steps) for i in range(n)])
+    A = DL[:, pi_inv]
+    blocks = [A[:, nb_steps * i:nb_steps * (i + 1)] for i in range(n)]
+    return sum(Ai.T @ Ai for Ai in blocks), np.stack([Ai.T @ Ai for Ai in blocks])
+
+
+@pytest.mark.parametrize("scheme", ["metropolis", "row-normalised-self-loops"])
+def test_message_and_node_grams_equal_mfdls_workloads(scheme):
+    """Symmetric W (eigenvalue moments) and non-symmetric W (Krylov traces), both workloads:
+    ``utility_gram`` and the per-node grams against MFDL's dense construction."""
+    T = 5
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph(), scheme=scheme)
+    for workload, power in (("post-average", 1), ("message", 0)):
+        total, per_node = mfdl_local_gram(W.toarray(), T, power)
+        H = utility_gram(W, T, workload=workload)
+        assert H.workload == workload and np.abs(H.H - total).max() <= 1e-12 * np.abs(total).max()
+        grams = node_grams(W, T, workload=workload)
+        assert np.abs(grams - per_node).max() <= 1e-13 * np.abs(per_node).max()
+        estimate = utility_gram(W, T, workload=workload, method="estimate", probes=64, seed=3)
+        assert np.all(np.abs(estimate.H - total) <= estimate.error)
+    # the two workloads differ by the powers: W = I makes them the same, n prefix sums
+    n = 7
+    for workload in ("post-average", "message"):
+        assert np.array_equal(utility_gram(np.eye(n), T, workload=workload).H,
+                              n * prefix_gram(T))
+
+
+def test_message_workload_mafalda_reduces_to_mafalda():
+    """On W = I both workloads are n times the prefix sums: MAFALDA on the message workload is
+    MAFALDA (and D-MF) there; on a graph the two optimise different H."""
+    T, scheme = 6, (2, 3)
+    message = optimise_correlation(utility_gram(np.eye(4), T, workload="message").H, scheme,
+                                   progress=False)
+    shared = optimise_correlation(prefix_gram(T), scheme, progress=False)
+    assert np.allclose(message.C, shared.C, atol=1e-6) and message.gap < 1e-8
+    assert _close(message.objective, 4 * shared.objective, 1e-8)
+
+
+def test_mafalda_l_sgd_reduces_to_mafalda_and_never_loses():
+    T, scheme = 6, (2, 3)
+    # vertex-transitive: H_i = H / n, every node gets MAFALDA's correlation
+    W = sparsedp.gossip_matrix(nx.cycle_graph(7))
+    local = optimise_local_correlations(W, T, scheme, progress=False)
+    shared = optimise_correlation(utility_gram(W, T).H, scheme, progress=False)
+    assert local.distinct == 1
+    for f in local.factorisations:
+        assert np.allclose(f.C, shared.C, atol=1e-6)
+    assert _close(local.objective, shared.objective, 1e-8)
+    # in general MAFALDA's C is feasible for every node, so the per-node optimum is no worse
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph(), scheme="row-normalised-self-loops")
+    local = optimise_local_correlations(W, T, scheme, progress=False)
+    grams = node_grams(W, T)
+    assert np.allclose(grams.sum(axis=0), utility_gram(W, T).H, rtol=1e-12)
+    shared = optimise_correlation(grams.sum(axis=0), scheme, progress=False)
+    assert local.distinct > 1 and local.sens2 <= 1 + 1e-9
+    assert local.utility <= shared.utility * (1 + 1e-9)
+    for H, f in zip(grams, local.factorisations, strict=True):  # each node's own optimum
+        assert f.utility <= utility_norm(shared.C, H) * (1 + 1e-8)
+    # its accounting: the per-node stack under local DP is every node's own C^T C
+    r = mf_sensitivity(W, 4, None, T, algorithm=local.algorithm, trust_model="ldp",
+                       participation_scheme=cyclic(2, 3))
+    assert _close(r.upper, local.factorisations[4].sens2, 1e-9)
