@@ -6,7 +6,9 @@ linear mechanism, against independent dense computations and transcriptions of M
 import networkx as nx
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.linalg import toeplitz
+from scipy.sparse.linalg import aslinearoperator
 
 import sparsedp
 from sparsedp.errors import ParameterError
@@ -21,10 +23,11 @@ from sparsedp.mf import (
     with_resets,
 )
 from sparsedp.mf.algorithms import FUTURE_DRAWS_NOTE, square_root_encoder
+from sparsedp.mf.linear_mechanism import linear_mechanism_sensitivity
 from sparsedp.mf.local_correlations import node_grams, optimise_local_correlations
 from sparsedp.mf.optimise import optimise_correlation, prefix_gram, utility_norm
 from sparsedp.mf.utility import utility_gram
-from sparsedp.testing import dense_mf_sensitivity
+from sparsedp.testing import dense_mf_matrices, dense_mf_sensitivity
 from tests.conftest import connected_instance
 
 
@@ -264,3 +267,59 @@ def test_mafalda_l_sgd_reduces_to_mafalda_and_never_loses():
     r = mf_sensitivity(W, 4, None, T, algorithm=local.algorithm, trust_model="ldp",
                        participation_scheme=cyclic(2, 3))
     assert _close(r.upper, local.factorisations[4].sens2, 1e-9)
+
+
+# -- item 4: a user-supplied linear mechanism ------------------------------------------------
+@pytest.mark.parametrize("form", ["dense", "sparse", "operator"])
+def test_linear_mechanism_reproduces_mf_sensitivity(form):
+    """App. A's explicit A and B (BSR noise; eq. 12 and local DP) given as matrices or
+    operators give mf_sensitivity's values."""
+    T, n = 4, 10
+    W = sparsedp.gossip_matrix(connected_instance("er", n, 4), scheme="row-normalised-self-loops")
+    algorithm = banded_square_root(2)
+    wrap = {"dense": lambda X: X, "sparse": sp.csr_matrix, "operator": aslinearoperator}[form]
+    for trust, attackers in (("pndp-eq12", [1]), ("ldp", None)):
+        mats = dense_mf_matrices(W, T, noise=algorithm.noise_matrix(T), trust=trust,
+                                 attackers=attackers or ())
+        r = linear_mechanism_sensitivity(wrap(mats["A"]), wrap(mats["B"]),
+                                         [t * n + 6 for t in range(T)],
+                                         participation_scheme=(2, 2), gradients="scalar")
+        ref = mf_sensitivity(W, 6, attackers, T, algorithm=algorithm, trust_model=trust,
+                             participation_scheme=(2, 2), gradients="scalar")
+        assert _close(r.exact, ref.exact, 1e-9) and _close(r.thm7, ref.thm7, 1e-9)
+        assert r.upper < np.inf and r.lower <= ref.upper and ref.lower <= r.upper
+        assert ("operators materialised" in " ".join(r.notes)) == (form == "operator")
+
+
+def test_linear_mechanism_range_condition_and_dependent_rows():
+    B = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])  # a repeated observation
+    r = linear_mechanism_sensitivity(B, B, [0, 1], gradients="scalar")
+    assert r.range_condition and abs(r.exact - 2.0) <= 1e-12 and r.upper - 2.0 <= 1e-12
+    assert "1 dependent rows of B dropped" in " ".join(r.notes)
+    # the repeated noise carries a different multiple of the gradient: its difference is
+    # noiseless, so the gradient of step 0 is revealed
+    A = np.array([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
+    r = linear_mechanism_sensitivity(A, B, [0, 1])
+    assert not r.range_condition and r.lower == r.upper == np.inf
+    # step 1 unprotected: infinite for every scheme that uses it, finite for one that does not
+    B = np.diag([1.0, 0.0])
+    assert linear_mechanism_sensitivity(np.eye(2), B, [0, 1]).upper == np.inf
+    assert linear_mechanism_sensitivity(np.eye(2), B, [0]).upper == pytest.approx(1.0, abs=1e-12)
+
+
+def test_linear_mechanism_bad_input():
+    A = np.eye(3)
+    cases = [
+        (lambda: linear_mechanism_sensitivity(A, np.eye(2), [0]),
+         "A and B must have the same rows (the observations): A has 3, B has 2"),
+        (lambda: linear_mechanism_sensitivity(A, A, [0, 3]), "columns must lie in 0..2"),
+        (lambda: linear_mechanism_sensitivity(A, A, [1, 1]), "columns must be distinct"),
+        (lambda: linear_mechanism_sensitivity(A, A, []), "columns must be a non-empty list"),
+        (lambda: linear_mechanism_sensitivity([[1.0]], A, [0]), "A must be a 2-d array"),
+        (lambda: linear_mechanism_sensitivity(A, A * np.nan, [0]), "B has non-finite entries"),
+        (lambda: linear_mechanism_sensitivity(np.eye(1600), np.eye(1600), [0]),
+         "1600 observed rows exceed 1500"),
+    ]
+    for call, message in cases:
+        with pytest.raises(ParameterError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            call()
