@@ -181,6 +181,7 @@ def test_bad_correlations_are_refused():
     W = sparsedp.gossip_matrix(nx.florentine_families_graph())
     cases = [
         (lambda: banded_square_root(0), "band must be an integer >= 1, got 0"),
+        (lambda: square_root(causal=1), "causal must be True or False, got 1"),
         (lambda: with_resets(antipgd(), 0), "period must be an integer >= 1, got 0"),
         (lambda: with_resets(mf_d_sgd(np.eye(4)), 3),
          "its noise correlation is fixed at 4 steps, not the reset period 3"),

@@ -19,6 +19,12 @@ from sparsedp.mf.algorithms import (
     with_resets,
     zip_dl,
 )
+from sparsedp.mf.linear_mechanism import linear_mechanism_sensitivity
+from sparsedp.mf.local_correlations import (
+    LocalCorrelations,
+    node_grams,
+    optimise_local_correlations,
+)
 from sparsedp.mf.participation import Participation, cyclic, single_use, user_level
 from sparsedp.mf.result import MFResult
 from sparsedp.mf.sensitivity import mf_sensitivity
@@ -27,6 +33,7 @@ from sparsedp.mf.trust import TRUST_MODELS
 __all__ = [
     "TRUST_MODELS",
     "Algorithm",
+    "LocalCorrelations",
     "MFResult",
     "Participation",
     "antipgd",
@@ -34,9 +41,12 @@ __all__ = [
     "cyclic",
     "decor",
     "dp_d_sgd",
+    "linear_mechanism_sensitivity",
     "mf_d_sgd",
     "mf_sensitivity",
     "muffliato_sgd",
+    "node_grams",
+    "optimise_local_correlations",
     "single_use",
     "square_root",
     "user_level",

@@ -217,29 +217,121 @@ def square_root_encoder(T: int, band: int | None = None, causal: bool = False) -
 
 
 def square_root(causal: bool = False) -> Algorithm:
-    """SR: the square-root factorisation of the prefix-sum workload, encoder
-    :func:`square_root_encoder` (MFDL's ``SR_local_factorization``, "BSR_LOCAL" in its
-    experiments), noise as applied ``C^{-1}``.  MFDL's C is symmetric, so its noise uses later
-    draws; ``causal=True`` takes the lower-triangular encoder instead."""
-    return Algorithm(name="sr" + ("(causal)" if causal else ""), correlation="square-root",
-                     causal=bool(causal))
+    """SR: the square-root factorisation of the prefix-sum workload as a local correlation.
+
+    The encoder is :func:`square_root_encoder` (MFDL's ``SR_local_factorization``, labelled
+    "BSR_LOCAL" in its experiments), the noise as applied ``C^{-1}``, one gossip round per
+    step.  MFDL's C is symmetric, so the noise of a step uses later draws (the result says
+    so); the accounting uses the covariance it induces.
+
+    Parameters
+    ----------
+    causal : bool
+        ``True``: the lower-triangular Toeplitz encoder of Kalinin and Lampert (2024) instead
+        of MFDL's symmetric one.
+
+    Returns
+    -------
+    Algorithm
+        For :func:`sparsedp.mf.mf_sensitivity`; its noise matrix is built for any T.
+
+    Raises
+    ------
+    ParameterError
+        ``causal`` not a bool.
+
+    Examples
+    --------
+    Under local DP with user-level participation, ``sens^2`` is Theorem 7's sum over
+    ``C^T C`` (MFDL's ``compute_sensitivity`` squared):
+
+    >>> import numpy as np
+    >>> from sparsedp.mf import mf_sensitivity, square_root
+    >>> r = mf_sensitivity(np.ones((1, 1)), 0, None, 4, algorithm=square_root(),
+    ...                    trust_model="ldp")
+    >>> round(r.thm7, 4)
+    20.8516
+    """
+    return Algorithm(name="sr" + ("(causal)" if _flag(causal) else ""),
+                     correlation="square-root", causal=causal)
 
 
 def banded_square_root(band: int, causal: bool = False) -> Algorithm:
     """BSR: the square-root encoder with the entries ``band`` or more steps below the diagonal
-    zeroed (MFDL's ``BSR_local_factorization`` with ``band = T // epochs``,
-    "BSR_BANDED_LOCAL"; with ``cyclic(k, b)`` participation MFDL takes ``band = b``)."""
+    zeroed, as a local correlation.
+
+    MFDL's ``BSR_local_factorization`` with ``band = T // epochs`` ("BSR_BANDED_LOCAL"; with
+    ``cyclic(k, b)`` participation MFDL takes ``band = b``).  Its entries above the diagonal
+    stay (MFDL's symmetric Toeplitz matrix), so the noise uses later draws.
+
+    Parameters
+    ----------
+    band : int
+        Band width (>= 1): ``C[i, j] = 0`` for ``i - j >= band``.
+    causal : bool
+        ``True``: banded lower-triangular Toeplitz (Kalinin and Lampert, 2024).
+
+    Returns
+    -------
+    Algorithm
+        For :func:`sparsedp.mf.mf_sensitivity`; its noise matrix is built for any T.
+
+    Raises
+    ------
+    ParameterError
+        ``band`` not an integer >= 1, ``causal`` not a bool.
+
+    Examples
+    --------
+    >>> from sparsedp.mf import banded_square_root
+    >>> from sparsedp.mf.algorithms import square_root_encoder
+    >>> banded_square_root(2).name, square_root_encoder(3, band=2).tolist()
+    ('bsr(2)', [[1.0, 0.5, 0.375], [0.5, 1.0, 0.5], [0.0, 0.5, 1.0]])
+    """
     if isinstance(band, bool) or not isinstance(band, (int, np.integer)) or band < 1:
         raise ParameterError(f"band must be an integer >= 1, got {band!r}")
-    return Algorithm(name=f"bsr({int(band)})" + ("(causal)" if causal else ""),
-                     correlation="square-root", band=int(band), causal=bool(causal))
+    return Algorithm(name=f"bsr({int(band)})" + ("(causal)" if _flag(causal) else ""),
+                     correlation="square-root", band=int(band), causal=causal)
+
+
+def _flag(causal) -> bool:
+    if not isinstance(causal, bool):
+        raise ParameterError(f"causal must be True or False, got {causal!r}")
+    return causal
 
 
 def with_resets(algorithm: Algorithm, period: int) -> Algorithm:
-    """``algorithm`` with its noise correlation restarted every ``period`` steps (MFDL's
-    ``nb_resets``: fresh noise, the correlation built again for each segment; the models are
-    not reset).  L is block-diagonal; a last segment shorter than ``period`` gets the
-    correlation of its own length."""
+    """``algorithm`` with its noise correlation restarted every ``period`` steps.
+
+    MFDL's ``nb_resets``: fresh noise, the correlation built again for each segment; the
+    models are not reset.  L is block-diagonal; a last segment shorter than ``period`` gets
+    the correlation of its own length (for correlations defined for any T).
+
+    Parameters
+    ----------
+    algorithm : Algorithm
+        Any algorithm with a node-local noise correlation (not DECOR or Zip-DL).
+    period : int
+        Steps between resets (>= 1); a fixed-size correlation (``mf_d_sgd``) must have
+        exactly ``period`` steps.
+
+    Returns
+    -------
+    Algorithm
+        The same algorithm with ``reset_period`` set.
+
+    Raises
+    ------
+    ParameterError
+        A bad period, an algorithm without a local correlation, a fixed correlation of
+        another size.
+
+    Examples
+    --------
+    >>> from sparsedp.mf import antipgd, with_resets
+    >>> with_resets(antipgd(), 2).noise_matrix(4).astype(int).tolist()
+    [[1, 0, 0, 0], [-1, 1, 0, 0], [0, 0, 1, 0], [0, 0, -1, 1]]
+    """
     if isinstance(period, bool) or not isinstance(period, (int, np.integer)) or period < 1:
         raise ParameterError(f"period must be an integer >= 1, got {period!r}")
     if algorithm.correlation in ("decor", "message"):
