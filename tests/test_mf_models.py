@@ -3,6 +3,8 @@ resets, one correlation per node (MAFALDA-L-SGD), the message workload and a use
 linear mechanism, against independent dense computations and transcriptions of MFDL's code
 (``workloads_generator.py`` at commit c8529295; MFDL itself needs torch, not installed here)."""
 
+import json
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -171,6 +173,10 @@ def test_per_node_correlation_against_dense_reference():
         d = dense_mf_sensitivity(W, 5, T, [np.arange(T)], noise=L, trust=trust,
                                  attackers=attackers or ())
         assert _close(r.exact, d["exact"], 1e-8) and _close(r.thm7, d["thm7"], 1e-8)
+    # resets of a per-node correlation: every node's L block-diagonal
+    reset = with_resets(mf_d_sgd(L[:, :2, :2]), 2).noise_matrix(T)
+    assert reset.shape == (n, T, T) and np.array_equal(reset[:, 2:, 2:], L[:, :2, :2])
+    assert not reset[:, :2, 2:].any()
     # the same L at every node is the shared correlation
     same = mf_sensitivity(W, 5, [2], T, algorithm=mf_d_sgd(np.stack([L[0]] * n)))
     shared = mf_sensitivity(W, 5, [2], T, algorithm=mf_d_sgd(L[0]))
@@ -324,3 +330,26 @@ def test_linear_mechanism_bad_input():
     for call, message in cases:
         with pytest.raises(ParameterError, match=message.replace("(", r"\(").replace(")", r"\)")):
             call()
+
+
+def test_cli_sr_bsr_and_resets(capsys):
+    from sparsedp.cli.main import main
+
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph(), scheme="row-normalised-self-loops")
+    for argv, algorithm in (
+            (["--algorithm", "bsr", "--band", "3"], banded_square_root(3)),
+            (["--algorithm", "sr", "--reset-every", "3"], with_resets(square_root(), 3))):
+        code = main(["mf", "--no-progress", "--json", "-T", "6", "--participation", "2,3",
+                     "--attacker", "Medici", "--target", "Strozzi", *argv])
+        record = json.loads(capsys.readouterr().out)
+        nodes = list(nx.florentine_families_graph().nodes())
+        ref = mf_sensitivity(W, nodes.index("Strozzi"), [nodes.index("Medici")], 6,
+                             algorithm=algorithm, participation_scheme=(2, 3))
+        assert code == 0 and record["algorithm"]["name"] == algorithm.name
+        assert record["upper"] == pytest.approx(ref.upper, rel=1e-12)
+        assert FUTURE_DRAWS_NOTE in record["notes"]
+    for argv in (["--band", "3"], ["--algorithm", "bsr"], ["--reset-every", "0"],
+                 ["--algorithm", "decor", "--secret-scale", "1", "--reset-every", "2"]):
+        code = main(["mf", "--no-progress", *argv])
+        _, err = capsys.readouterr()
+        assert code == 2 and err.startswith("sparsedp: error: ") and err.count("\n") == 1
