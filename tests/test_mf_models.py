@@ -353,3 +353,19 @@ def test_cli_sr_bsr_and_resets(capsys):
         code = main(["mf", "--no-progress", *argv])
         _, err = capsys.readouterr()
         assert code == 2 and err.startswith("sparsedp: error: ") and err.count("\n") == 1
+
+
+def test_simulator_applies_noise_that_uses_later_draws():
+    """The learning simulator forms ``L Z`` 32 steps at a time; with MFDL's symmetric SR it
+    must use the later draws too (the accounting is for the full L)."""
+    from sparsedp.learning.simulator import _Correlations, _NoiseBlocks
+
+    T = 40
+    L = square_root().noise_matrix(T)
+    Z = np.random.default_rng(0).standard_normal((T, 3))
+    correlations = _Correlations(T)
+    blocks = _NoiseBlocks(Z, correlations)
+    for noise in (L, np.tril(L)):
+        key = correlations.key(noise)
+        rows = np.array([blocks.row(t, key) for t in range(T)])
+        assert np.allclose(rows, noise @ Z, rtol=0, atol=1e-12)
