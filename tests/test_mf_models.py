@@ -27,7 +27,7 @@ from sparsedp.mf import (
 from sparsedp.mf.algorithms import FUTURE_DRAWS_NOTE, square_root_encoder
 from sparsedp.mf.linear_mechanism import linear_mechanism_sensitivity
 from sparsedp.mf.local_correlations import node_grams, optimise_local_correlations
-from sparsedp.mf.optimise import optimise_correlation, prefix_gram, utility_norm
+from sparsedp.mf.optimise import evaluate, optimise_correlation, prefix_gram, utility_norm
 from sparsedp.mf.utility import utility_gram
 from sparsedp.testing import dense_mf_matrices, dense_mf_sensitivity
 from tests.conftest import connected_instance
@@ -369,3 +369,17 @@ def test_simulator_applies_noise_that_uses_later_draws():
         key = correlations.key(noise)
         rows = np.array([blocks.row(t, key) for t in range(T)])
         assert np.allclose(rows, noise @ Z, rtol=0, atol=1e-12)
+
+
+def test_mafalda_scores_mfdls_encoders():
+    """``evaluate`` scores any invertible C (MFDL's BSR and SR next to MAFALDA): utility
+    ``tr(H (C^T C)^{-1})`` and the LDP sensitivity of ``C^{-1}``, as MFDL's ``evaluate_loss``
+    (``compute_sensitivity(C)^2 tr(C^+T H C^+)``) computes them."""
+    T, b = 6, 3
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph(), scheme="metropolis")
+    H = utility_gram(W, T).H
+    for C in (square_root_encoder(T), square_root_encoder(T, b)):
+        f = evaluate("bsr", C, H, cyclic(T // b, b))
+        Cp = np.linalg.pinv(C)
+        mfdl = mfdl_cyclic_sum(C.T @ C, b, T, 1, 0) * np.trace(Cp.T @ H @ Cp)
+        assert _close(f.objective, mfdl, 1e-10) and np.allclose(f.noise @ C, np.eye(T))
