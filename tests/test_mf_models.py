@@ -383,3 +383,17 @@ def test_mafalda_scores_mfdls_encoders():
         Cp = np.linalg.pinv(C)
         mfdl = mfdl_cyclic_sum(C.T @ C, b, T, 1, 0) * np.trace(Cp.T @ H @ Cp)
         assert _close(f.objective, mfdl, 1e-10) and np.allclose(f.noise @ C, np.eye(T))
+
+
+def test_mafalda_cli_message_workload(capsys):
+    from sparsedp.cli.main import main
+
+    code = main(["mafalda", "-T", "6", "--participation", "2,3", "--workload", "message",
+                 "--json", "--no-progress"])
+    record = json.loads(capsys.readouterr().out)
+    W = sparsedp.gossip_matrix(nx.florentine_families_graph(), scheme="row-normalised-self-loops")
+    ref = optimise_correlation(utility_gram(W, 6, workload="message").H, cyclic(2, 3),
+                               progress=False)
+    assert code == 0 and record["H"]["workload"] == "message"
+    assert record["correlations"]["mafalda"]["objective"] == pytest.approx(ref.objective,
+                                                                          rel=1e-12)
