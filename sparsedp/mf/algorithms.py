@@ -7,8 +7,11 @@ One gradient step t (``t = 0..T-1``) is followed by K gossip rounds; with ``R = 
     s_r = W s_(r-1) + [r = t K] (g_t + (L z)_t),        s_(-1) = 0,
 
 ``g_t`` the (clipped, negated, step-size scaled) gradients of all nodes, ``z`` i.i.d. noise
-and ``L`` (T x T, lower triangular) the local noise correlation ``C^+`` applied by every node
-(``C = C_local kron I_n``, ``L = C_local^{-1}``).  Stacked over rounds this is the paper's
+and ``L`` (T x T) the local noise correlation ``C^+`` applied by every node
+(``C = C_local kron I_n``, ``L = C_local^{-1}``; or one L per node).  Any invertible L is
+accounted: the attacker's knowledge depends on the noise only through ``L L^T``; an L that is
+not lower triangular uses later draws (every node draws its sequence in advance).  Stacked
+over rounds this is the paper's
 
     O = W_R (I_T kron E_K) (G + (L kron I_n) Z),   E_K = [I_n; 0_((K-1) n x n)],
 
@@ -25,8 +28,13 @@ Constructors (the matrix forms of App. A):
 ``muffliato_sgd(K)``  K gossip rounds per gradient, L = I (A.4).
 ``antipgd()``         K = 1, L = D (``(Dz)_t = z_t - z_(t-1)``), C = D^{-1} = lower-triangular
                       ones (A.3; Koloskova et al. 2023).
-``mf_d_sgd(noise, K)`` any lower-triangular L (Algorithm 1: L = C_local^+ as applied), K
-                      gossip rounds per step (default 1, Algorithm 1).
+``mf_d_sgd(noise, K)`` any square L (Algorithm 1: L = C_local^+ as applied), or one per
+                      node (n x T x T, MAFALDA-L-SGD), K gossip rounds per step (default 1,
+                      Algorithm 1).
+``square_root()``, ``banded_square_root(b)``
+                      MFDL's SR and BSR encoders (symmetric Toeplitz square root of the
+                      prefix sums, BSR zeroing ``i - j >= b``), noise ``C^{-1}``.
+``with_resets(alg, p)`` alg's correlation restarted every p steps (block-diagonal L).
 ``decor(s)``          K = 1, L = I, and edge-wise secrets (App. A.5; Allouah et al. 2024):
                       each step every edge e = (i, j), i < j, draws a secret ``v_e`` with
                       standard deviation ``s`` (relative to the local noise); node i adds
@@ -58,7 +66,8 @@ class Algorithm:
     ``correlation``: ``"independent"`` (L = I), ``"anti"`` (AntiPGD's D), ``"custom"``
     (``noise``, a T x T matrix, fixed T), ``"per-node"`` (``noise``, one T x T matrix per node,
     n x T x T), ``"square-root"`` (MFDL's SR / BSR encoders, any T: ``band``), ``"decor"``
-    (L = I plus edge secrets) or ``"message"`` (Zip-DL: noise per message, not per node).
+    (L = I plus edge secrets), ``"message"`` (Zip-DL: noise per message, not per node) or
+    ``"user"`` (a label only: :func:`sparsedp.mf.linear_mechanism_sensitivity`'s A and B).
     ``reset_period``: the noise correlation restarts every ``reset_period`` steps (fresh noise,
     block-diagonal L); ``None`` for no reset.
     """
