@@ -397,3 +397,11 @@ def test_mafalda_cli_message_workload(capsys):
     assert code == 0 and record["H"]["workload"] == "message"
     assert record["correlations"]["mafalda"]["objective"] == pytest.approx(ref.objective,
                                                                           rel=1e-12)
+
+
+def test_linear_mechanism_too_large_for_exact_rows_keeps_lower_bounds_only():
+    q = 21_000_000  # 3 q entries exceed the dense limit of the exact row reduction
+    B = sp.csr_matrix((np.ones(3), ([0, 1, 2], [0, 0, 1])), shape=(3, q))
+    r = linear_mechanism_sensitivity(B, B, [0, 1], gradients="scalar")
+    assert r.upper == np.inf and 2.0 - 1e-7 <= r.lower <= 2.0  # rounding of q terms charged
+    assert "lower bounds only" in " ".join(r.notes)

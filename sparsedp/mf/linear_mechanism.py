@@ -39,14 +39,16 @@ from sparsedp.gossip.certified_solve import OPERATOR_ASSEMBLY_MAX_DIM, _certifie
 from sparsedp.gossip.target_block import TargetBlock
 from sparsedp.linalg import exact_rank
 from sparsedp.linalg.certified import gamma
+from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.mf import participation, sensitivity
 from sparsedp.mf.algorithms import Algorithm
 from sparsedp.mf.result import MFResult
 from sparsedp.mf.trust import Observation
 
-DENSE_ENTRIES_MAX = 60_000_000  # entries of B materialised from an operator
+DENSE_ENTRIES_MAX = 60_000_000  # entries of B materialised (an operator, the exact reduction)
 
 
+@limit_blas_threads
 def linear_mechanism_sensitivity(A, B, columns, *, participation_scheme="user-level",
                                  gradients: str = "vector", exact="auto") -> MFResult:
     """Certified bounds on ``sens^2`` of the target whose gradients enter ``O = A G + B Z``
@@ -189,8 +191,9 @@ def _block(B, G: np.ndarray, patterns, T: int, notes: list) -> TargetBlock:
     sandwich, lam = _certified_dense_sandwich(K, G, dK)
     if lam > 0:
         return _certified(sandwich, lam, K.shape[0], K.shape[0], T, notes)
-    dense = B.toarray() if sp.issparse(B) else B
-    keep = exact_rank.independent_rows(dense)
+    too_large = B.shape[0] * B.shape[1] > DENSE_ENTRIES_MAX
+    dense = None if too_large else B.toarray() if sp.issparse(B) else B
+    keep = None if too_large else exact_rank.independent_rows(dense)
     in_range = None if keep is None else _in_range(dense, G, int(keep.sum()))
     if keep is None or in_range is None:
         notes.append("B B^T is singular to working precision and the exact row reduction is "
