@@ -51,7 +51,15 @@ from sparsedp.maps import (
     read_map,
     write_map,
 )
-from sparsedp.mf import MFResult, mf_sensitivity
+from sparsedp.mf import (
+    MFResult,
+    banded_square_root,
+    linear_mechanism_sensitivity,
+    mf_sensitivity,
+    optimise_local_correlations,
+    square_root,
+    with_resets,
+)
 from sparsedp.ppac import laplacian_consensus_matrix, ppac_layout
 from sparsedp.ppac import leakage as ppac_leakage
 from sparsedp.privacy import (
@@ -93,6 +101,7 @@ __all__ = [
     "SparseDPError",
     "SpectralInfo",
     "as_graph",
+    "banded_square_root",
     "calibrate_sigma",
     "calibrate_sigma_classical",
     "certified_rho",
@@ -107,12 +116,14 @@ __all__ = [
     "gossip_matrix",
     "gossip_properties",
     "laplacian_consensus_matrix",
+    "linear_mechanism_sensitivity",
     "lock_gossip_matrix",
     "log_green_columns",
     "log_pseudo_determinant",
     "mf_map",
     "mf_sensitivity",
     "muffliato_rdp",
+    "optimise_local_correlations",
     "ppac_layout",
     "privacy_map",
     "per_target_worst_case",
@@ -125,6 +136,7 @@ __all__ = [
     "read_edge_list",
     "read_map",
     "spectral_info",
+    "square_root",
     "squared_sensitivity",
     "estimate_cost",
     "synthetic_social_graph",
@@ -135,5 +147,6 @@ __all__ = [
     "thm16_rate",
     "thm16_rate_for",
     "thm17_utility_estimate",
+    "with_resets",
     "write_map",
 ]

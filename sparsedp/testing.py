@@ -233,11 +233,11 @@ def dense_mf_matrices(W, T: int, *, K: int = 1, noise=None, trust: str = "ldp",
     indices ``t n + u``), before and after Lemma 11's reduction.
 
     ``F = W_R (I_T kron E_K)`` with ``W_R`` block (r, r') = ``W^(r - r')`` (R = K T) and
-    ``E_K = [I_n; 0]``; ``L`` = ``noise`` (T x T, default I).  ``"ldp"``: ``A = F``,
-    ``B = F (L kron I)``.  ``"pndp"`` (App. A.2): rows ``P F`` of the closed neighbourhood of
-    the attackers, then the attackers' own gradients (``A`` rows ``[I 0]``, ``B`` rows 0) and
-    own noise (``A`` rows 0, ``B`` rows ``[I 0]``); ``A`` is then reduced,
-    ``A~ = A (I - K^+ K)`` with ``K`` the own-gradient rows.  ``"pndp-eq12"``:
+    ``E_K = [I_n; 0]``; ``L`` = ``noise`` (T x T, default I; or n x T x T, one per node).
+    ``"ldp"``: ``A = F``, ``B = F (L kron I)``.  ``"pndp"`` (App. A.2): rows ``P F`` of the
+    closed neighbourhood of the attackers, then the attackers' own gradients (``A`` rows
+    ``[I 0]``, ``B`` rows 0) and own noise (``A`` rows 0, ``B`` rows ``[I 0]``); ``A`` is then
+    reduced, ``A~ = A (I - K^+ K)`` with ``K`` the own-gradient rows.  ``"pndp-eq12"``:
     ``A = P_a F``, ``B = P_a F (L kron I)`` with ``P_a`` the received messages (neighbours,
     and the attacker itself when ``W[a, a] > 0``).  Returns A (reduced), B, C (``L^+ kron I``)
     and the observed nodes.
@@ -250,8 +250,11 @@ def dense_mf_matrices(W, T: int, *, K: int = 1, noise=None, trust: str = "ldp",
     for r in range(R):
         for t in range(r // K + 1):
             F[r * n:(r + 1) * n, t * n:(t + 1) * n] = powers[r - t * K]
-    Lbig = np.kron(L, np.eye(n))
-    C = np.kron(np.linalg.pinv(L), np.eye(n))
+    if L.ndim == 3:  # one correlation per node: block (t, s) = diag_i(L_i[t, s])
+        Lbig = np.einsum("its,ij->tisj", L, np.eye(n)).reshape(n * T, n * T)
+    else:
+        Lbig = np.kron(L, np.eye(n))
+    C = np.linalg.pinv(Lbig)
     if trust == "ldp":
         return {"A": F, "B": F @ Lbig, "C": C, "observed": list(range(n))}
     attackers = sorted(int(a) for a in attackers)

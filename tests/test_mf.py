@@ -192,7 +192,7 @@ def test_bad_input_is_one_line():
     with pytest.raises(GossipMatrixError):
         mf_sensitivity(bad, 0, [1], 5)
     with pytest.raises(ParameterError):
-        mf_d_sgd(np.ones((3, 3)))
+        mf_d_sgd(np.ones((3, 2)))  # not square (any square L is a correlation)
     with pytest.raises(ParameterError):
         muffliato_sgd(0)
 

@@ -22,7 +22,7 @@ from sparsedp.errors import ParameterError
 from sparsedp.graphs.graph import as_graph
 from sparsedp.graphs.weights import SCHEMES, gossip_matrix
 from sparsedp.mf.optimise import baselines, optimise_correlation
-from sparsedp.mf.utility import METHODS, utility_gram
+from sparsedp.mf.utility import METHODS, WORKLOADS, utility_gram
 
 
 def add_parser(sub) -> None:
@@ -43,6 +43,9 @@ def add_parser(sub) -> None:
                    help="k,b for (k, b)-cyclic participation, or user-level, single")
     p.add_argument("--h-method", default=defaults.H_METHOD, choices=METHODS,
                    help="H: exact (trace moments / Krylov) or Hutchinson estimate")
+    p.add_argument("--workload", default="post-average", choices=WORKLOADS,
+                   help="H of the averaged models (Lemma 10) or of the messages (MFDL's "
+                        "message workload)")
     p.add_argument("--probes", type=int, default=defaults.PROBES,
                    help="Hutchinson probes (estimate)")
     p.add_argument("--save", metavar="FILE.npy", help="write the optimised C_local (T x T, "
@@ -64,7 +67,7 @@ def run(args: argparse.Namespace) -> dict:
     W = gossip_matrix(graph, scheme=args.scheme)
     scheme = participation_scheme(args.participation)
     H = utility_gram(W, args.rounds, method=args.h_method, probes=args.probes,
-                     progress=args.progress)
+                     progress=args.progress, workload=args.workload)
     best = optimise_correlation(H.H, scheme, progress=args.progress)
     table = {**baselines(H.H, scheme, progress=args.progress), "mafalda": best}
     if args.save is not None:
@@ -72,7 +75,8 @@ def run(args: argparse.Namespace) -> dict:
     return {"graph": {"source": name, "nodes": graph.n, "edges": graph.num_edges},
             "scheme": args.scheme, "rounds": args.rounds,
             "participation": scheme.to_dict(),
-            "H": {"kind": H.kind, "method": H.method, "notes": list(H.notes),
+            "H": {"kind": H.kind, "method": H.method, "workload": H.workload,
+                  "notes": list(H.notes),
                   "max_relative_error": None if H.error is None else
                   float(np.max(H.error / np.abs(H.H)))},
             "correlations": {k: v.to_dict() for k, v in table.items()},

@@ -26,7 +26,7 @@ from sparsedp.mf.summary import distance_summary
 from sparsedp.mf.trust import TRUST_MODELS
 from sparsedp.privacy.gaussian import gaussian_epsilon, rdp_epsilon
 
-ALGORITHMS = ("dp-d-sgd", "muffliato-sgd", "antipgd", "decor", "zip-dl")
+ALGORITHMS = ("dp-d-sgd", "muffliato-sgd", "antipgd", "decor", "zip-dl", "sr", "bsr")
 
 
 def add_parser(sub) -> None:
@@ -34,7 +34,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "mf", help="matrix-factorisation accounting (Bellet et al.) of DP decentralized SGD",
         description="Certified bounds on Theorem 7's squared sensitivity sens^2 of one target "
-        "against an attacker set, for DP-D-SGD, Muffliato-SGD(K), AntiPGD, DECOR or Zip-DL under "
+        "against an attacker set, for DP-D-SGD, Muffliato-SGD(K), AntiPGD, DECOR, Zip-DL or MFDL's "
+        "SR / BSR under "
         "LDP, PNDP or SecLDP (docs/mf.md), and the resulting mu-GDP, RDP and epsilon.",
     )
     add_graph_file_options(p, "the Florentine families graph")
@@ -51,6 +52,10 @@ def add_parser(sub) -> None:
                    "(muffliato-sgd)")
     p.add_argument("--secret-scale", type=float, default=None,
                    help="DECOR: standard deviation of the edge secrets, relative to the noise")
+    p.add_argument("--band", type=int, default=None,
+                   help="BSR: band width b of MFDL's banded square-root encoder (T // epochs)")
+    p.add_argument("--reset-every", type=int, default=None, metavar="P",
+                   help="restart the noise correlation every P steps (MFDL's resets)")
     p.add_argument("--own-copy-noise", action="store_true",
                    help="Zip-DL: the node's own copy also gets a message noise (App. A.6's "
                         "self slot)")
@@ -109,14 +114,21 @@ def run(args: argparse.Namespace) -> dict:
                              "for --algorithm decor only")
     if args.own_copy_noise and args.algorithm != "zip-dl":
         raise ParameterError("--own-copy-noise is for --algorithm zip-dl only")
+    if (args.band is None) != (args.algorithm != "bsr"):
+        raise ParameterError("--algorithm bsr needs --band, and --band is for --algorithm bsr "
+                             "only")
     if args.algorithm == "muffliato-sgd":
         algorithm = algorithms.muffliato_sgd(args.K)
     elif args.algorithm == "decor":
         algorithm = algorithms.decor(args.secret_scale)
     elif args.algorithm == "zip-dl":
         algorithm = algorithms.zip_dl(args.own_copy_noise)
+    elif args.algorithm == "bsr":
+        algorithm = algorithms.banded_square_root(args.band)
     else:
         algorithm = algorithms.resolve(args.algorithm)
+    if args.reset_every is not None:
+        algorithm = algorithms.with_resets(algorithm, args.reset_every)
     if args.trust == "ldp":
         if args.attackers:
             raise ParameterError("--trust ldp makes every message public; drop --attacker")

@@ -33,7 +33,8 @@ the step size, the clipping and the seed but differ in the correlation L and the
 target are stacked as an ``n x R x P`` array and advanced together: one gradient evaluation
 over ``n R`` models, one sparse product ``W @ (n x R P)`` per step.  They share the draw Z
 (common random numbers: run r adds ``s_r (L_r Z)_t``); ``L Z`` is formed once per distinct L,
-32 steps at a time (``L[t:t+32, :t+32] Z[:t+32]``, L lower triangular), never all T rows.
+32 steps at a time (``L[t:t+32, :t+32] Z[:t+32]`` for a lower-triangular L, all of Z
+otherwise), never all T rows.
 Every run's numbers are those of the same run alone, bit for bit (every operation is
 row-wise or column-wise; test).  :func:`simulate` is one run.
 """
@@ -176,7 +177,7 @@ def simulate(W, data: NodeData, model: Model, T: int, *, participation=(20, 19),
     participation : ``(k, b)`` or ``sparsedp.mf.cyclic(k, b)``.
     lr : step size eta.
     clip : per-example clipping norm c (``None``: no clipping, non-private only).
-    noise : ``L = C_local^+`` as applied (T x T lower triangular; ``None``: identity).
+    noise : ``L = C_local^+`` as applied (T x T; ``None``: identity).
     mu, epsilon, delta : the privacy target (none: non-private, no noise).
     seed : seed of the initialisation and the noise.
     eval_every : test loss every this many steps (and at the end).
@@ -346,8 +347,8 @@ def _plan(run: RunSpec, correlations: _Correlations, T: int, scheme, clip, B: in
 
 class _NoiseBlocks:
     """Rows of ``L Z`` for every distinct L, formed ``BLOCK`` steps at a time when first asked
-    for: ``(L Z)[t0:t1] = L[t0:t1, :t1] Z[:t1]`` (L lower triangular, which the accounting
-    requires: step t only uses ``Z_0..Z_t``)."""
+    for: ``(L Z)[t0:t1] = L[t0:t1, :t1] Z[:t1]`` when L is lower triangular (step t only uses
+    ``Z_0..Z_t``), else ``L[t0:t1] Z`` (the noise uses later draws: Z is drawn in advance)."""
 
     BLOCK = 32
 
@@ -366,5 +367,6 @@ class _NoiseBlocks:
             self.start, self.blocks = t0, {}
         if key not in self.blocks:
             t1 = min(t0 + self.BLOCK, self.Z.shape[0])
-            self.blocks[key] = L[t0:t1, :t1] @ self.Z[:t1]
+            width = self.Z.shape[0] if np.any(L[t0:t1, t1:]) else t1  # later draws used
+            self.blocks[key] = L[t0:t1, :width] @ self.Z[:width]
         return self.blocks[key][t - t0]

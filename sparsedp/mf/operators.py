@@ -36,7 +36,7 @@ class MFSystem:
 
     def apply_B(self, Z: np.ndarray) -> np.ndarray:
         """``(T, n, r) -> (R, m, r)``."""
-        mixed = np.einsum("ts,snr->tnr", self.L, Z)
+        mixed = np.einsum(self._mixing, self.L, Z)
         rounds = np.zeros((self.R,) + Z.shape[1:])
         rounds[:: self.K] = mixed
         return self.gossip.apply_H(rounds)
@@ -44,7 +44,16 @@ class MFSystem:
     def apply_BT(self, Y: np.ndarray) -> np.ndarray:
         """``(R, m, r) -> (T, n, r)``."""
         back = self.gossip.apply_HT(Y)[:: self.K]
-        return np.einsum("ts,tnr->snr", self.L, back)
+        return np.einsum(self._mixing_T, self.L, back)
+
+    @property
+    def _mixing(self) -> str:
+        """``L Z`` per node: one L for all (T x T) or one per node (n x T x T)."""
+        return "ts,snr->tnr" if self.L.ndim == 2 else "nts,snr->tnr"
+
+    @property
+    def _mixing_T(self) -> str:
+        return "ts,tnr->snr" if self.L.ndim == 2 else "nts,tnr->snr"
 
     @property
     def B(self) -> LinearOperator:

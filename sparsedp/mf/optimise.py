@@ -130,11 +130,20 @@ def chol_correlation(X: np.ndarray) -> np.ndarray:
     return R.T[::-1, ::-1].copy()
 
 
+def applied_noise(C: np.ndarray) -> np.ndarray:
+    """The noise as applied, ``C^{-1}`` (a triangular solve when C is lower triangular; any
+    invertible C, e.g. MFDL's symmetric SR / BSR encoders, otherwise)."""
+    C = np.asarray(C, dtype=np.float64)
+    if np.any(np.triu(C, 1)):
+        return np.linalg.inv(C)
+    return sla.solve_triangular(C, np.eye(C.shape[0]), lower=True)
+
+
 def ldp_sensitivity(C: np.ndarray, scheme) -> dict:
     """``sens_Pi(C_local)^2`` under local DP, recomputed by :func:`mf_sensitivity` from the
     noise as applied ``C^{-1}`` (certified ``upper`` and ``lower``)."""
     C = np.asarray(C, dtype=np.float64)
-    noise = sla.solve_triangular(C, np.eye(C.shape[0]), lower=True)
+    noise = applied_noise(C)
     r = mf_sensitivity(np.ones((1, 1)), 0, None, C.shape[0], algorithm=mf_d_sgd(noise),
                        trust_model="ldp", participation_scheme=scheme)
     return {"lower": r.lower, "upper": r.upper}
@@ -142,7 +151,7 @@ def ldp_sensitivity(C: np.ndarray, scheme) -> dict:
 
 def utility_norm(C: np.ndarray, H: np.ndarray) -> float:
     """``||L C^{-1}||_F^2 = tr(H (C^T C)^{-1})`` (Lemma 10)."""
-    Ci = sla.solve_triangular(np.asarray(C, dtype=np.float64), np.eye(C.shape[0]), lower=True)
+    Ci = applied_noise(C)
     return float(np.sum(Ci * (H @ Ci)))
 
 
@@ -150,7 +159,8 @@ def utility_norm(C: np.ndarray, H: np.ndarray) -> float:
 class Factorisation:
     """A local correlation with its accounting.
 
-    ``C``: lower triangular (``C_local``; noise as applied ``C^{-1}``); ``sens2``: certified
+    ``C``: ``C_local``, invertible (lower triangular from the optimiser; noise as applied
+    ``C^{-1}``); ``sens2``: certified
     upper ``sens_Pi(C)^2`` recomputed by the accounting (``sens2_lower`` its lower bound);
     ``utility``: ``tr(H (C^T C)^{-1})``; ``objective = sens2 * utility`` (Lemma 10).
     Optimiser results also carry the solver's certificate: ``dual_bound`` (Lagrange dual lower
@@ -172,8 +182,8 @@ class Factorisation:
 
     @property
     def noise(self) -> np.ndarray:
-        """The noise correlation as applied, ``C^{-1}`` (lower triangular)."""
-        return sla.solve_triangular(self.C, np.eye(self.C.shape[0]), lower=True)
+        """The noise correlation as applied, ``C^{-1}``."""
+        return applied_noise(self.C)
 
     def to_dict(self) -> dict:
         out = {k: getattr(self, k) for k in ("name", "sens2", "sens2_lower", "utility",

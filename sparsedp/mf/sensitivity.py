@@ -128,7 +128,7 @@ def mf_sensitivity(
     obs = trust.resolve(trust_model, W, target, attackers)
     patterns = scheme.patterns(T)
     do_exact = _resolve_exact(exact, gradients, max(p.size for p in patterns))
-    L = algorithm.noise_matrix(T)
+    L = algorithms.node_noise(algorithm, T, n)
     identity_noise = algorithm.independent_noise
     if algorithm.correlation == "decor" and trust_model in ("ldp", "secldp"):
         block = decor_block(W, target, obs.attackers, T, algorithm.decor_scale)
@@ -139,9 +139,10 @@ def mf_sensitivity(
         block = zip_dl_block(W, target, trust_model, obs.attackers, T,
                              own_copy_noise=algorithm.own_copy_noise)
     elif trust_model in ("ldp", "secldp"):  # node-local noise: SecLDP is local DP
-        block = blocks.ldp_block(L, patterns)
+        block = blocks.ldp_block(L if L.ndim == 2 else L[target], patterns)
     else:
-        blocks.require_invertible(L, trust_model)
+        for node_L in L.reshape(-1, T, T):
+            blocks.require_invertible(node_L, trust_model)
         if obs.observed.size == 0:
             block = TargetBlock(T=T, closed_form="zero", notes=("the attackers observe no "
                                                                 "message",))
@@ -150,6 +151,8 @@ def mf_sensitivity(
                                         max_memory=max_memory, progress=progress)
         else:
             block = blocks.operator_block(W, target, obs, T, algorithm.K, L)
+    if algorithms.future_draws(L):
+        block = dataclasses.replace(block, notes=block.notes + (algorithms.FUTURE_DRAWS_NOTE,))
     per_pattern = [_pattern_bounds(block, p, do_exact, gradients, identity_noise)
                    for p in patterns]
     return _assemble(per_pattern, block, target, obs, T, algorithm, scheme, gradients,

@@ -47,6 +47,13 @@ Paths (:func:`utility_gram`):
   the returned correlation (:mod:`sparsedp.mf.optimise`), never from H.
 
 Every path returns a :class:`UtilityGram` (H, its kind, the error for estimates).
+
+**The message workload** (``workload="message"``, MFDL's ``initial_power=0``, "loss_message"):
+the noise as it enters the *messages* ``W_T (Y kron I_n)`` instead of the averaged models, so
+every power drops by one: ``H_(s, s') = sum_(r >= max(s, s')) tr((W^(r-s))^T W^(r-s'))``.
+The same paths apply with ``t(a, b)`` for ``a, b = 0..T-1`` (``gram_from_traces`` of the
+shifted traces) and, for symmetric W, the moments shifted by two (``m'_k = m_(k-2)``,
+``m'_0 = m'_1 = 0``: then ``sum_j m'_(|s-s'|+2+2j) = sum_j m_(|s-s'|+2j)``).
 """
 
 from __future__ import annotations
@@ -65,6 +72,7 @@ from sparsedp.progress import progress_bar
 EXACT_EIGEN_MAX_N = 10_000
 EXACT_GENERAL_MAX_WORK = 5e10   # T^2 n^2 flops for the non-symmetric exact path
 METHODS = ("auto", "exact", "estimate")
+WORKLOADS = ("post-average", "message")  # the first power of W in the workload: 1 or 0
 
 
 @dataclass(frozen=True)
@@ -87,9 +95,11 @@ class UtilityGram:
     probes: int | None = None
     z_score: float | None = None
     notes: tuple = field(default_factory=tuple)
+    workload: str = "post-average"
 
     def to_dict(self) -> dict:
         out = {"kind": self.kind, "method": self.method, "T": self.T, "n": self.n,
+               "workload": self.workload,
                "symmetric": self.symmetric, "H": self.H.tolist(), "notes": list(self.notes)}
         if self.error is not None:
             out.update(error=self.error.tolist(), probes=self.probes, z_score=self.z_score,
@@ -137,7 +147,14 @@ def _moments_exact(W: sp.csr_matrix, T: int) -> np.ndarray:
     return m
 
 
-def _traces_exact(W: sp.csr_matrix, T: int, block: int = 256, progress=None) -> np.ndarray:
+def _message_moments(m: np.ndarray) -> np.ndarray:
+    """The moments that make :func:`gram_from_moments` give the message workload (module
+    docstring): ``m'_k = m_(k-2)``, ``m'_0 = m'_1 = 0``."""
+    return np.concatenate(([0.0, 0.0], m[:-2]))
+
+
+def _traces_exact(W: sp.csr_matrix, T: int, block: int = 256, progress=None,
+                  first_power: int = 1) -> np.ndarray:
     n = W.shape[0]
     t = np.zeros((T, T))
     bar = progress_bar(progress, total=n, desc="H exact (Krylov blocks)", unit="node")
@@ -145,10 +162,10 @@ def _traces_exact(W: sp.csr_matrix, T: int, block: int = 256, progress=None) -> 
         E = np.zeros((n, min(block, n - start)))
         E[start + np.arange(E.shape[1]), np.arange(E.shape[1])] = 1.0
         V = np.empty((T, n * E.shape[1]))
-        cur = E
+        cur = W @ E if first_power else E
         for a in range(T):
-            cur = W @ cur
             V[a] = cur.ravel()
+            cur = W @ cur
         t += V @ V.T
         if bar is not None:
             bar.update(E.shape[1])
@@ -163,7 +180,7 @@ def _doubly_stochastic(W: sp.csr_matrix) -> bool:
     return bool(np.max(np.abs(W @ one - 1)) <= 1e-12 and np.max(np.abs(W.T @ one - 1)) <= 1e-12)
 
 
-def _estimate(W, T, symmetric, probes, seed, progress):
+def _estimate(W, T, symmetric, probes, seed, progress, first_power=1):
     n = W.shape[0]
     rng = np.random.default_rng(seed)
     project = _doubly_stochastic(W)
@@ -190,16 +207,16 @@ def _estimate(W, T, symmetric, probes, seed, progress):
         if project:
             m += 1.0
         for j in range(probes):
-            per_probe[j] = gram_from_moments(m[j], T)
+            per_probe[j] = gram_from_moments(m[j] if first_power else _message_moments(m[j]), T)
     else:
         bar = progress_bar(progress, total=probes, desc="H estimate (Hutchinson)",
                            unit="probe")
         for j in range(probes):
             V = np.empty((T, n))
-            cur = Z[:, j]
+            cur = W @ Z[:, j] if first_power else Z[:, j]
             for a in range(T):
-                cur = W @ cur
                 V[a] = cur
+                cur = W @ cur
             t = V @ V.T
             if project:
                 t = t + 1.0
@@ -215,7 +232,8 @@ def _estimate(W, T, symmetric, probes, seed, progress):
 
 @limit_blas_threads
 def utility_gram(W, T: int, *, method: str = defaults.H_METHOD, probes: int = defaults.PROBES,
-                 z_score: float = 5.0, seed=0, progress=None) -> UtilityGram:
+                 z_score: float = 5.0, seed=0, progress=None,
+                 workload: str = "post-average") -> UtilityGram:
     """Lemma 10's utility Gram matrix H (T x T) of MF-D-SGD on W (module docstring).
 
     Parameters
@@ -228,6 +246,8 @@ def utility_gram(W, T: int, *, method: str = defaults.H_METHOD, probes: int = de
     z_score : the stated error is ``z_score`` standard errors (estimate only).
     seed : seed of the probes.
     progress : tqdm progress bar (``None``: automatic, see :mod:`sparsedp.progress`).
+    workload : ``"post-average"`` (default: the averaged models, Lemma 10) or ``"message"``
+        (the messages, MFDL's message workload; module docstring).
 
     Returns
     -------
@@ -252,6 +272,9 @@ def utility_gram(W, T: int, *, method: str = defaults.H_METHOD, probes: int = de
     """
     if method not in METHODS:
         raise ParameterError(f"method must be one of {METHODS}, got {method!r}")
+    if workload not in WORKLOADS:
+        raise ParameterError(f"workload must be one of {WORKLOADS}, got {workload!r}")
+    first_power = int(workload == "post-average")
     T = validation.rounds(T)
     W = check_gossip_matrix(W, require=("nonnegative", "row_stochastic"))
     n = W.shape[0]
@@ -268,18 +291,21 @@ def utility_gram(W, T: int, *, method: str = defaults.H_METHOD, probes: int = de
                    f"T^2 n^2 = {float(T) ** 2 * n * n:.2g} > {EXACT_GENERAL_MAX_WORK:.0g}")
                 + "): use method='estimate'")
         if symmetric:
-            H = gram_from_moments(_moments_exact(W, T), T)
+            m = _moments_exact(W, T)
+            H = gram_from_moments(m if first_power else _message_moments(m), T)
             how = "eigenvalues of W, trace moments"
         else:
-            H = gram_from_traces(_traces_exact(W, T, progress=progress))
+            H = gram_from_traces(_traces_exact(W, T, progress=progress,
+                                               first_power=first_power))
             how = "exact Krylov blocks, tr((W^a)^T W^b)"
-        return UtilityGram(H=H, kind="exact", method=how, T=T, n=n, symmetric=symmetric)
+        return UtilityGram(H=H, kind="exact", method=how, T=T, n=n, symmetric=symmetric,
+                           workload=workload)
     if isinstance(probes, bool) or not isinstance(probes, (int, np.integer)) or probes < 2:
         raise ParameterError(f"probes must be an integer >= 2, got {probes!r}")
     z_score = validation.real("z_score", z_score)
     if not (np.isfinite(z_score) and z_score > 0):
         raise ParameterError(f"z_score must be > 0, got {z_score!r}")
-    H, se, projected = _estimate(W, T, symmetric, int(probes), seed, progress)
+    H, se, projected = _estimate(W, T, symmetric, int(probes), seed, progress, first_power)
     notes = (f"Hutchinson, {probes} Rademacher probes"
              + (", eigenvalue 1 removed exactly (W doubly stochastic)" if projected else ""),
              f"error = {z_score:g} standard errors entrywise: a statistical band, not a "
@@ -289,4 +315,5 @@ def utility_gram(W, T: int, *, method: str = defaults.H_METHOD, probes: int = de
     floor = 8.0 * T * np.finfo(np.float64).eps * float(np.abs(H).max())
     return UtilityGram(H=H, kind="estimate", method="hutchinson", T=T, n=n,
                        symmetric=symmetric, error=z_score * se + floor, standard_error=se,
-                       probes=int(probes), z_score=float(z_score), notes=notes)
+                       probes=int(probes), z_score=float(z_score), notes=notes,
+                       workload=workload)
