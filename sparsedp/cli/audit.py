@@ -29,6 +29,7 @@ import time
 import networkx as nx
 
 from sparsedp import defaults, validation
+from sparsedp.audit.batches import signs_text
 from sparsedp.audit.gossip import audit_gossip
 from sparsedp.audit.mf import audit_mf
 from sparsedp.audit.ppac import audit_ppac
@@ -288,6 +289,9 @@ def _gossip_lines(record: dict) -> list[str]:
         f"Delta^2    engine [{record['engine_lower']:.8g}, {record['engine_upper']:.8g}]   "
         f"attacker {record['sensitivity_estimate']:.6g} in [{record['sensitivity_low']:.6g}, "
         f"{record['sensitivity_high']:.6g}] ({record['confidence']:.0%})",
+        f"strongest  attacker {record['strongest_estimate']:.6g} in "
+        f"[{record['strongest_low']:.6g}, {record['strongest_high']:.6g}] at its own signs "
+        f"{signs_text(record['strongest_signs'])}",
     ] + _bound_lines(record)
 
 
