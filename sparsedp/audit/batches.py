@@ -44,8 +44,8 @@ def check_parameters(T, sigma, delta, trials, confidence, batch) -> None:
         raise ParameterError(f"sigma must be positive, got {sigma!r}")
     if not 0 < delta < 1:
         raise ParameterError(f"delta must be in (0, 1), got {delta!r}")
-    if not isinstance(trials, (int, np.integer)) or trials < 4:
-        raise ParameterError(f"trials must be an integer >= 4, got {trials!r}")
+    if not isinstance(trials, (int, np.integer)) or trials < 8:  # four parts of >= 2 runs
+        raise ParameterError(f"trials must be an integer >= 8, got {trials!r}")
     if not 0 < confidence < 1:
         raise ParameterError(f"confidence must be in (0, 1), got {confidence!r}")
     if batch < 1:

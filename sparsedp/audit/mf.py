@@ -140,8 +140,6 @@ def audit_mf(W, target: int, attackers, T: int = defaults.AUDIT_ROUNDS, *,
                       dtype=np.float64)
     target = validation.node_index(target, W.shape[0], "target")
     view = attackers_view(W, attackers, trust_model, target)
-    if trials < 8:
-        raise ParameterError(f"trials must be an integer >= 8, got {trials!r}")
     features = view.features(T, algo.K)
     if features > MAX_FEATURES:
         raise ParameterError(f"the attackers record {features} numbers per run (more than "
