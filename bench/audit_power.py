@@ -21,6 +21,7 @@ the residual interval alone (the audit's interval before issue 33) at the same c
     python bench/audit_power.py                      # all 24 instances
     python bench/audit_power.py --only 3 --trials 40000
     python bench/audit_power.py --part ppac
+    python bench/audit_power.py --part ppac --precision 0.1   # runs chosen per claim
 
 Writes ``bench/results/audit_power.json`` (``audit_power_ppac.json`` for ``--part ppac``;
 ``--record``: ``docs/figures/``).
@@ -182,9 +183,10 @@ def ppac_instance(seed: int):
         laplacian_consensus_matrix(graph)
 
 
-def measure_ppac(index: int, trials: int) -> dict:
+def measure_ppac(index: int, trials: int, precision: float | None = None) -> dict:
     """The PPAC audits of instance ``index``: the reported leakage, understatements of it and
-    the leakage for a 10 % larger noise, each on its own runs."""
+    the leakage for a 10 % larger noise, each on its own runs (``precision``: the run count
+    chosen from it, at least ``trials``)."""
     seed, victim_index, horizon = PPAC[index]
     graph, layout, W = ppac_instance(seed)
     attacker = graph.id_of(0)
@@ -198,11 +200,13 @@ def measure_ppac(index: int, trials: int) -> dict:
            "horizon": horizon, "nats": nats, "caught": {}}
     for k, (name, claim) in enumerate(claims.items()):
         result = audit_ppac(layout, W, attacker, victim, horizon, noise_std=PPAC_NOISE,
-                            trials=trials, seed=100 * index + k, engine=claim)
+                            trials=trials, seed=100 * index + k, engine=claim,
+                            precision=precision)
         row["caught"][name] = not result.passed
+        row.setdefault("runs", {})[name] = result.trials
         if name == "reported":
             row["interval"] = [result.nats_low, result.nats_high]
-            dof = trials - result.features
+            dof = result.trials - result.features
             q_low, q_high = chi2_quantile(np.array([1 - result.confidence,
                                                     1 + result.confidence]) / 2, dof)
             row["residual_width"] = 0.5 * math.log(q_high / q_low)
@@ -217,6 +221,8 @@ def main() -> None:
     parser.add_argument("--only", type=int, nargs="*", default=None,
                         help="instance indices (default: all)")
     parser.add_argument("--part", choices=("upper", "ppac"), default="upper")
+    parser.add_argument("--precision", type=float, default=None,
+                        help="ppac: choose each audit's run count from this relative error")
     add_output_options(parser)
     args = parser.parse_args()
     if args.part == "ppac":
@@ -246,7 +252,7 @@ def ppac_main(args: argparse.Namespace) -> None:
     indices = range(len(PPAC)) if args.only is None else args.only
     rows = []
     for index in indices:
-        rows.append(measure_ppac(index, trials))
+        rows.append(measure_ppac(index, trials, args.precision))
         row = rows[-1]
         low, high = row["interval"]
         print(f"ppac seed {row['seed']} victim {row['victim']} horizon {row['horizon']}: "
@@ -254,9 +260,11 @@ def ppac_main(args: argparse.Namespace) -> None:
               f"{high - low:.4f}, residual alone {row['residual_width']:.4f}); caught "
               f"{row['caught']}", flush=True)
     caught = {name: sum(r["caught"][name] for r in rows) for name in rows[0]["caught"]}
-    record = {"trials": trials, "confidence": defaults.CONFIDENCE, "instances": len(rows),
-              "caught": caught, "rows": rows}
-    path = output_path(args, "audit_power_ppac.json")
+    record = {"trials": trials, "precision": args.precision,
+              "confidence": defaults.CONFIDENCE, "instances": len(rows), "caught": caught,
+              "rows": rows}
+    suffix = "" if args.precision is None else f"_precision_{args.precision:g}"
+    path = output_path(args, f"audit_power_ppac{suffix}.json")
     path.write_text(json.dumps(record, indent=1))
     print(json.dumps(caught), "of", len(rows), "->", path)
 
