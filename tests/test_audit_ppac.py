@@ -95,3 +95,19 @@ def test_an_impossible_precision_is_one_clear_error(precision, nats, message):
 
 def test_no_relative_precision_for_zero_or_infinite_leakage():
     assert runs_for_precision(0.0, 0.1, 0.99) == runs_for_precision(math.inf, 0.1, 0.99) == 0
+
+
+def test_cli_precision_chooses_the_run_count_and_is_refused_outside_ppac(capsys):
+    """The paper's 6-node example (0.255 nats): --precision 0.05 runs the predicted count,
+    above the default 20,000; --precision with the gossip audit is one line of refusal."""
+    import json
+
+    from sparsedp.cli.main import main
+
+    assert main(["audit", "--family", "ppac", "--target", "3", "--observer", "5", "--rounds",
+                 "2", "--precision", "0.05", "--json", "--progress", "never"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["trials"] == runs_for_precision(record["engine_nats"], 0.05, 0.99) > 20_000
+    assert record["nats_high"] - record["nats_low"] < 0.05 * record["engine_nats"] * 1.2
+    assert main(["audit", "--precision", "0.1", "--rounds", "3"]) == 2
+    assert "--precision is not an option of --family gossip" in capsys.readouterr().err

@@ -105,6 +105,9 @@ def add_parser(sub) -> None:
                         f"default {defaults.AUDIT_TRIALS:,}; "
                         f"{defaults.RANDOM_WALK_AUDIT_TRIALS:,} for randomwalk, "
                         f"{defaults.PPAC_AUDIT_TRIALS:,} for ppac)")
+    p.add_argument("--precision", type=float, default=None,
+                   help="ppac: the relative error of the leakage to catch; the run count is "
+                        "chosen from it (at least --trials)")
     p.add_argument("--seed", type=int, default=defaults.SEED, help="seed of the simulations")
     p.add_argument("--confidence", type=float, default=defaults.CONFIDENCE,
                    help="confidence of the intervals and of the empirical lower bounds")
@@ -122,6 +125,7 @@ FAMILY_OPTIONS = {  # option: (families that take it, its default)
     "K": (("muffliato-sgd",), 2),
     "alpha": (("randomwalk",), defaults.ALPHA),
     "designated_seed": (("ppac",), 0),
+    "precision": (("ppac",), None),
     "scheme": (("gossip", "dp-d-sgd", "muffliato-sgd", "randomwalk"), None),
 }
 
@@ -223,7 +227,7 @@ def _ppac(args) -> dict:
     victim, attacker = _single_observer(graph, args)
     result = audit_ppac(layout, W, graph.id_of(attacker), graph.id_of(victim), args.rounds,
                         noise_std=args.sigma, trials=args.trials, seed=args.seed,
-                        confidence=args.confidence)
+                        confidence=args.confidence, precision=args.precision)
     return {**result.to_dict(), "attacker": graph.id_of(attacker),
             "victim": graph.id_of(victim), "graph": info, "scheme": f"I - L/{info['scale']}"}
 
