@@ -11,7 +11,9 @@ width:
 * *model match*: the attacker's interval ``[low, high]`` on the squared sensitivity overlaps
   the engine's ``[lower, upper]``;
 * *bound holds*: the empirical lower bounds on epsilon and mu do not exceed the certified
-  ``epsilon_upper`` and ``mu_upper``.
+  ``epsilon_upper`` and ``mu_upper``;
+* *upper holds*: the attacker's interval at the strongest signs it found
+  (:mod:`sparsedp.audit.search`) does not lie above the certified ``upper``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from sparsedp.privacy.gaussian import gaussian_epsilon
 
 __all__ = ["DEFAULT_BATCH", "MAX_FEATURES", "SLACK", "GaussianVerdict", "bound_holds",
            "check_parameters", "error_counts", "model_matches", "run_batches",
-           "second_moment", "verdict_fields"]
+           "scaled_interval", "second_moment", "signs_text", "upper_holds", "verdict_fields"]
 
 DEFAULT_BATCH = 8192
 MAX_FEATURES = 4000  # the attacker's covariance is features x features, eigendecomposed
@@ -42,8 +44,8 @@ def check_parameters(T, sigma, delta, trials, confidence, batch) -> None:
         raise ParameterError(f"sigma must be positive, got {sigma!r}")
     if not 0 < delta < 1:
         raise ParameterError(f"delta must be in (0, 1), got {delta!r}")
-    if not isinstance(trials, (int, np.integer)) or trials < 4:
-        raise ParameterError(f"trials must be an integer >= 4, got {trials!r}")
+    if not isinstance(trials, (int, np.integer)) or trials < 8:  # four parts of >= 2 runs
+        raise ParameterError(f"trials must be an integer >= 8, got {trials!r}")
     if not 0 < confidence < 1:
         raise ParameterError(f"confidence must be in (0, 1), got {confidence!r}")
     if batch < 1:
@@ -97,36 +99,58 @@ def bound_holds(epsilon_lower: float, mu_lower: float, epsilon_upper: float,
                 and mu_lower <= mu_upper * (1 + SLACK) + SLACK)
 
 
-def verdict_fields(engine_lower: float, engine_upper: float, sigma: float, delta: float,
-                   estimate, bounds) -> dict:
-    """The fields of a :class:`GaussianVerdict` result shared by every audit: the attacker's
-    estimate and interval scaled to noise ``sigma`` (``Delta^2 = sigma^2 d^2``: the engine's
-    M is for unit noise), the certified epsilon and mu of ``engine_upper``, the empirical
-    ``bounds`` and the two checks."""
+def upper_holds(strongest_low: float, engine_upper: float) -> bool:
+    """The attacker's interval at its strongest signs does not lie above the certified upper
+    bound (an infinite interval lies above every finite bound)."""
+    return bool(strongest_low <= engine_upper * (1 + SLACK))
+
+
+def scaled_interval(estimate, sigma: float) -> tuple[float, float, float]:
+    """The estimate and interval of a :class:`~sparsedp.audit.statistics.Mahalanobis` ``d^2``
+    as squared sensitivities, ``Delta^2 = sigma^2 d^2`` (the engine's M is for unit noise)."""
     scale = sigma**2
-    low, high = scale * estimate.low, scale * estimate.high
+    return scale * estimate.value, scale * estimate.low, scale * estimate.high
+
+
+def verdict_fields(engine_lower: float, engine_upper: float, sigma: float, delta: float,
+                   estimate, bounds, strongest=None) -> dict:
+    """The fields of a :class:`GaussianVerdict` result shared by every audit: the attacker's
+    estimate and interval (:func:`scaled_interval`), the certified epsilon and mu of
+    ``engine_upper``, the empirical ``bounds`` and the three checks; ``strongest``: the
+    estimate at the attacker's strongest signs (default ``estimate``: the audits whose
+    estimate is at those signs)."""
+    value, low, high = scaled_interval(estimate, sigma)
+    strongest_low = scaled_interval(strongest or estimate, sigma)[1]
     epsilon_upper = gaussian_epsilon(engine_upper, sigma, delta)
     mu_upper = math.sqrt(engine_upper) / sigma
     return {"engine_lower": float(engine_lower), "engine_upper": float(engine_upper),
             "epsilon_upper": epsilon_upper, "mu_upper": mu_upper,
-            "sensitivity_estimate": scale * estimate.value, "sensitivity_low": low,
+            "sensitivity_estimate": value, "sensitivity_low": low,
             "sensitivity_high": high, "epsilon_lower": bounds.epsilon, "mu_lower": bounds.mu,
             "model_matches": model_matches(low, high, engine_lower, engine_upper),
-            "bound_holds": bound_holds(bounds.epsilon, bounds.mu, epsilon_upper, mu_upper)}
+            "bound_holds": bound_holds(bounds.epsilon, bounds.mu, epsilon_upper, mu_upper),
+            "upper_holds": upper_holds(strongest_low, engine_upper)}
 
 
 class GaussianVerdict:
     """The verdict of one audited Gaussian-mechanism instance, for a result dataclass with the
     fields ``engine_lower``, ``engine_upper``, ``sensitivity_low``, ``sensitivity_high``,
-    ``epsilon_lower``, ``mu_lower``, ``epsilon_upper``, ``mu_upper``, ``model_matches``,
-    ``bound_holds`` and an ``instance`` string naming it; ``QUANTITY`` names the squared
-    sensitivity in messages."""
+    ``signs``, ``epsilon_lower``, ``mu_lower``, ``epsilon_upper``, ``mu_upper``,
+    ``model_matches``, ``bound_holds``, ``upper_holds`` and an ``instance`` string naming it;
+    ``QUANTITY`` names the squared sensitivity in messages.  ``strongest`` is the attacker's
+    interval and signs at its strongest attack: the estimate's own unless a subclass
+    measures it apart."""
 
     QUANTITY = "Delta^2"
 
     @property
+    def strongest(self) -> tuple[float, float, tuple[int, ...]]:
+        """``(low, high, signs)`` of the attacker's strongest attack."""
+        return self.sensitivity_low, self.sensitivity_high, self.signs
+
+    @property
     def passed(self) -> bool:
-        return self.model_matches and self.bound_holds
+        return self.model_matches and self.bound_holds and self.upper_holds
 
     @property
     def tightness(self) -> float:
@@ -146,6 +170,12 @@ class GaussianVerdict:
                 f"model mismatch: the attacker measures {self.QUANTITY} in "
                 f"[{self.sensitivity_low:.6g}, {self.sensitivity_high:.6g}], the engine "
                 f"reports [{self.engine_lower:.6g}, {self.engine_upper:.6g}]")
+        if not self.upper_holds:
+            low, high, signs = self.strongest
+            what.append(
+                f"upper bound violated: at the signs {signs_text(signs)} the attacker "
+                f"measures {self.QUANTITY} in [{low:.6g}, {high:.6g}], above the certified "
+                f"upper bound {self.engine_upper:.6g}")
         if not self.bound_holds:
             what.append(
                 f"bound violated: empirical epsilon >= {self.epsilon_lower:.6g} (mu >= "
@@ -162,3 +192,8 @@ class GaussianVerdict:
     def to_dict(self) -> dict:
         """Plain data, strict JSON (:func:`sparsedp.plain.plain`)."""
         return plain(self.record())
+
+
+def signs_text(signs) -> str:
+    """Signs as a compact string of + and - (one per contribution)."""
+    return "".join("+" if c > 0 else "-" for c in signs)

@@ -6,20 +6,32 @@ from the other side:
 1. the engine (:func:`sparsedp.squared_sensitivity`) reports its interval
    ``[lower, upper]`` on ``Delta_T^2`` and the sign pattern ``c`` of its lower bound;
 2. the protocol is run literally (:mod:`sparsedp.audit.simulate`) without noise, the target
-   contributing ``c_t`` in round ``t`` (the mean shift ``m`` of the attacker's records), and
-   ``trials / 2`` times with noise only (the attacker's training runs);
-3. the attacker's estimate of the squared sensitivity, ``sigma^2 m^T Sigma_hat^+ m``, with its
-   exact interval (:mod:`sparsedp.audit.statistics`), must overlap the engine's interval --
-   otherwise the matrix model is not the protocol (**model mismatch**);
-4. the attacker's likelihood-ratio test on ``trials / 2`` fresh runs per hypothesis gives
-   lower bounds on epsilon (at ``delta``) and on mu that hold with probability
-   ``confidence``; they must not exceed the engine's ``gaussian_epsilon(upper)`` and
-   ``sqrt(upper) / sigma`` (**bound violated**).
+   contributing 1 in one round (the columns ``S`` of the attacker's mean shifts; a pattern
+   ``c`` shifts the records by ``S c``), and ``trials`` times with noise only;
+3. **the attacker searches its strongest attack from simulations only**: from ``trials / 4``
+   runs it estimates ``Q = S^T Sigma_hat^+ S`` and takes the signs maximising ``c^T Q c``
+   (:mod:`sparsedp.audit.search`: exhaustive for ``T <= 20``, else an ascent from the
+   engine's signs, eigenvector signs, roundings of the eigenvalue relaxation and random
+   starts);
+4. from ``trials / 4`` fresh runs, ``sigma^2 m^T Sigma_hat^+ m`` at ``m = S c`` for the
+   attacker's signs, with its exact interval (:mod:`sparsedp.audit.statistics`: the choice
+   used other runs), must not lie above the engine's ``upper`` -- ``c^T M c <= Delta^2`` for
+   every ``c``, so an interval above it shows an upper bound below the truth (**upper bound
+   violated**);
+5. from the first ``trials / 2`` runs, the same estimate at the engine's signs must overlap
+   the engine's interval -- otherwise the matrix model is not the protocol (**model
+   mismatch**);
+6. the attacker's likelihood-ratio test at its signs on ``trials / 2`` fresh runs per
+   hypothesis gives lower bounds on epsilon (at ``delta``) and on mu that hold with
+   probability ``confidence``; they must not exceed the engine's ``gaussian_epsilon(upper)``
+   and ``sqrt(upper) / sigma`` (**bound violated**).
 
-The fresh runs under the shifted hypothesis are the noise-only runs plus the noiseless run
-(the protocol is linear; the simulator computes both with the same message-passing code).
-Batches of runs have their own seeds spawned from ``seed`` (``numpy.random.SeedSequence``),
-so a result depends on ``seed``, ``trials`` and ``batch`` only, not on the thread count.
+Each check errs on a sound engine with probability at most ``1 - confidence`` (the upper
+check at most half of it: it uses the lower end of a two-sided interval).  The fresh runs
+under the shifted hypothesis are the noise-only runs plus the noiseless run (the protocol is
+linear; the simulator computes both with the same message-passing code).  Batches of runs
+have their own seeds spawned from ``seed`` (``numpy.random.SeedSequence``), so a result
+depends on ``seed``, ``trials`` and ``batch`` only, not on the thread count.
 """
 
 from __future__ import annotations
@@ -38,11 +50,13 @@ from sparsedp.audit.batches import (
     check_parameters,
     error_counts,
     run_batches,
+    scaled_interval,
     second_moment,
     verdict_fields,
 )
-from sparsedp.audit.simulate import Threat, data_response, simulate, threat
-from sparsedp.audit.statistics import lower_bounds, mahalanobis, thresholds
+from sparsedp.audit.search import strongest_attack
+from sparsedp.audit.simulate import data_responses, simulate, threat
+from sparsedp.audit.statistics import lower_bounds, mahalanobis, shift_gram, thresholds
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.inputs import gossip_sequence
 from sparsedp.gossip.sensitivity import SensitivityResult, squared_sensitivity
@@ -57,9 +71,11 @@ class AuditResult(GaussianVerdict):
     """One audited instance: the engine's claim, what the attacker measured, the verdict.
 
     ``sensitivity_*``: the attacker's estimate of ``c^T M_T c`` at the engine's signs ``c``
-    and its interval at ``confidence``; ``epsilon_lower`` / ``mu_lower``: empirical lower
-    bounds (holding with probability ``confidence``) against the engine's certified
-    ``epsilon_upper`` / ``mu_upper``; ``tightness``: ``epsilon_lower / epsilon_upper``.
+    and its interval at ``confidence``; ``strongest_*``: the same at the signs of the
+    attacker's own search; ``epsilon_lower`` / ``mu_lower``: empirical lower bounds (holding
+    with probability ``confidence``) of the attacker's test at its signs against the
+    engine's certified ``epsilon_upper`` / ``mu_upper``; ``tightness``:
+    ``epsilon_lower / epsilon_upper``.
     """
 
     view: str
@@ -80,13 +96,22 @@ class AuditResult(GaussianVerdict):
     sensitivity_estimate: float
     sensitivity_low: float
     sensitivity_high: float
+    strongest_signs: tuple[int, ...]
+    strongest_estimate: float
+    strongest_low: float
+    strongest_high: float
     features: int
     epsilon_lower: float
     mu_lower: float
     model_matches: bool
     bound_holds: bool
+    upper_holds: bool
 
     __repr__ = short_repr
+
+    @property
+    def strongest(self) -> tuple[float, float, tuple[int, ...]]:
+        return self.strongest_low, self.strongest_high, self.strongest_signs
 
     @property
     def instance(self) -> str:
@@ -119,52 +144,50 @@ def audit_gossip(W, target: int, observers=None, T: int = defaults.AUDIT_ROUNDS,
     if features > MAX_FEATURES:
         raise ParameterError(f"the attacker records {features} numbers per run (more than "
                              f"{MAX_FEATURES}): audit a smaller T or fewer observers")
+    if len(engine.signs) != T:
+        raise ParameterError(f"the engine's result has {len(engine.signs)} signs for T = {T} "
+                             "rounds: pass the result of the audited instance")
     n = Ws[0].shape[0]
     resources.require_within(8.0 * batch * (2 * n + features) * (threads or 2)
                              + 16.0 * features**2, resources.memory_budget(),
                              "the audit's simulation batches", "use a smaller batch")
-    signs = np.asarray(engine.signs, dtype=float)
-    shift = data_response(Ws, T, attacker, target, signs)
-    train, test = trials // 2, trials - trials // 2
-    seeds = np.random.SeedSequence(seed).spawn(2)
+    responses = data_responses(Ws, T, attacker, target)
+    claimed_shift = responses @ np.asarray(engine.signs, dtype=float)
+    choose, train = trials // 4, trials // 4
+    test = trials - choose - train
+    seeds = np.random.SeedSequence(seed).spawn(3)
     bar = progress_bar(progress, total=trials, desc="audit", unit="run")
+
+    def moment(rng, size):
+        return second_moment(simulate(Ws, T, attacker, sigma, size, rng))
+
     try:
         with ThreadPoolExecutor(threads or len(os.sched_getaffinity(0))) as pool:
-            moment = run_batches(
-                pool, train, batch, seeds[0], bar,
-                lambda rng, size: _second_moment(Ws, T, attacker, sigma, size, rng))
-            estimate = mahalanobis(moment, train, shift, confidence)
-            taus = thresholds(estimate, test)
-            shift_score = float(estimate.weights @ shift)
+            first = run_batches(pool, choose, batch, seeds[0], bar, moment)
+            _, signs = strongest_attack(shift_gram(first, choose, responses), [np.arange(T)],
+                                        [engine.signs], seed)
+            second = run_batches(pool, train, batch, seeds[1], bar, moment)
+            claimed = mahalanobis(first + second, choose + train, claimed_shift, confidence)
+            shift = responses @ signs
+            strongest = mahalanobis(second, train, shift, confidence)
+            taus = thresholds(strongest, test)
+            shift_score = float(strongest.weights @ shift)
             counts = run_batches(
-                pool, test, batch, seeds[1], bar,
-                lambda rng, size: _error_counts(Ws, T, attacker, sigma, size, rng,
-                                                estimate.weights, taus, shift_score))
+                pool, test, batch, seeds[2], bar,
+                lambda rng, size: error_counts(simulate(Ws, T, attacker, sigma, size, rng),
+                                               strongest.weights, taus, shift_score))
     finally:
         if bar is not None:
             bar.close()
     bounds = lower_bounds(counts[0], counts[1], test, delta, confidence)
-    return _verdict(engine, attacker, T, sigma, delta, trials, seed, confidence, estimate, bounds)
-
-
-def _second_moment(Ws, T: int, attacker: Threat, sigma: float, size: int, rng) -> np.ndarray:
-    """``sum y y^T`` over ``size`` noise-only runs."""
-    return second_moment(simulate(Ws, T, attacker, sigma, size, rng))
-
-
-def _error_counts(Ws, T: int, attacker: Threat, sigma: float, size: int, rng,
-                  weights: np.ndarray, taus: np.ndarray, shift_score: float) -> np.ndarray:
-    """False positives and false negatives at each threshold over ``size`` fresh runs."""
-    return error_counts(simulate(Ws, T, attacker, sigma, size, rng), weights, taus,
-                        shift_score)
-
-
-def _verdict(engine: SensitivityResult, attacker: Threat, T, sigma, delta, trials, seed,
-             confidence, estimate, bounds) -> AuditResult:
+    value, low, high = scaled_interval(strongest, sigma)
     return AuditResult(
-        view=attacker.view, noise_removed=attacker.noise_removed, target=engine.target,
-        observers=engine.observers, T=T, sigma=float(sigma), delta=float(delta),
-        trials=int(trials), seed=int(seed), confidence=float(confidence), signs=engine.signs,
-        features=T * attacker.features,
-        **verdict_fields(engine.lower, engine.upper, sigma, delta, estimate, bounds),
+        view=attacker.view, noise_removed=attacker.noise_removed, target=int(target),
+        observers=tuple(attacker.observers.tolist()), T=int(T), sigma=float(sigma),
+        delta=float(delta), trials=int(trials), seed=int(seed), confidence=float(confidence),
+        signs=tuple(int(c) for c in engine.signs), strongest_signs=tuple(int(c) for c in signs),
+        strongest_estimate=value, strongest_low=low, strongest_high=high,
+        features=features,
+        **verdict_fields(engine.lower, engine.upper, sigma, delta, claimed, bounds, strongest),
     )
+

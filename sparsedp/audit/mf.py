@@ -12,14 +12,17 @@ engine's exhaustive sign search is then the exact ``sens^2``):
    the attacker's mean shifts), and ``trials`` times with noise only;
 3. **the attacker picks its attack from simulations only**: from ``trials / 4`` runs it
    estimates ``Q = sigma^2 S^T Sigma_hat^+ S`` and takes the pattern ``pi`` and signs ``c``
-   maximising ``c^T Q_pi c`` (exhaustive over signs; a shift outside the noise's range wins
-   outright: it is infinite);
+   maximising ``c^T Q_pi c`` (:mod:`sparsedp.audit.search`: exhaustive over signs for
+   patterns of at most 20 steps, else an ascent from many starts; a shift outside the
+   noise's range wins outright: it is infinite);
 4. from ``trials / 4`` fresh runs, ``sigma^2 m^T Sigma_hat^+ m`` for ``m = S_pi c`` with its
    exact interval (:func:`sparsedp.audit.statistics.mahalanobis`: the choice of ``c`` used
    other runs, so the interval is exact for that ``c``); it must overlap the engine's
-   interval (**model mismatch** otherwise).  ``c^T M c <= sens^2`` for every ``c``, so an
-   engine value below the truth is always caught, one above it when the attacker's choice is
-   the maximiser (it is, up to the estimation error, in every instance measured);
+   interval (**model mismatch** otherwise), in particular not lie above its upper bound
+   (**upper bound violated**): ``c^T M c <= sens^2`` for every ``c``, so an upper bound below
+   the truth is caught when the attacker's choice is worth more than it, a value above the
+   truth when the choice is the maximiser (it is, up to the estimation error, in every
+   instance measured);
 5. the likelihood-ratio test on the remaining ``trials / 2`` runs per hypothesis gives lower
    bounds on epsilon and mu that must not exceed the engine's certified ones (**bound
    violated**).
@@ -49,14 +52,14 @@ from sparsedp.audit.batches import (
     second_moment,
     verdict_fields,
 )
+from sparsedp.audit.search import strongest_attack
 from sparsedp.audit.simulate_sgd import attackers_view, gradient_responses, simulate
 from sparsedp.audit.statistics import lower_bounds, mahalanobis, shift_gram, thresholds
 from sparsedp.errors import ParameterError
-from sparsedp.linalg.kernels import max_sign_quadratic
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.mf import algorithms, participation
 from sparsedp.mf.result import MFResult
-from sparsedp.mf.sensitivity import EXHAUSTIVE_AUTO_MAX, mf_sensitivity
+from sparsedp.mf.sensitivity import mf_sensitivity
 from sparsedp.progress import progress_bar
 from sparsedp.reprs import short_repr
 
@@ -95,6 +98,7 @@ class MFAuditResult(GaussianVerdict):
     mu_lower: float
     model_matches: bool
     bound_holds: bool
+    upper_holds: bool
 
     __repr__ = short_repr
 
@@ -136,15 +140,10 @@ def audit_mf(W, target: int, attackers, T: int = defaults.AUDIT_ROUNDS, *,
                       dtype=np.float64)
     target = validation.node_index(target, W.shape[0], "target")
     view = attackers_view(W, attackers, trust_model, target)
-    if trials < 8:
-        raise ParameterError(f"trials must be an integer >= 8, got {trials!r}")
     features = view.features(T, algo.K)
     if features > MAX_FEATURES:
         raise ParameterError(f"the attackers record {features} numbers per run (more than "
                              f"{MAX_FEATURES}): audit a smaller T or fewer attackers")
-    if max(p.size for p in patterns) > EXHAUSTIVE_AUTO_MAX:
-        raise ParameterError(f"the attacker's sign search is exhaustive: patterns of at most "
-                             f"{EXHAUSTIVE_AUTO_MAX} steps, got {max(p.size for p in patterns)}")
     n = W.shape[0]
     resources.require_within(8.0 * batch * (3 * n + features) * (threads or 2)
                              + 16.0 * features**2, resources.memory_budget(),
@@ -166,7 +165,7 @@ def audit_mf(W, target: int, attackers, T: int = defaults.AUDIT_ROUNDS, *,
         with ThreadPoolExecutor(threads or len(os.sched_getaffinity(0))) as pool:
             gram = shift_gram(run_batches(pool, choose, batch, seeds[0], bar, moment), choose,
                               responses)
-            steps, signs = _choose_attack(gram, patterns)
+            steps, signs = strongest_attack(gram, patterns, seed=seed)
             shift = responses[:, steps] @ signs
             estimate = mahalanobis(run_batches(pool, train, batch, seeds[1], bar, moment),
                                    train, shift, confidence)
@@ -188,16 +187,3 @@ def audit_mf(W, target: int, attackers, T: int = defaults.AUDIT_ROUNDS, *,
         signs=tuple(int(c) for c in signs), features=features,
         **verdict_fields(engine.lower, engine.upper, sigma, delta, estimate, bounds))
 
-
-def _choose_attack(gram: tuple[np.ndarray, np.ndarray], patterns: list[np.ndarray]
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """The pattern and signs the attacker attacks: the maximiser of ``c^T O_pi c`` when some
-    shift leaves the noise's range (an infinite distance), else of ``c^T Q_pi c``."""
-    inside, outside = gram
-    matrix = outside if np.any(outside) else inside
-    best = None
-    for steps in patterns:
-        value, signs = max_sign_quadratic(matrix[np.ix_(steps, steps)])
-        if best is None or value > best[0]:
-            best = (value, steps, signs)
-    return best[1], best[2]

@@ -26,7 +26,8 @@ Neighbourhoods come from the nonzero pattern of the ``W_t`` (either direction, a
 
 The protocol is linear, so a run with data is the sum of a run with noise only and a run with
 data only (superposition of the same message-passing code); :func:`simulate` returns the
-noise-only features of many trials and :func:`data_response` the data-only ones.
+noise-only features of many trials and :func:`data_responses` the data-only ones (one run
+per round in which the target holds data).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import scipy.sparse as sp
 
 from sparsedp.errors import ParameterError
 
-__all__ = ["THREATS", "Threat", "data_response", "simulate", "threat"]
+__all__ = ["THREATS", "Threat", "data_responses", "simulate", "threat"]
 
 THREATS = ("secure-summation", "secure-summation-v1", "neighbourhood", "adaptive-v1",
            "target-v1", "local-dp")
@@ -49,9 +50,11 @@ _FIXED = ("adaptive-v1", "target-v1", "local-dp")  # views that name their own o
 @dataclass(frozen=True)
 class Threat:
     """What the attacker records: ``recorded`` nodes (their messages, or their states after
-    the round when ``after_round``) and the nodes whose own noise it knows (``known_noise``)."""
+    the round when ``after_round``) and the nodes whose own noise it knows (``known_noise``);
+    ``observers``: the given observers, or the ones the view fixes."""
 
     view: str
+    observers: np.ndarray
     recorded: np.ndarray
     after_round: bool
     known_noise: np.ndarray
@@ -93,14 +96,14 @@ def threat(Ws: list[sp.csr_matrix], view: str, target: int, observers, noise_rem
     known = np.empty(0, dtype=np.int64)
     if noise_removed:
         known = recorded if view in _FIXED else observers
-    return Threat(view, recorded, view in _AFTER_ROUND, known)
+    return Threat(view, observers.astype(np.int64), recorded, view in _AFTER_ROUND, known)
 
 
 def _run(Ws: list[sp.csr_matrix], T: int, threat_: Threat, draw, data: np.ndarray | None,
          trials: int) -> np.ndarray:
     """Features ``(T * features, trials)`` of one batch: the recorded values of round 0, then
     round 1, ...; per round the recorded nodes, then the known noise.  ``draw(t)`` gives the
-    round's noise ``(n, trials)`` (or ``draw`` is None: no noise); ``data``: ``(T, n)``."""
+    round's noise ``(n, trials)`` (or ``draw`` is None: no noise); ``data``: ``(T, n, trials)``."""
     n = Ws[0].shape[0]
     rec, known = threat_.recorded, threat_.known_noise
     per_round = threat_.features
@@ -110,7 +113,7 @@ def _run(Ws: list[sp.csr_matrix], T: int, threat_: Threat, draw, data: np.ndarra
         W = Ws[t if len(Ws) > 1 else 0]
         message = theta
         if data is not None:
-            message = message + data[t][:, None]
+            message = message + data[t]
         if draw is not None:
             noise = draw(t)
             message = message + noise
@@ -136,11 +139,12 @@ def simulate(Ws: list[sp.csr_matrix], T: int, threat_: Threat, sigma: float, tri
                 trials)
 
 
-def data_response(Ws: list[sp.csr_matrix], T: int, threat_: Threat, target: int,
-                  contributions: np.ndarray) -> np.ndarray:
-    """Features ``(T * features,)`` of one run without noise in which only ``target`` holds
-    data, ``x_t^target = contributions[t]``: the mean shift between neighbouring inputs."""
+def data_responses(Ws: list[sp.csr_matrix], T: int, threat_: Threat, target: int
+                   ) -> np.ndarray:
+    """``(T * features, T)``: column ``t`` holds the features of a run without noise in which
+    only ``target`` holds data, 1 in round ``t``; the mean shift of contributions ``c`` is
+    ``data_responses(...) @ c`` (linearity)."""
     n = Ws[0].shape[0]
-    data = np.zeros((T, n))
-    data[:, target] = contributions
-    return _run(Ws, T, threat_, None, data, 1)[:, 0]
+    data = np.zeros((T, n, T))
+    data[np.arange(T), target, np.arange(T)] = 1.0
+    return _run(Ws, T, threat_, None, data, T)

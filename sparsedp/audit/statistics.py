@@ -35,15 +35,17 @@ Two output distributions of the mechanism, for neighbouring inputs: ``y ~ N(0, S
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
+from scipy import optimize, special
 
 from sparsedp.reprs import short_repr
 
 __all__ = ["Mahalanobis", "PrivacyLowerBounds", "chi2_quantile", "clopper_pearson_upper",
-           "lower_bounds", "mahalanobis", "shift_gram", "thresholds"]
+           "information_interval", "lower_bounds", "mahalanobis", "shift_gram",
+           "squared_correlation_cdf", "thresholds"]
 
 RANK_RTOL = 1e-9  # eigenvalues of Sigma_hat below this fraction of the largest are zero
 NULL_SPACE_RTOL = 1e-6  # a shift this far outside the noise's range is "infinite" distance
@@ -173,3 +175,54 @@ def lower_bounds(false_positives: np.ndarray, false_negatives: np.ndarray, runs:
     best = int(np.argmax(eps))
     return PrivacyLowerBounds(max(float(eps[best]), 0.0), max(float(np.max(mu)), 0.0),
                               confidence, fpr, fnr, best)
+
+
+def squared_correlation_cdf(r2: float, runs: int, rank: int, information: float) -> float:
+    """``P(R_hat^2 <= r2)`` for the sample squared multiple correlation of ``runs`` draws of
+    zero-mean jointly Gaussian ``(u, D)`` (``D`` of rank ``rank``; no intercept) whose
+    population ``R^2 = 1 - exp(-2 I)`` (``I = I(D; u)`` in nats).
+
+    Given ``D``, ``ESS / sigma_e^2`` is a noncentral chi-square with ``rank`` degrees of freedom
+    and noncentrality ``|D beta|^2 / sigma_e^2 = theta chi^2_runs`` (``theta = R^2 /
+    (1 - R^2)``), and ``RSS / sigma_e^2`` an independent ``chi^2_(runs - rank)``; mixing the
+    noncentral chi-square's Poisson index over the gamma noncentrality makes it negative
+    binomial (Fisher's distribution of ``R^2``, the no-intercept form):
+
+        P(R_hat^2 <= r2) = sum_k NB(k; runs / 2, R^2) I_r2(rank / 2 + k, (runs - rank) / 2).
+
+    The sum runs over the negative binomial's mean +- 15 standard deviations (the rest is
+    below 1e-40)."""
+    population = -math.expm1(-2.0 * information)
+    a, b = rank / 2.0, (runs - rank) / 2.0
+    if population == 0.0:
+        return float(special.betainc(a, b, r2))
+    mean = runs / 2.0 * population / (1.0 - population)
+    spread = 15.0 * math.sqrt(mean / (1.0 - population)) + 30.0
+    k = np.arange(max(0, int(mean - spread)), int(mean + spread) + 1, dtype=float)
+    log_weights = (special.gammaln(runs / 2.0 + k) - special.gammaln(runs / 2.0)
+                   - special.gammaln(k + 1.0) + runs / 2.0 * math.log1p(-population)
+                   + k * math.log(population))
+    return float(np.sum(np.exp(log_weights) * special.betainc(a + k, b, r2)))
+
+
+def information_interval(r2: float, runs: int, rank: int, confidence: float,
+                         ceiling: float) -> tuple[float, float, float]:
+    """``(estimate, low, high)`` of ``I = -1/2 log(1 - R^2)`` from the sample ``r2`` by
+    inverting :func:`squared_correlation_cdf` (decreasing in ``I``): ``low`` and ``high``
+    put ``(1 -/+ confidence) / 2`` of the distribution above ``r2``, the estimate is
+    median-unbiased.  ``ceiling``: an information certainly above the upper limit (the root
+    search's bracket; raised until it is)."""
+
+    def solve(level: float) -> float:
+        def gap(information):
+            return squared_correlation_cdf(r2, runs, rank, information) - level
+
+        if gap(0.0) <= 0.0:
+            return 0.0
+        top = ceiling
+        while gap(top) > 0.0:
+            top *= 2.0
+        return float(optimize.brentq(gap, 0.0, top, xtol=1e-12, rtol=1e-10))
+
+    alpha = 1.0 - confidence
+    return solve(0.5), solve(1.0 - alpha / 2.0), solve(alpha / 2.0)

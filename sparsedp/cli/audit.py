@@ -29,6 +29,7 @@ import time
 import networkx as nx
 
 from sparsedp import defaults, validation
+from sparsedp.audit.batches import signs_text
 from sparsedp.audit.gossip import audit_gossip
 from sparsedp.audit.mf import audit_mf
 from sparsedp.audit.ppac import audit_ppac
@@ -104,6 +105,9 @@ def add_parser(sub) -> None:
                         f"default {defaults.AUDIT_TRIALS:,}; "
                         f"{defaults.RANDOM_WALK_AUDIT_TRIALS:,} for randomwalk, "
                         f"{defaults.PPAC_AUDIT_TRIALS:,} for ppac)")
+    p.add_argument("--precision", type=float, default=None,
+                   help="ppac: the relative error of the leakage to catch; the run count is "
+                        "chosen from it (at least --trials)")
     p.add_argument("--seed", type=int, default=defaults.SEED, help="seed of the simulations")
     p.add_argument("--confidence", type=float, default=defaults.CONFIDENCE,
                    help="confidence of the intervals and of the empirical lower bounds")
@@ -121,6 +125,7 @@ FAMILY_OPTIONS = {  # option: (families that take it, its default)
     "K": (("muffliato-sgd",), 2),
     "alpha": (("randomwalk",), defaults.ALPHA),
     "designated_seed": (("ppac",), 0),
+    "precision": (("ppac",), None),
     "scheme": (("gossip", "dp-d-sgd", "muffliato-sgd", "randomwalk"), None),
 }
 
@@ -222,7 +227,7 @@ def _ppac(args) -> dict:
     victim, attacker = _single_observer(graph, args)
     result = audit_ppac(layout, W, graph.id_of(attacker), graph.id_of(victim), args.rounds,
                         noise_std=args.sigma, trials=args.trials, seed=args.seed,
-                        confidence=args.confidence)
+                        confidence=args.confidence, precision=args.precision)
     return {**result.to_dict(), "attacker": graph.id_of(attacker),
             "victim": graph.id_of(victim), "graph": info, "scheme": f"I - L/{info['scale']}"}
 
@@ -288,6 +293,9 @@ def _gossip_lines(record: dict) -> list[str]:
         f"Delta^2    engine [{record['engine_lower']:.8g}, {record['engine_upper']:.8g}]   "
         f"attacker {record['sensitivity_estimate']:.6g} in [{record['sensitivity_low']:.6g}, "
         f"{record['sensitivity_high']:.6g}] ({record['confidence']:.0%})",
+        f"strongest  attacker {record['strongest_estimate']:.6g} in "
+        f"[{record['strongest_low']:.6g}, {record['strongest_high']:.6g}] at its own signs "
+        f"{signs_text(record['strongest_signs'])}",
     ] + _bound_lines(record)
 
 
