@@ -23,7 +23,7 @@ from sparsedp.linalg import gram, kernels
 from sparsedp.linalg.operators import CHUNK_BLOCK_ENTRIES, DEFAULT_MEMORY_BUDGET, MIN_CHUNK_COLUMNS
 from sparsedp.reprs import short_repr
 
-__all__ = ["CLOSED_FORM_MEMORY", "Cost", "method_cost", "minimal_memory", "sparse_rate",
+__all__ = ["QUERY_OVERHEAD", "Cost", "method_cost", "minimal_memory", "sparse_rate",
            "structured_memory"]
 
 
@@ -44,9 +44,10 @@ class Cost:
                 "sparse_products": self.sparse_products, "note": self.note}
 
 
-#: What a closed-form answer (local DP, the target in the known noise, other components)
-#: holds: a few length-T arrays and the result (traced peaks 85-240 KiB at T = 100-10^4).
-CLOSED_FORM_MEMORY = 2**20
+#: What any query holds besides the arrays that grow with n, m and T (small arrays, the
+#: result, a closed form's length-T arrays): traced peaks of 85-350 KiB.  Added to every
+#: estimate; all of a closed-form answer's.
+QUERY_OVERHEAD = 2**20
 
 
 def minimal_memory(T: int, m: int = 1) -> int:
@@ -114,12 +115,13 @@ def method_cost(method: str, n: int, nnz: int, m: int, T: int, p: int = 0,
     the dense flops (Cholesky ``(mT)^3 / 3``, solves).  ``dense_certificate``: as for
     :func:`structured_memory`."""
     mT = m * T
-    common = 8 * (4 * mT * T + 16 * T * T)
+    common = 8 * (4 * mT * T + 16 * T * T) + QUERY_OVERHEAD
     vectors = 8 * n * (m + 1) * 4 + 8 * nnz  # propagated vectors and one transposed copy of W
     row = nnz + n  # multiply-adds of one product with one column, with the additions
     cholesky = DENSE_FLOP_WEIGHT * (mT**3 / 3 + 2 * mT * mT * T)
     if method == "structured":
-        return Cost(method, structured_memory(m, T, dense_certificate) + vectors, 2 * (T + p),
+        memory = structured_memory(m, T, dense_certificate) + vectors + QUERY_OVERHEAD
+        return Cost(method, memory, 2 * (T + p),
                     work=2 * (T + p) * (m + 1) * row + cholesky)
     if method == "gram":
         lags, square = gram.gram_memory(n, m, T)

@@ -51,7 +51,7 @@ from sparsedp.gossip.certified_solve import (
     solve,
 )
 from sparsedp.gossip.cost import (
-    CLOSED_FORM_MEMORY,
+    QUERY_OVERHEAD,
     Cost,
     banded_memory,
     method_cost,
@@ -414,7 +414,7 @@ def estimate_cost(
     (:func:`sparsedp.gossip.cost.method_cost`), the memory budget, whether the request fits
     and the largest T that does.  Closed-form answers (local DP, target in the known noise,
     different components) cost no products and
-    :data:`sparsedp.gossip.cost.CLOSED_FORM_MEMORY`.  The arguments are checked as by
+    :data:`sparsedp.gossip.cost.QUERY_OVERHEAD`.  The arguments are checked as by
     :func:`squared_sensitivity`; a T that fits no method raises ``ResourceLimitError``.
 
     Parameters
@@ -464,7 +464,7 @@ def estimate_cost(
                  max_memory)
     if isinstance(plan, _Answered):
         return {"method": "closed form", "preconditioner": None,
-                "memory_bytes": CLOSED_FORM_MEMORY,
+                "memory_bytes": QUERY_OVERHEAD,
                 "sparse_products": 0, "seconds": 0.0,
                 "budget_bytes": plan.budget, "fits": True, "largest_T": None,
                 "notes": list(plan.result.notes)}
