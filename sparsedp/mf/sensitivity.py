@@ -80,8 +80,9 @@ def mf_sensitivity(
     algorithm : :class:`sparsedp.mf.Algorithm` (``dp_d_sgd()``, ``muffliato_sgd(K)``,
         ``antipgd()``, ``mf_d_sgd(noise)``, ``decor(s)``, ``zip_dl()``) or a name.
     trust_model : ``"ldp"``, ``"pndp"`` (own noise known, App. A.2), ``"pndp-eq12"``
-        (own noise not subtracted, eq. 12) or ``"secldp"`` (every message public, own noise
-        and shared secrets known): :mod:`sparsedp.mf.trust`.
+        (own noise not subtracted, eq. 12), ``"pndp-eq12-no-own"`` (eq. 12 without the
+        attackers' own messages, MFDL's ``observe_own=False``) or ``"secldp"`` (every message
+        public, own noise and shared secrets known): :mod:`sparsedp.mf.trust`.
     participation_scheme : ``"user-level"`` (default, the paper's (T, 1)), ``"single"``,
         ``(k, b)`` or a :class:`sparsedp.mf.Participation`.
     gradients : ``"vector"`` (default) or ``"scalar"`` (module docstring).
