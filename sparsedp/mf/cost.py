@@ -21,8 +21,8 @@ at ``OPERATOR_ASSEMBLY_MAX_DIM`` rows.  These are margins over measured peaks (c
 from __future__ import annotations
 
 from sparsedp import resources
-from sparsedp.gossip.certified_solve import OPERATOR_ASSEMBLY_MAX_DIM
 from sparsedp.mf.algorithms import Algorithm
+from sparsedp.mf.edge_secrets import OPERATOR_ASSEMBLY_MAX_DIM  # DECOR-PNDP's row cap
 from sparsedp.mf.participation import Participation, patterns_memory
 
 CLOSED_FORM_DOUBLES = 3  # per T x T entry: L, the identity it is compared with, the mask
