@@ -10,10 +10,10 @@ import pytest
 import sparsedp
 from sparsedp.mf import mf_d_sgd, mf_sensitivity
 
-T, K = 6, 3
+K = 3
 
 
-def _noise(seed):
+def _noise(T, seed):
     rng = np.random.default_rng(seed)
     return np.tril(rng.uniform(-0.4, 0.4, (T, T)), -1) + np.diag(rng.uniform(0.7, 1.3, T))
 
@@ -26,7 +26,7 @@ def _exact_sum(W: np.ndarray, L: np.ndarray, target: int, attacker: int) -> mp.m
     ``(W^(r - sK))_iu`` at column s, formed from W's and L's float64 entries taken exactly.
     The rows kept are a maximal independent set (float rank test, in order)."""
     mp.mp.dps = 50
-    n = W.shape[0]
+    n, T = W.shape[0], L.shape[0]
     observed = sorted(set(np.flatnonzero((W[attacker] + W[:, attacker]) != 0)) | {attacker})
     columns = [(t, v) for t in range(T) for v in range(n) if v != attacker]
     R = K * T
@@ -55,10 +55,12 @@ def _exact_sum(W: np.ndarray, L: np.ndarray, target: int, attacker: int) -> mp.m
     return sum(abs(M[i, j]) for i in range(T) for j in range(T))
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_theorem7_within_1e8_of_50_digits(seed):
+@pytest.mark.parametrize("T,seed", [(6, 0), pytest.param(8, 1, marks=pytest.mark.slow)])
+def test_theorem7_within_1e8_of_50_digits(T, seed):
+    """Measured: T = 6, seed 0: 1.6e-9 above (8.2e-9 before); T = 8, seed 1: 6.1e-9 above
+    (3.2e-8 before, the failing case; 80 s, slow tier)."""
     W = sparsedp.gossip_matrix(nx.florentine_families_graph(), scheme="row-normalised-self-loops")
-    L = _noise(seed)
+    L = _noise(T, seed)
     r = mf_sensitivity(W, 14, [1], T, algorithm=mf_d_sgd(L, K=K), gradients="scalar")
     exact = _exact_sum(W.toarray(), L, 14, 1)
     relative = float((mp.mpf(r.thm7) - exact) / exact)
