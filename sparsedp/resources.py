@@ -108,3 +108,15 @@ def largest_fitting(memory_of, budget: int, low: int = 1) -> int | None:
         middle = (high + top) // 2
         high, top = (middle, top) if memory_of(middle) <= budget else (high, middle)
     return high
+
+
+def require_fits(memory_of, T: int, budget: int, what: str, low: int = 1,
+                 unit: str = "rounds") -> None:
+    """Refuse (:func:`require_within`) the request when ``memory_of(T)`` exceeds the budget,
+    naming the largest ``T >= low`` that fits (``memory_of`` increasing in T; ``unit`` names
+    what T counts)."""
+    needed = memory_of(T)
+    if needed > budget:
+        largest = largest_fitting(memory_of, budget, low)
+        advice = (f"at most T = {largest} {unit} fit" if largest else f"not even T = {low} fits")
+        require_within(needed, budget, what, advice + " (or raise max_memory)")

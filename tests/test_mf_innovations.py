@@ -143,4 +143,4 @@ def test_memory_budget_refuses_in_one_line():
     G = nx.star_graph(400)
     W = sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops")
     with pytest.raises(sparsedp.errors.ResourceLimitError, match="innovation form"):
-        mf_sensitivity(W, 1, [0], 5, max_memory="1K")
+        mf_sensitivity(W, 1, [0], 5, max_memory="64K")

@@ -17,7 +17,7 @@ import numpy as np
 from sparsedp import defaults
 from sparsedp.cli.graph_input import add_graph_file_options, read_graph_file
 from sparsedp.cli.mf import participation_scheme
-from sparsedp.cli.options import add_progress_option
+from sparsedp.cli.options import add_memory_option, add_progress_option
 from sparsedp.errors import ParameterError
 from sparsedp.graphs.graph import as_graph
 from sparsedp.graphs.weights import SCHEMES, gossip_matrix
@@ -51,6 +51,7 @@ def add_parser(sub) -> None:
     p.add_argument("--save", metavar="FILE.npy", help="write the optimised C_local (T x T, "
                    "lower triangular; the noise as applied is its inverse)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_memory_option(p)
     add_progress_option(p)
     p.set_defaults(run=run, report=format_report)
 

@@ -60,7 +60,8 @@ def add_parser(sub) -> None:
                    help="Zip-DL: the node's own copy also gets a message noise (App. A.6's "
                         "self slot)")
     p.add_argument("--trust", default=defaults.TRUST_MODEL, choices=TRUST_MODELS,
-                   help="ldp; pndp (own noise known, App. A.2); pndp-eq12 (eq. 12); secldp "
+                   help="ldp; pndp (own noise known, App. A.2); pndp-eq12 (eq. 12); "
+                        "pndp-eq12-no-own (eq. 12, own messages not observed: MFDL's code); secldp "
                         "(every message public, own noise and, for DECOR, shared secrets known)")
     p.add_argument("--participation", default=defaults.PARTICIPATION,
                    help="user-level, single, or k,b for (k, b)-cyclic participation")

@@ -546,7 +546,7 @@ def _operator_rounding(system: GossipSystem) -> float:
 def _certified_dense_sandwich(
     K: np.ndarray, G: np.ndarray, dK_rounding: float, G_error: np.ndarray | None = None,
     tau: float | None = None, factor: np.ndarray | None = None,
-    K_norm: float | None = None,
+    K_norm: float | None = None, K_error_abs: np.ndarray | None = None,
 ) -> tuple[MatrixSandwich, float]:
     """Sandwich of ``M = G^T K^+ G`` from a dense K with no analytic ``lambda_min`` bound.
 
@@ -559,11 +559,20 @@ def _certified_dense_sandwich(
     charged as a model error (:func:`_dense_sandwich`), or as ``2 ||G_error||_F ||X||_F`` on
     the least-squares lower bound (``2 b^T x`` is linear in b).  ``tau``, ``factor``,
     ``K_norm``: the certified ``lambda_min(fl(K))``, K's Cholesky factor and ``||K||_F`` when
-    already known (the same K for another target).
+    already known (the same K for another target).  ``K_error_abs`` (optional):
+    ``|fl(K) - K| <= K_error_abs`` entrywise (``dK_rounding`` then bounds its 2-norm), charged
+    entrywise (:func:`certified.model_perturbation`'s ``|Y|^T |E| |Y|``) rather than through
+    the norm alone.
     """
     if tau is None:
         tau, factor = certified.certified_lambda_min_and_factor(K)
     lambda_lb = tau - dK_rounding
+    if lambda_lb > 0 and K_error_abs is not None:
+        sandwich, _ = _dense_sandwich(K, G, lambda_lb, tau, dK_rounding, 0.0,
+                                      lambda V: K_error_abs @ V,
+                                      np.zeros_like(G) if G_error is None else G_error,
+                                      factor, K_norm)
+        return sandwich, lambda_lb
     if lambda_lb > 0:
         sandwich, _ = _dense_sandwich(K, G, lambda_lb, tau, dK_rounding, dK_rounding,
                                       None if G_error is None else np.zeros_like, G_error,

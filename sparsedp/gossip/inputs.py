@@ -71,13 +71,7 @@ def _is_matrix_sequence(W) -> bool:
     )
 
 
-def _require_fits(memory_of, T: int, budget: int, what: str) -> None:
-    """Refuse the request when ``memory_of(T)`` exceeds the budget, naming the largest T that
-    fits (:func:`sparsedp.resources.require_within`)."""
-    if memory_of(T) > budget:
-        largest = resources.largest_fitting(memory_of, budget)
-        advice = (f"at most T = {largest} rounds fit" if largest else "not even T = 1 fits")
-        resources.require_within(memory_of(T), budget, what, advice + " (or raise max_memory)")
+_require_fits = resources.require_fits  # the refusal naming the largest T that fits
 
 
 def _resolve_exact(exact, T: int) -> bool:

@@ -140,9 +140,10 @@ def operator_block(W: sp.csr_matrix, target: int, obs: Observation, T: int, K: i
     rows = np.flatnonzero(keep)
     if rows.size == 0:
         return TargetBlock(T=T, closed_form="zero", notes=("every observation is redundant",))
-    Kmat, dK = system.dense_K(rows)
+    Kmat, dK, K_error = system.dense_K(rows)
     G = system.A_target(target)[rows]
-    sandwich, lam = _certified_dense_sandwich(Kmat, G, dK, system.G_rounding() * G)
+    sandwich, lam = _certified_dense_sandwich(Kmat, G, dK, system.G_rounding() * G,
+                                              K_error_abs=K_error)
     info = {"observed_rows": int(size), "rows_kept": int(rows.size),
             "lambda_min_lower_bound": lam, "estimate": estimate}
     return TargetBlock(T=T, closed_form=None, sandwich=sandwich, upper_certified=lam > 0,

@@ -33,6 +33,7 @@ Trust models (the attackers a colluding set; the target never an attacker):
                  a function of what the coalition already knows (its model is a function of
                  the messages it received and of its own gradients).
 ``"pndp-eq12"``  the messages the attackers receive from any other node, no noise known.
+``"pndp-eq12-no-own"``  the messages the attackers receive from non-attackers, no noise known.
 ``"secldp"``     every message sent by a non-attacker observed; the attackers' own gradients
                  and their messages' noise known (their messages are then functions, as above).
 
@@ -89,6 +90,8 @@ def observed_edges(trust: str, W: sp.csr_matrix, attackers: np.ndarray
         return to_attacker & ~from_attacker, from_attacker
     if trust == "pndp-eq12":
         return to_attacker, np.zeros(senders.size, dtype=bool)
+    if trust == "pndp-eq12-no-own":
+        return to_attacker & ~from_attacker, np.zeros(senders.size, dtype=bool)
     if trust == "secldp":
         return ~from_attacker, from_attacker
     raise ParameterError(f"Zip-DL has no trust model {trust!r}")

@@ -24,7 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sparsedp import resources
 from sparsedp.errors import ParameterError
+from sparsedp.hints import MemorySize
+
+PATTERN_BYTES = 512  # one pattern's array header and its bounds in mf_sensitivity (measured
+# 448 with tracemalloc for single-use patterns at T = 10^5), besides 8 bytes per step
 
 
 @dataclass(frozen=True)
@@ -36,22 +41,47 @@ class Participation:
     b: int | None
     name: str
 
-    def patterns(self, T: int) -> list[np.ndarray]:
-        """The patterns of a T-step run, each a sorted array of steps."""
+    def uses_and_period(self, T: int) -> tuple[int, int]:
+        """``(k, b)`` of a T-step run (``k = T, b = 1`` for user level, ``b = T`` for a record
+        used once); ParameterError when the k uses do not fit in T steps."""
         k = T if self.k is None else self.k
-        b = T if self.b is None else self.b
-        if self.k is None:
-            b = 1
+        b = 1 if self.k is None else T if self.b is None else self.b
         if (k - 1) * b + 1 > T:
             raise ParameterError(
                 f"participation {self.name}: {k} uses {b} steps apart need "
                 f"T >= {(k - 1) * b + 1} gradient steps, got T = {T}"
             )
-        last = min(b, T - (k - 1) * b)
-        return [i + b * np.arange(k) for i in range(last)]
+        return k, b
+
+    def shortest_run(self) -> int:
+        """The fewest gradient steps that hold one pattern."""
+        return 1 if self.k is None or self.b is None else (self.k - 1) * self.b + 1
+
+    def sizes(self, T: int) -> tuple[int, int]:
+        """``(count, length)``: how many patterns a T-step run has and the steps in each."""
+        k, b = self.uses_and_period(T)
+        return min(b, T - (k - 1) * b), k
+
+    def patterns(self, T: int, max_memory: MemorySize = None) -> list[np.ndarray]:
+        """The patterns of a T-step run, each a sorted array of steps; ResourceLimitError
+        (before any is built) when they and their bounds would not fit in ``max_memory``
+        (:func:`patterns_memory`)."""
+        count, k = self.sizes(T)
+        resources.require_fits(lambda t: patterns_memory(*self.sizes(t)), T,
+                               resources.memory_budget(max_memory),
+                               f"the {count} participation patterns of {self.name} at T = {T}",
+                               low=self.shortest_run(), unit="gradient steps")
+        b = self.uses_and_period(T)[1]
+        return [i + b * np.arange(k) for i in range(count)]
 
     def to_dict(self) -> dict:
         return {"name": self.name, "k": self.k, "b": self.b}
+
+
+def patterns_memory(count: int, length: int) -> int:
+    """Bytes that ``count`` patterns of ``length`` steps hold in :func:`sparsedp.mf.
+    mf_sensitivity` (the index arrays and each pattern's list of bounds)."""
+    return count * (PATTERN_BYTES + 8 * length)
 
 
 def _positive(name: str, value) -> int:

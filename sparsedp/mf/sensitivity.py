@@ -41,7 +41,7 @@ from sparsedp.linalg.sign_bounds import SETTLED_GAP, Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.linalg.vector_bounds import vector_bounds
-from sparsedp.mf import algorithms, blocks, participation, trust
+from sparsedp.mf import algorithms, blocks, cost, participation, trust
 from sparsedp.mf.edge_secrets import decor_block, decor_pndp_block
 from sparsedp.mf.message_noise import zip_dl_block
 from sparsedp.mf.result import MFResult
@@ -80,8 +80,9 @@ def mf_sensitivity(
     algorithm : :class:`sparsedp.mf.Algorithm` (``dp_d_sgd()``, ``muffliato_sgd(K)``,
         ``antipgd()``, ``mf_d_sgd(noise)``, ``decor(s)``, ``zip_dl()``) or a name.
     trust_model : ``"ldp"``, ``"pndp"`` (own noise known, App. A.2), ``"pndp-eq12"``
-        (own noise not subtracted, eq. 12) or ``"secldp"`` (every message public, own noise
-        and shared secrets known): :mod:`sparsedp.mf.trust`.
+        (own noise not subtracted, eq. 12), ``"pndp-eq12-no-own"`` (eq. 12 without the
+        attackers' own messages, MFDL's ``observe_own=False``) or ``"secldp"`` (every message
+        public, own noise and shared secrets known): :mod:`sparsedp.mf.trust`.
     participation_scheme : ``"user-level"`` (default, the paper's (T, 1)), ``"single"``,
         ``(k, b)`` or a :class:`sparsedp.mf.Participation`.
     gradients : ``"vector"`` (default) or ``"scalar"`` (module docstring).
@@ -104,7 +105,8 @@ def mf_sensitivity(
     GossipMatrixError
         W negative or not row-stochastic.
     ResourceLimitError
-        The request does not fit in ``max_memory``.
+        The request does not fit in ``max_memory`` (checked before any ``T x T`` array:
+        :mod:`sparsedp.mf.cost`).
 
     Examples
     --------
@@ -126,7 +128,9 @@ def mf_sensitivity(
     n = W.shape[0]
     target = validation.node_index(target, n, "target")
     obs = trust.resolve(trust_model, W, target, attackers)
-    patterns = scheme.patterns(T)
+    cost.require_request_fits(algorithm, trust_model, scheme, T, n, obs.observed.size,
+                              max_memory)  # before L, the patterns or any T x T array
+    patterns = scheme.patterns(T, max_memory)
     do_exact = _resolve_exact(exact, gradients, max(p.size for p in patterns))
     L = algorithms.node_noise(algorithm, T, n)
     identity_noise = algorithm.independent_noise

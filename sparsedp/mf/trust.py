@@ -13,6 +13,16 @@
     each attacker sees the messages it receives, ``P_a``: the nodes ``v != a`` adjacent to
     it and its own message only when ``W[a, a] > 0`` (it is then one of its received
     messages, as with MFDL's ``1/(d+1)`` weights); no noise is known.
+``"pndp-eq12-no-own"`` (eq. 12 with ``P_a`` the messages received from the others)
+    each attacker sees the messages of the nodes ``v`` adjacent to it that are not attackers,
+    never its own message nor another attacker's; no noise is known.  This is MFDL's
+    ``build_projection_workload(..., observe_own=False)``: eq. 12 read with ``P_a`` selecting
+    the messages *received from neighbours*, whatever ``W[a, a]``.  It observes a subset of
+    ``"pndp-eq12"``'s rows (the same rows when no attacker has ``W[a, a] > 0`` and no two
+    attackers are adjacent), so its value is at most ``"pndp-eq12"``'s, which is at most
+    ``"pndp"``'s (fewer observations and less known noise can only lower ``M``).  It models
+    an attacker that discards what it knows of its own message: a convention for
+    reproducing MFDL's eq. 12 numbers, not a guarantee against an attacker that uses it.
 
 ``"secldp"`` (SecLDP, Allouah et al.)
     every message is public, and the attackers know their own noise and, for DECOR, the
@@ -38,7 +48,7 @@ import scipy.sparse as sp
 from sparsedp import validation
 from sparsedp.errors import ParameterError
 
-TRUST_MODELS = ("ldp", "pndp", "pndp-eq12", "secldp")
+TRUST_MODELS = ("ldp", "pndp", "pndp-eq12", "pndp-eq12-no-own", "secldp")
 
 
 @dataclass(frozen=True)
@@ -78,7 +88,9 @@ def resolve(trust: str, pattern: sp.csr_matrix, target: int, attackers) -> Obser
     for a in attackers.tolist():
         neighbours = both[a].indices
         received.append(neighbours[neighbours != a])
-        if pattern[a, a] != 0:
+        if trust == "pndp-eq12" and pattern[a, a] != 0:
             received.append(np.array([a]))
     observed = np.unique(np.concatenate(received)).astype(np.int64)
+    if trust == "pndp-eq12-no-own":
+        observed = np.setdiff1d(observed, attackers).astype(np.int64)
     return Observation(trust, attackers, observed, empty)

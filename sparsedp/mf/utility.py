@@ -63,8 +63,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from sparsedp import defaults, validation
+from sparsedp import defaults, resources, validation
 from sparsedp.errors import ParameterError, ResourceLimitError
+from sparsedp.hints import MemorySize
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.progress import progress_bar
@@ -230,10 +231,24 @@ def _estimate(W, T, symmetric, probes, seed, progress, first_power=1):
     return H, se, project
 
 
+def utility_memory(n: int, nnz: int, T: int, method: str, symmetric: bool, probes: int) -> int:
+    """Bytes :func:`utility_gram` holds (an upper estimate): H and its index arrays (6 ``T x T``)
+    and, for ``"exact"``, the dense W and its eigenvalue workspace (``3 n^2``) or the Krylov
+    blocks of 256 basis vectors (``(T + 2) 256 n``); for ``"estimate"``, the probes' ``T x T``
+    matrices and their spread (``3 probes T^2``), the probes and Krylov states
+    (``4 probes n``, or ``T n`` per probe for a non-symmetric W) and W (``3 nnz``)."""
+    dense = 6 * T * T + 3 * nnz
+    if method == "exact":
+        dense += 3 * n * n if symmetric else (T + 2) * 256 * n
+    else:
+        dense += 3 * probes * T * T + 4 * probes * n + (0 if symmetric else T * n)
+    return 8 * dense
+
+
 @limit_blas_threads
 def utility_gram(W, T: int, *, method: str = defaults.H_METHOD, probes: int = defaults.PROBES,
                  z_score: float = 5.0, seed=0, progress=None,
-                 workload: str = "post-average") -> UtilityGram:
+                 workload: str = "post-average", max_memory: MemorySize = None) -> UtilityGram:
     """Lemma 10's utility Gram matrix H (T x T) of MF-D-SGD on W (module docstring).
 
     Parameters
@@ -248,6 +263,8 @@ def utility_gram(W, T: int, *, method: str = defaults.H_METHOD, probes: int = de
     progress : tqdm progress bar (``None``: automatic, see :mod:`sparsedp.progress`).
     workload : ``"post-average"`` (default: the averaged models, Lemma 10) or ``"message"``
         (the messages, MFDL's message workload; module docstring).
+    max_memory : memory budget (bytes or e.g. ``"8G"``), checked before H is computed
+        (:func:`utility_memory`).
 
     Returns
     -------
@@ -257,7 +274,8 @@ def utility_gram(W, T: int, *, method: str = defaults.H_METHOD, probes: int = de
     Raises
     ------
     ParameterError, GossipMatrixError, ResourceLimitError
-        Bad method or probes, W not a gossip matrix, an exact request too large.
+        Bad method or probes, W not a gossip matrix, an exact request too large, a request
+        over ``max_memory``.
 
     Examples
     --------
@@ -283,6 +301,11 @@ def utility_gram(W, T: int, *, method: str = defaults.H_METHOD, probes: int = de
         EXACT_GENERAL_MAX_WORK
     if method == "auto":
         method = "exact" if exact_ok else "estimate"
+    steps = probes if isinstance(probes, (int, np.integer)) and probes > 0 else 2
+    resources.require_fits(
+        lambda t: utility_memory(n, W.nnz, t, method, symmetric, steps), T,
+        resources.memory_budget(max_memory), f"the utility Gram matrix H at T = {T} ({method})",
+        unit="gradient steps")
     if method == "exact":
         if not exact_ok:
             raise ResourceLimitError(
