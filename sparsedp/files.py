@@ -70,17 +70,21 @@ def write_atomically(target, write: Callable[[str], object]) -> Path:
     return target
 
 
-def temporaries(directory) -> list[Path]:
+def temporaries(directory, target: str | None = None) -> list[Path]:
     """The temporary files :func:`write_atomically` creates in ``directory`` (hidden, named
-    ``.STEM-RANDOM.SUFFIX``): left behind only by a run killed while writing.  A reader that
-    lists a folder (``*.parquet`` also matches hidden names in :mod:`pathlib`) skips them."""
-    return sorted(p for p in Path(directory).glob(".*") if _TEMPORARY.fullmatch(p.name))
+    ``.STEM-RANDOM.SUFFIX``; of the file named ``target`` only, when given): left behind only
+    by a run killed while writing.  A reader that lists a folder (``*.parquet`` also matches
+    hidden names in :mod:`pathlib`) skips them."""
+    pattern = _TEMPORARY if target is None else re.compile(
+        rf"\.{re.escape(Path(target).stem)}-[0-9a-f]{{12}}{re.escape(Path(target).suffix)}")
+    return sorted(p for p in Path(directory).glob(".*") if pattern.fullmatch(p.name))
 
 
-def remove_stale_temporaries(directory) -> int:
-    """Delete the temporaries a killed run left in ``directory``; how many there were.  Call
-    it only while no writer of the same folder runs (a resumed run, before it starts)."""
-    stale = temporaries(directory) if Path(directory).is_dir() else []
+def remove_stale_temporaries(directory, target: str | None = None) -> int:
+    """Delete the temporaries a killed run left in ``directory`` (of ``target`` only, when
+    given); how many there were.  Call it only while no writer of the same folder runs (a
+    resumed run, before it starts)."""
+    stale = temporaries(directory, target) if Path(directory).is_dir() else []
     for path in stale:
         path.unlink(missing_ok=True)
     return len(stale)

@@ -93,6 +93,71 @@ def test_neighbourhood_map_agrees_with_single_calls_pair_by_pair(k):
             assert row["kind"] == "exact"
 
 
+
+def _exact_set_ones(W, observers, target: int, T: int, digits: int = 40) -> float:
+    """``1^T M_j 1 = b^T K^{-1} b`` of the secure-summation view of ``observers`` in
+    ``digits``-digit arithmetic from the definition (v2 Lemma 10): ``K = H H^T`` with H's
+    blocks ``S W^(t-k)``, ``b = sum_k`` of the target's columns; independent of the
+    engine's float path."""
+    import mpmath
+
+    with mpmath.workdps(digits):
+        Wm = mpmath.matrix(W.toarray().tolist())
+        n, m = W.shape[0], len(observers)
+        rows = [mpmath.matrix([[1 if v == a else 0 for v in range(n)]]) for a in observers]
+        lags = [rows]  # lags[l][i] = e_(a_i)^T W^l
+        for _ in range(1, T):
+            lags.append([r * Wm for r in lags[-1]])
+        H = mpmath.zeros(T * m, T * n)
+        for t in range(T):
+            for k in range(t + 1):
+                for i in range(m):
+                    for v in range(n):
+                        H[t * m + i, k * n + v] = lags[t - k][i][v]
+        b = mpmath.matrix([sum(H[r, k * n + target] for k in range(T))
+                           for r in range(T * m)])
+        return float((b.T * mpmath.lu_solve(H * H.T, b))[0])
+
+
+@pytest.mark.parametrize("scheme", ["row-normalised-self-loops", "row-normalised"])
+def test_neighbourhood_map_keeps_its_precision_where_m_is_the_identity(scheme):
+    """Issue 33: the hub of a 15-leaf star reads every node, so M = I for every target and
+    ``Delta^2 = 1^T M 1 = T`` exactly; the map lost 2.7e-8 relative (row-normalised; the
+    issue's 12.999999766 was the hub itself, now refused as a target) through the
+    ``mT x mT`` sandwich of ``C^T K^{-1} C``.  Now within 1e-9 relative of T, below it, and
+    equal to the single call's ``ones`` bound to 1e-9 relative."""
+    T = 13
+    W = sparsedp.gossip_matrix(nx.star_graph(15), scheme=scheme)
+    m = sparsedp.privacy_map(W, [0], "all", T, upper="none", view="neighbourhood")
+    lows = m.columns["lower"]
+    assert lows.size == 15 and np.all(lows <= T) and np.all(lows >= T * (1 - 1e-9))
+    single = sparsedp.squared_sensitivity(W, 1, [0], T, view="neighbourhood", exact=False)
+    assert _close(float(lows[0]), _ones_bound(single))
+
+
+def test_neighbourhood_map_keeps_its_precision_on_an_ill_conditioned_k():
+    """A 40-leaf star, row-normalised, T = 30: ``||K|| / lambda_min`` near 10^5 (the analytic
+    ``lambda_min`` bound 0.019, mT = 1230 for the hub).  The hub's values are T exactly
+    (M = I): the map lost 2.7e-5 relative, now 1.1e-7, at least as tight as the single call
+    (1.25e-7: both charge the same rounding of K).  A leaf's (set {leaf, hub}, M not the
+    identity) certified interval contains a 40-digit value from the definition and is
+    within 1e-9 relative of it."""
+    W = sparsedp.gossip_matrix(nx.star_graph(40), scheme="row-normalised")
+    T = 30
+    hub = sparsedp.privacy_map(W, [0], [1], T, upper="none", view="neighbourhood")
+    low = float(hub.columns["lower"][0])
+    single = sparsedp.squared_sensitivity(W, 1, [0], T, view="neighbourhood", exact=False)
+    assert _ones_bound(single) - 1e-9 * T <= low <= T and low >= T * (1 - 2e-7)
+    from sparsedp.gossip.batched_sets import set_ones
+
+    T = 12
+    ones = set_ones(W, [1, 0], T, [2, 0])
+    for k, target in enumerate([2, 0]):
+        exact = _exact_set_ones(W, [1, 0], target, T)
+        assert ones.low[k] <= exact <= ones.high[k], (target, ones.low[k], exact)
+        assert ones.high[k] - ones.low[k] <= 1e-9 * exact, target
+
+
 def test_the_map_refuses_an_unknown_view_and_entrywise_neighbourhood_bounds():
     W = sparsedp.gossip_matrix(nx.cycle_graph(6))
     with pytest.raises(ParameterError, match="view must be one of"):

@@ -125,8 +125,8 @@ def test_a_sweep_killed_with_kill_9_resumes_to_the_same_table(tmp_path):
     killed = tmp_path / "killed"
     proc = subprocess.Popen([*COMMAND, *args, "--out", str(killed)], start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+    deadline = time.monotonic() + 600  # generous: a loaded 2-core machine starts slowly
+    while time.monotonic() < deadline and proc.poll() is None:
         chunks = list((killed / "chunks").glob("[!.]*.parquet")) if killed.exists() else []
         if len(chunks) >= 3:
             break
@@ -137,7 +137,7 @@ def test_a_sweep_killed_with_kill_9_resumes_to_the_same_table(tmp_path):
     # a hidden temporary (.KEY-RANDOM.parquet) is a chunk being written when the kill came
     assert 3 <= done_before < 60, "the sweep was not interrupted mid-way"
     rerun = subprocess.run([*COMMAND, *args, "--out", str(killed), "--json"],
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=900)
     assert rerun.returncode == 0, rerun.stderr
     record = json.loads(rerun.stdout)
     assert record["skipped"] >= done_before and record["chunks"] == 60
@@ -159,9 +159,10 @@ def test_a_separately_started_scheduler_and_worker_give_the_same_table(tmp_path)
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     worker = None
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300
         while not address_file.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
+        assert address_file.exists(), "the scheduler did not start in 300 s"
         worker = subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
              str(address_file), "--nworkers", "1", "--nthreads", "1", "--no-dashboard"],
@@ -177,3 +178,105 @@ def test_a_separately_started_scheduler_and_worker_give_the_same_table(tmp_path)
             if proc is not None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    """One in-process Dask cluster (a worker thread) for the resumption states: the sweeps
+    connect to it instead of starting a cluster each."""
+    from dask.distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster:
+        yield cluster.scheduler_address
+
+
+def _half_written(path, text: str = '{"graphs": ["ri'):
+    """A temporary of ``write_atomically`` (``.STEM-RANDOM.SUFFIX``) holding a prefix of the
+    content: what a kill while writing that file leaves."""
+    from sparsedp.files import _create_temporary
+
+    temporary = _create_temporary(path.parent, path)
+    with open(temporary, "w") as handle:
+        handle.write(text)
+    return temporary
+
+
+SMALL = (["ring:6"], [3], [1.0], [1e-5])
+
+
+def _states(root):
+    """Each state a kill of the first run can leave before its first chunk, built by hand
+    (issue 33): the folder alone, ``chunks/`` before the manifest (the order of earlier
+    versions; the issue's ``mkdir -p S/chunks``), a half-written manifest temporary, both
+    with a half-written chunk temporary, the manifest without ``chunks/``."""
+    states = {}
+    states["empty folder"] = root / "a"
+    states["empty folder"].mkdir()
+    states["chunks, no manifest"] = root / "b"
+    (root / "b" / "chunks").mkdir(parents=True)
+    states["half-written manifest"] = root / "c"
+    (root / "c").mkdir()
+    _half_written(root / "c" / "sweep.json")
+    states["both half-written"] = root / "d"
+    (root / "d" / "chunks").mkdir(parents=True)
+    _half_written(root / "d" / "sweep.json")
+    _half_written(root / "d" / "chunks" / "0123.parquet", "PAR1")
+    return states
+
+
+def test_a_sweep_killed_before_its_manifest_was_whole_resumes(tmp_path, scheduler):
+    """Every state a kill before the first chunk leaves is resumed to the table of a fresh
+    run (and the temporaries removed); ``chunks/`` with a finished chunk but no manifest is
+    not ours and stays refused.  On main the first three non-empty states were refused ("not a
+    sweep directory")."""
+    fresh = sweep(tmp_path / "fresh", *SMALL, scheduler=scheduler, progress=False)
+    manifest_only = tmp_path / "e"
+    manifest_only.mkdir()
+    shutil.copy(tmp_path / "fresh" / "sweep.json", manifest_only / "sweep.json")
+    states = {**_states(tmp_path), "manifest, no chunks": manifest_only}
+    for name, out in states.items():
+        result = sweep(out, *SMALL, scheduler=scheduler, progress=False)
+        assert (result.computed, result.rows) == (fresh.chunks, fresh.rows), name
+        _assert_same(_table(out), _table(tmp_path / "fresh"))
+        leftovers = [p.name for p in out.rglob(".*")]
+        assert leftovers == [], (name, leftovers)
+    foreign = tmp_path / "foreign"
+    (foreign / "chunks").mkdir(parents=True)
+    shutil.copy(next((tmp_path / "fresh" / "chunks").glob("*.parquet")), foreign / "chunks")
+    with pytest.raises(ParameterError, match="not a sweep directory"):
+        sweep(foreign, *SMALL, scheduler=scheduler, progress=False)
+
+
+@pytest.mark.slow  # a Dask cluster of two processes from a subprocess: 20-50 s
+def test_the_issue_reproducer_chunks_before_the_manifest_resumes_on_the_command_line(
+        tmp_path):
+    """``mkdir -p S/chunks`` then ``sparsedp sweep --graph ring:12 --rounds 4
+    --observer-block 6 --workers 2 --out S`` (issue 33; refused on main)."""
+    out = tmp_path / "S"
+    (out / "chunks").mkdir(parents=True)
+    run = subprocess.run([*COMMAND, "sweep", "--graph", "ring:12", "--rounds", "4",
+                          "--observer-block", "6", "--workers", "2", "--out", str(out),
+                          "--json"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    record = json.loads(run.stdout)
+    assert (record["chunks"], record["computed"], record["rows"]) == (2, 2, 12 * 11)
+
+
+@pytest.mark.slow  # each refusal waits out the 5 s connection timeout
+def test_a_refused_sweep_leaves_nothing_behind(tmp_path):
+    """An unreachable scheduler is found before anything is written: no directory is
+    created, and an existing one (empty, or a killed run's) is left as it was.  On main the
+    refusal left ``chunks/`` and ``sweep.json``."""
+    unreachable = "tcp://127.0.0.1:9"
+    with pytest.raises(ParameterError, match="cannot reach the Dask scheduler"):
+        sweep(tmp_path / "new", *SMALL, scheduler=unreachable, progress=False)
+    assert not (tmp_path / "new").exists()
+    states = {name: out for name, out in _states(tmp_path).items()
+              if name in ("chunks, no manifest", "both half-written")}
+    before = {name: sorted(p.relative_to(out) for p in out.rglob("*"))
+              for name, out in states.items()}
+    for name, out in states.items():
+        with pytest.raises(ParameterError, match="cannot reach the Dask scheduler"):
+            sweep(out, *SMALL, scheduler=unreachable, progress=False)
+        assert sorted(p.relative_to(out) for p in out.rglob("*")) == before[name], name

@@ -260,3 +260,39 @@ def test_refinement_narrows_the_gap_where_m_has_negative_entries():
     gap = lambda w: (w.columns["upper"] / w.columns["lower"] - 1).max()  # noqa: E731
     assert refined.info["refined_pairs"] > 0
     assert gap(refined) <= gap(plain) * 2 / 3, (gap(refined), gap(plain))
+
+
+def _two_clusters(k: int, p: float, seed: int) -> nx.Graph:
+    """Two connected G(k, p) clusters joined by one edge between random ends."""
+    rng = np.random.default_rng(seed)
+    while True:
+        A, B = (nx.gnp_random_graph(k, p, seed=int(rng.integers(1 << 30))) for _ in range(2))
+        if nx.is_connected(A) and nx.is_connected(B):
+            break
+    G = nx.disjoint_union(A, B)
+    G.add_edge(int(rng.integers(k)), k + int(rng.integers(k)))
+    return G
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_worst_case_is_exact_on_two_clusters_joined_by_a_bridge(seed):
+    """Issue 33: on bridged clusters (row-normalised, T = 11) ``M_j`` has negative entries,
+    so c = 1 and the entrywise bound are far apart: main reported [0.544, 1.006] around an
+    exact worst case of 0.844 (seed 1; 55-70 % wide on such graphs).  With the exhaustive
+    search of the deciding pairs (``exact="auto"`` for T <= 16) every target's interval is
+    the brute-force maximum over all observers (dense M, all sign vectors) to 1e-8; without
+    it (``exact=False``) the interval stays certified around it."""
+    W = sparsedp.gossip_matrix(_two_clusters(8, 0.4, seed), scheme="row-normalised")
+    n, T = W.shape[0], 11
+    tight = sparsedp.per_target_worst_case(W, T)
+    loose = sparsedp.per_target_worst_case(W, T, exact=False)
+    assert tight.info["refined_pairs"] > 0
+    widest = 0.0
+    for row, wide in zip(tight.rows(), loose.rows(), strict=True):
+        j = row["target"]
+        exact = max(_exact(W, j, a, T) for a in range(n) if a != j)
+        assert row["lower"] <= exact * (1 + 1e-9) and exact <= row["upper"], (j, row, exact)
+        assert row["upper"] - row["lower"] <= 1e-8 * exact, (j, row, exact)
+        assert wide["lower"] <= exact * (1 + 1e-9) and exact <= wide["upper"], (j, wide)
+        widest = max(widest, (wide["upper"] - wide["lower"]) / exact)
+    assert widest > 0.3  # the case needs the search: c = 1 and entrywise are far apart

@@ -222,8 +222,8 @@ def ones_certified(batch: ObserverBatch, i: int, targets=None, buffer=None
 
 def certify_ones(K: np.ndarray, L: np.ndarray, dK: float, lam: float, P: np.ndarray,
                  z2: np.ndarray, r2: np.ndarray, lag_error: float, lag_shift=0.0,
-                 factor: np.ndarray | None = None, terms: int | None = None,
-                 C: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                 factor: np.ndarray | None = None, terms: int | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """Certified ``(low, high)`` around ``1^T M_j 1`` for every target from the computed
     ``K`` (its Cholesky factor ``L``, ``||K_hat - K||_2 <= dK``, ``lambda_min(K) >= lam``),
     ``P = L^{-1} C``, ``z2 = fl(||P r_j||^2)`` and ``r2 = fl(||r_j||^2)`` (module docstring,
@@ -233,14 +233,11 @@ def certify_ones(K: np.ndarray, L: np.ndarray, dK: float, lam: float, P: np.ndar
     r_j||^2)`` was computed instead (any F with ``F^T F`` close to ``P^T P``, e.g. the R of
     ``P = Q R``: step 1 measures ``||F^T F - C^T K^{-1} C||`` itself).  ``terms``: the
     number of products summed into one entry of ``fl(F r_j)`` (default T; more when a lag
-    was split into two terms), with ``r2`` bounding ``||(|r_j1| + |r_j2|)||^2`` then.  ``C``:
-    the non-negative map from lags to ``b_j`` (default the T x T lower-triangular ones; a
-    colluding set's ``C (x) I_m``, :mod:`sparsedp.gossip.batched_sets`), with ``||C||_2 <=``
-    its order."""
+    was split into two terms), with ``r2`` bounding ``||(|r_j1| + |r_j2|)||^2`` then."""
     T, u = P.shape[0], UNIT_ROUNDOFF
     F = P if factor is None else factor
     terms = T if terms is None else terms
-    C = np.tril(np.ones((T, T))) if C is None else C
+    C = np.tril(np.ones((T, T)))
     # delta >= ||P^T P - C^T K_hat^{-1} C||_2 (T x T work, docstring step 1)
     lam_hat = lam - dK  # <= lambda_min(K_hat)
     X = scipy.linalg.solve_triangular(L, P, lower=True, trans="T", check_finite=False)
@@ -262,14 +259,24 @@ def certify_ones(K: np.ndarray, L: np.ndarray, dK: float, lam: float, P: np.ndar
     s_low = np.sqrt(np.clip(s_low * s_low * (1 - 4 * u) - delta * r2, 0.0, None)) * (1 - 4 * u)
     s_high = (z_high + product) * (1 + 4 * u)
     s_high = np.sqrt((s_high * s_high + delta_up * r2) * (1 + 8 * u)) * (1 + 4 * u)
-    # K_hat -> K: sqrt(v_K) within sqrt(v_S) [(sqrt(c^2+4) - c)/2, (sqrt(c^2+4) + c)/2]
-    c = dK / math.sqrt(lam * lam_hat) * (1 + 8 * u)
-    root = math.sqrt(c * c + 4)
-    f_low = (root * (1 - 4 * u) - c) / 2 * (1 - 4 * u)
-    f_high = (root + c) / 2 * (1 + 8 * u)
     # lags r_hat -> r: |w(r) - w(r_hat)| <= ||C||_2 e' ||r_hat|| / sqrt(lam), ||C||_2 <= T
     e = lag_error
     shift = e / (1 - e) * T * np.sqrt(r2) / math.sqrt(lam) * (1 + 8 * u) + lag_shift
+    return perturbed_roots_to_values(s_low, s_high, dK, lam, shift)
+
+
+def perturbed_roots_to_values(s_low: np.ndarray, s_high: np.ndarray, dK: float, lam: float,
+                              shift) -> tuple[np.ndarray, np.ndarray]:
+    """Certified ``(low, high)`` around ``v = b^T K^{-1} b`` for each target from
+    ``s_low <= sqrt(b_hat^T K_hat^{-1} b_hat) <= s_high``, where ``||K_hat - K||_2 <= dK``,
+    ``lambda_min(K) >= lam > dK`` and ``||K^{-1/2} (b - b_hat)|| <= shift`` (per target or
+    one number): step 3 of the module docstring (``sqrt(v_K)`` within ``sqrt(v_S)
+    [(sqrt(c^2 + 4) -+ c) / 2]``, ``c = dK / sqrt(lam (lam - dK))``), then the shift."""
+    u = UNIT_ROUNDOFF
+    c = dK / math.sqrt(lam * (lam - dK)) * (1 + 8 * u)
+    root = math.sqrt(c * c + 4)
+    f_low = (root * (1 - 4 * u) - c) / 2 * (1 - 4 * u)
+    f_high = (root + c) / 2 * (1 + 8 * u)
     low_root = np.clip(s_low * f_low * (1 - 4 * u) - shift, 0.0, None) * (1 - 4 * u)
     high_root = (s_high * f_high + shift) * (1 + 4 * u)
     return low_root * low_root * (1 - 4 * u), high_root * high_root * (1 + 4 * u)

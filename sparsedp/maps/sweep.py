@@ -12,9 +12,13 @@ targets, written as its own Parquet chunk ``DIR/chunks/<key>.parquet`` by
 :func:`sparsedp.maps.store.write_map` (a temporary file, then ``os.replace``: a chunk is
 either whole or absent).  ``key`` is a digest of the task's parameters.
 
-* ``DIR/sweep.json`` records the sweep's parameters.  Re-running the same sweep skips the
-  chunks already there, so a sweep killed at any moment (``kill -9`` included) finishes on the
-  next run with every pair exactly once; a different sweep in the same directory is refused.
+* ``DIR/sweep.json`` records the sweep's parameters; it is written (atomically) before
+  ``chunks/`` is created.  Re-running the same sweep skips the chunks already there, so a
+  sweep killed at any moment (``kill -9`` included, before its manifest is whole too: a
+  directory holding only the manifest's temporaries and a ``chunks/`` without a finished
+  chunk is taken as such a start) finishes on the next run with every pair exactly once; a
+  different sweep in the same directory is refused.  A sweep refused (bad parameters, an
+  unreachable scheduler) writes nothing: the scheduler is reached before the directory is.
 * Tasks run on ``dask.distributed`` (the optional extra ``sparsedp[sweep]``): a
   ``LocalCluster`` with ``workers`` single-threaded worker processes by default, or an
   existing cluster at ``scheduler`` (``tcp://host:port``).  No scheduler of our own.
@@ -26,6 +30,7 @@ either whole or absent).  ``key`` is a digest of the task's parameters.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import itertools
@@ -94,10 +99,9 @@ def sweep(out, graphs, T, sigma, delta, *, schemes=(defaults.SCHEME,),
     tasks = _tasks(grid, observers, targets)
     todo = [t for t in tasks if not (chunks_dir / f"{t['key']}.parquet").exists()]
     if todo:
-        files.remove_stale_temporaries(chunks_dir)  # half-written by a killed run
-        chunks_dir.mkdir(parents=True, exist_ok=True)
-        _write_manifest(out, parameters)
-        _run(todo, chunks_dir, scheduler, workers, progress)
+        with _client(scheduler, workers) as client:  # refused before anything is written
+            _prepare(out, parameters)
+            _run(client, todo, chunks_dir, progress)
     rows = sum(store.stored_rows(chunks_dir / f"{t['key']}.parquet") for t in tasks)
     return SweepResult(str(out), len(tasks), len(todo), len(tasks) - len(todo), rows)
 
@@ -172,19 +176,43 @@ def _tasks(grid: dict, observers, targets) -> list[dict]:
 
 
 def _check_manifest(out: Path, parameters: dict) -> None:
-    """Refuse a directory that holds another sweep or something else."""
+    """Refuse a directory that holds another sweep or something else.  Without a manifest,
+    what a run killed before its manifest was whole leaves is accepted: the manifest's
+    temporaries and a ``chunks`` folder without a finished chunk (earlier versions created it
+    before the manifest)."""
     manifest = out / MANIFEST
     if manifest.exists():
         store.refuse_other_parameters(out, "a sweep", json.loads(manifest.read_text()),
                                       parameters)
-    elif out.exists() and any(out.iterdir()):
+    elif out.exists() and not _unstarted(out):
         raise ParameterError(f"{out} exists and is not a sweep directory (no {MANIFEST}); "
                              "refusing to write into it")
 
 
-def _write_manifest(out: Path, parameters: dict) -> None:
+def _unstarted(out: Path) -> bool:
+    """Whether ``out`` (no manifest) holds nothing but what a sweep killed before its
+    manifest was written leaves: temporaries of the manifest, an empty ``chunks`` folder or
+    one with chunk temporaries only."""
+    manifest_temporaries = set(files.temporaries(out, MANIFEST))
+    for entry in out.iterdir():
+        if entry in manifest_temporaries:
+            continue
+        if entry.name == "chunks" and entry.is_dir():
+            if set(entry.iterdir()) <= set(files.temporaries(entry)):
+                continue
+        return False
+    return True
+
+
+def _prepare(out: Path, parameters: dict) -> None:
+    """Remove what killed runs left half-written, then write the manifest before the chunks
+    folder: a kill at any point leaves a state :func:`_check_manifest` accepts."""
+    out.mkdir(parents=True, exist_ok=True)
+    files.remove_stale_temporaries(out, MANIFEST)
+    files.remove_stale_temporaries(out / "chunks")
     text = json.dumps(parameters, indent=1)
     write_atomically(out / MANIFEST, lambda temporary: Path(temporary).write_text(text))
+    (out / "chunks").mkdir(exist_ok=True)
 
 
 def compute_chunk(task: dict, chunks_dir: str) -> int:
@@ -225,10 +253,13 @@ def _selection(targets):
     return targets
 
 
-def _run(todo: list[dict], chunks_dir: Path, scheduler, workers: int, progress) -> None:
-    """Submit the tasks to dask.distributed and wait for them, with a progress bar."""
+@contextlib.contextmanager
+def _client(scheduler, workers: int):
+    """A dask.distributed client: of a new ``LocalCluster`` with ``workers`` single-threaded
+    worker processes, or connected to ``scheduler``; closed (the cluster too) on exit.
+    ``ParameterError`` when dask.distributed is missing or the scheduler unreachable."""
     try:
-        from dask.distributed import Client, LocalCluster, as_completed
+        from dask.distributed import Client, LocalCluster
     except ImportError:
         raise ParameterError("sweeps run on dask.distributed, which is not installed: "
                              "pip install 'sparsedp[sweep]'") from None
@@ -244,6 +275,18 @@ def _run(todo: list[dict], chunks_dir: Path, scheduler, workers: int, progress) 
         if cluster is not None:
             cluster.close()
         raise ParameterError(f"cannot reach the Dask scheduler {scheduler!r}: {exc}") from None
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _run(client, todo: list[dict], chunks_dir: Path, progress) -> None:
+    """Submit the tasks to the client and wait for them, with a progress bar."""
+    from dask.distributed import as_completed
+
     bar = progress_bar(progress, total=len(todo), desc="sweep", unit="chunk")
     try:
         futures = [client.submit(compute_chunk, task, str(chunks_dir), key=f"chunk-{task['key']}",
@@ -255,6 +298,3 @@ def _run(todo: list[dict], chunks_dir: Path, scheduler, workers: int, progress) 
     finally:
         if bar is not None:
             bar.close()
-        client.close()
-        if cluster is not None:
-            cluster.close()

@@ -51,6 +51,16 @@ the certified diagonal shift ``T lambda_max(M - diag d) + sum d`` with N eigen-d
 for the upper).  The pairs left have ``u`` at most the result, which therefore equals the
 one with every pair refined.
 
+Exhaustive search (``exact``; by default for T <= :data:`EXACT_AUTO_MAX_T`): the same
+pairs, refined by :func:`sparsedp.gossip.batched.pair_bounds` with the exhaustive sign
+search instead, so each refined pair's bounds are its exact value to rounding, and the
+target's interval is exact to rounding too (its upper is the largest ``u``; the unrefined
+pairs have ``u`` at most the refined values or within :data:`SETTLED` of their own lower
+bound).  Where ``M_j`` has negative entries, on clustered and bridged graphs, c = 1 and the
+entrywise bound are far apart: two 8-node G(8, 0.4) clusters joined by one edge,
+row-normalised, T = 11, gave [0.544, 1.006] around an exact worst case of 0.844 (issue 33);
+the exhaustive search closes it (``tests/test_worst_case.py``).
+
 Cost: the c = 1 map's propagation (``T`` sparse products per observer) plus ``T' `` more,
 ``O(T n)`` for the box bounds, ``O(T^3)`` per observer (its smallest eigenvalue, and the
 certified inverses of the c = 1 and entrywise bounds), ``T^3`` per evaluated pair and a few
@@ -70,7 +80,8 @@ from sparsedp.errors import ParameterError
 from sparsedp.gossip import batched
 from sparsedp.gossip.batched_box import box_radius, box_upper
 from sparsedp.gossip.batched_entrywise import entrywise_upper
-from sparsedp.hints import MapSource, MemorySize, NodeSelection, Progress
+from sparsedp.gossip.inputs import _resolve_exact
+from sparsedp.hints import ExactSearch, MapSource, MemorySize, NodeSelection, Progress
 from sparsedp.linalg.matrix_facts import one_query
 from sparsedp.linalg.stochastic import matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
@@ -89,6 +100,8 @@ from sparsedp.reprs import short_repr
 from sparsedp.tables import Tabular
 
 SETTLED = 1e-6  # a pair whose upper bound is within this of its lower bound is not refined
+EXACT_AUTO_MAX_T = 16  # exhaustive search of a deciding pair with exact="auto": 2 searches of
+# 2^15 classes, 40 ms a pair at T = 16 on the loaded 2-core VM (0.18 s at 20, 1.5 s at 24)
 COLUMNS = ("target", "observers", "lower", "upper", "kind", "worst_observer", "epsilon")
 
 
@@ -164,6 +177,7 @@ def per_target_worst_case(
     prepass_T: int | None = None,
     refine: int = defaults.REFINE,
     prune: bool = True,
+    exact: ExactSearch = defaults.EXACT,
     batch_size: int | None = None,
     progress: Progress = None,
     backend: str = "auto",
@@ -187,6 +201,11 @@ def per_target_worst_case(
         docstring).
     prune : ``False`` evaluates every pair with a positive box bound (a reference for the
         tests: the same bounds, ``T^3`` work per pair).
+    exact : the deciding pairs (those that ``refine`` would refine) resolved by the
+        exhaustive sign search instead, their bounds then the exact value to rounding
+        (``"auto"``: when ``T <= EXACT_AUTO_MAX_T``, 16; ``True``: up to T = 30; ``False``:
+        never).  Where ``M_j`` has negative entries (clustered and bridged graphs) the
+        entrywise bound and c = 1 leave intervals 50-70 % wide at T = 11.
     batch_size, progress, backend, max_memory : as for :func:`sparsedp.privacy_map`.
 
     Returns
@@ -219,6 +238,7 @@ def per_target_worst_case(
         raise ParameterError(f"prepass_T must be an integer in [0, T), got {prepass_T!r}")
     if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
         raise ParameterError(f"refine must be an integer >= 0, got {refine!r}")
+    do_exact = T <= EXACT_AUTO_MAX_T if exact == "auto" else _resolve_exact(exact, T)
     if (sigma is None) != (delta is None):
         raise ParameterError("give both sigma and delta (for the epsilon column) or neither")
     if sigma is not None:
@@ -229,7 +249,7 @@ def per_target_worst_case(
     obs = select_nodes(observers, graph, n, "observers")
     tgt = select_nodes(targets, graph, n, "targets")
     b = _batch_size(batch_size, n, T, tgt.size, obs.size)
-    kept_K = 8 * T * T * obs.size if refine else 0  # the K of the observers of kept pairs
+    kept_K = 8 * T * T * obs.size if refine or do_exact else 0  # the K of kept pairs' observers
     resources.require_within(3 * 8 * b * T * n + 64 * tgt.size + kept_K,
                              resources.memory_budget(max_memory),
                              f"the per-target worst case at T = {T}", "use a smaller batch_size")
@@ -251,7 +271,7 @@ def per_target_worst_case(
         prepass_seconds = time.perf_counter() - start
         lower, upper, worst, evaluated, refined, evaluating = _main_pass(
             W, obs, tgt, every_target, position, T, b, lam, symmetric, buffer,
-            pre if prune else None, refine, backend, bar)
+            pre if prune else None, refine, do_exact, backend, bar)
     finally:
         if bar is not None:
             bar.close()
@@ -271,7 +291,7 @@ def per_target_worst_case(
     parameters = {"T": T, "sigma": sigma, "delta": delta, "view": "secure-summation",
                   "nodes": n, "observers": _describe(observers), "targets": _describe(targets),
                   "scheme": scheme if graph is not None else None, "prepass_T": prepass_T,
-                  "refine": refine, "prune": bool(prune)}
+                  "refine": refine, "exact": exact, "prune": bool(prune)}
     notes = ("upper: the largest over every (observer, target) pair of a certified upper "
              "bound on that pair (min of the box and entrywise bounds where evaluated, the "
              "box bound elsewhere): a certified upper bound on the worst case over the "
@@ -330,10 +350,11 @@ class _Pending:
 
 
 def _main_pass(W, obs, tgt, every_target, position, T, b, lam, symmetric, buffer, pre,
-               refine, backend, bar):
+               refine, do_exact, backend, bar):
     """``(lower, upper, worst observer, evaluated pairs, refined pairs, seconds evaluating
     them)`` over the observers at T (module docstring); ``pre`` None: no pruning (every pair
     with a positive box bound is evaluated)."""
+    refining = bool(refine) or do_exact
     lower = np.zeros(tgt.size)
     settled = np.zeros(tgt.size)  # the largest u of the pairs not kept for refinement
     worst = np.full(tgt.size, -1, dtype=np.int64)
@@ -350,7 +371,7 @@ def _main_pass(W, obs, tgt, every_target, position, T, b, lam, symmetric, buffer
                 box[position[a]] = -np.inf  # the target itself is not an observer of it
             # refinement lowers the uppers later: prune against lower bounds only
             threshold = (0.0 if pre is None
-                         else np.maximum(pre, lower if refine else np.maximum(lower, settled)))
+                         else np.maximum(pre, lower if refining else np.maximum(lower, settled)))
             todo = np.flatnonzero(box > threshold)
             if todo.size:
                 began = time.perf_counter()
@@ -360,7 +381,7 @@ def _main_pass(W, obs, tgt, every_target, position, T, b, lam, symmetric, buffer
                 better = low > lower[todo]
                 lower[todo[better]] = low[better]
                 worst[todo[better]] = a
-                if refine:
+                if refining:
                     keep = ((box[todo] > lower[todo]) & (box[todo] > low * (1 + SETTLED)))
                     kept = todo[keep]
                     if kept.size:
@@ -376,17 +397,19 @@ def _main_pass(W, obs, tgt, every_target, position, T, b, lam, symmetric, buffer
         if bar is not None:
             bar.update(chunk.size)
     upper, refined = settled, 0
-    if refine and pending.targets:
+    if refining and pending.targets:
         began = time.perf_counter()
         upper, refined = _refine(pending, settled, lower, worst, lam, lag_depth, refine,
-                                 backend)
+                                 do_exact, backend)
         evaluating += time.perf_counter() - began
     return lower, upper, worst, evaluated, refined, evaluating
 
 
-def _refine(pending: _Pending, settled, lower, worst, lam, lag_depth, refine, backend):
+def _refine(pending: _Pending, settled, lower, worst, lam, lag_depth, refine, do_exact,
+            backend):
     """Per target, the kept pairs by decreasing ``u``: each is refined
-    (:func:`sparsedp.gossip.batched.refined_bounds` on its single-pair sandwich) while its
+    (:func:`sparsedp.gossip.batched.refined_bounds` on its single-pair sandwich, or with
+    ``do_exact`` :func:`sparsedp.gossip.batched.pair_bounds` with the exhaustive search) while its
     ``u`` exceeds the target's upper so far (``settled``, then the refined values); the rest
     have ``u`` at most that.  Returns ``(upper, refined pairs)``; ``lower`` and ``worst``
     are raised in place."""
@@ -407,7 +430,10 @@ def _refine(pending: _Pending, settled, lower, worst, lam, lag_depth, refine, ba
             L=np.linalg.cholesky(K)[None], dK=np.array([dK]), lam=lam, lag_depth=lag_depth,
             products=0)
         sandwich = next(batched.pair_sandwiches(single, 0, np.array([0])))
-        low, up = batched.refined_bounds(sandwich, refine, backend)
+        if do_exact:
+            low, up, _, _ = batched.pair_bounds(sandwich, True, backend)
+        else:
+            low, up = batched.refined_bounds(sandwich, refine, backend)
         refined += 1
         upper[j] = max(upper[j], min(uppers[k], up))
         if low > lower[j]:
