@@ -116,7 +116,9 @@ def require_fits(memory_of, T: int, budget: int, what: str, low: int = 1,
     naming the largest ``T >= low`` that fits (``memory_of`` increasing in T; ``unit`` names
     what T counts)."""
     needed = memory_of(T)
+    advice = ""
     if needed > budget:
         largest = largest_fitting(memory_of, budget, low)
-        advice = (f"at most T = {largest} {unit} fit" if largest else f"not even T = {low} fits")
-        require_within(needed, budget, what, advice + " (or raise max_memory)")
+        advice = (f"at most T = {largest} {unit} fit" if largest else f"not even T = {low} fits"
+                  ) + " (or raise max_memory)"
+    require_within(needed, budget, what, advice)

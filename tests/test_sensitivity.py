@@ -288,10 +288,13 @@ def test_estimate_cost_is_what_the_solve_uses_and_refuses(view, T, method):
         sparsedp.squared_sensitivity(W, 0, [5], T, view=view, method=method, max_memory=small)
 
 
-def test_estimate_cost_of_a_closed_form_is_zero():
+def test_estimate_cost_of_a_closed_form_is_its_overhead_and_no_products():
+    from sparsedp.gossip.cost import QUERY_OVERHEAD
+
     W = gossip_matrix(nx.karate_club_graph())
     plan = sparsedp.estimate_cost(W, 5, [5], 10, noise_removed=True)
-    assert plan["method"] == "closed form" and plan["memory_bytes"] == 0 and plan["fits"]
+    assert plan["method"] == "closed form" and plan["fits"]
+    assert plan["memory_bytes"] == QUERY_OVERHEAD and plan["sparse_products"] == 0
 
 
 def test_large_T_stops_first_where_the_truncation_is_expected_to_suffice(monkeypatch):

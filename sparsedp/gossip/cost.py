@@ -90,6 +90,7 @@ def _operator_block(n: int, T: int) -> int:
 # preconditioner took 17-25 on hub neighbourhood views of Chung-Lu graphs (n = 3000-10^4,
 # T = 50-100, rtol 1e-10); the stationary one 100-5000 on those, 20-60 on ER graphs.
 PCG_ITERATIONS = {"gram": 2, "innovation": 30, "stationary": 200}
+GRAM_SQUARES = 6  # mT x mT matrices of the gram path at once (traced up to 4.9)
 PCG_BLOCKS = 16  # m T x T blocks alive in block_pcg and its preconditioner at once (measured)
 DENSE_FLOP_WEIGHT = 0.1  # a dense BLAS flop against a sparse multiply-add (time per unit)
 
@@ -105,8 +106,8 @@ def method_cost(method: str, n: int, nnz: int, m: int, T: int, p: int = 0,
     """The :class:`Cost` of ``method`` (one of structured, gram, dense, matrix-free).
 
     structured: :func:`structured_memory` plus ``4 (m + 1)`` propagated n-vectors; about
-    ``2 (T + p)`` block products.  gram: the lags ``8 n m T`` and the Gram and its factor
-    ``2 (mT)^2``; ``T - 1 + p`` products.  dense: K and its factor and the operator's
+    ``2 (T + p)`` block products.  gram: the lags ``8 n m T`` and :data:`GRAM_SQUARES` times
+    the Gram's ``8 (mT)^2``; ``T - 1 + p`` products.  dense: K and its factor and the operator's
     intermediate; ``2 T`` products per K application, ``m T`` columns.  matrix-free: the PCG
     blocks (:data:`PCG_BLOCKS` of ``m T x T``), the operator's intermediate and, with the
     ``"gram"`` preconditioner (resolved, not ``"auto"``), the Gram assembly's; ``2 T``
@@ -123,9 +124,9 @@ def method_cost(method: str, n: int, nnz: int, m: int, T: int, p: int = 0,
         memory = structured_memory(m, T, dense_certificate) + vectors + QUERY_OVERHEAD
         return Cost(method, memory, 2 * (T + p),
                     work=2 * (T + p) * (m + 1) * row + cholesky)
-    if method == "gram":
+    if method == "gram":  # K, its reduced copy and the certificate's factorisation
         lags, square = gram.gram_memory(n, m, T)
-        return Cost(method, lags + 2 * square + common + vectors, T - 1 + p,
+        return Cost(method, lags + GRAM_SQUARES * square + common + vectors, T - 1 + p,
                     work=T * m * row + DENSE_FLOP_WEIGHT * n * mT * mT + cholesky)
     if method == "dense":
         return Cost(method, 16 * mT * mT + _operator_block(n, T) + common + vectors,

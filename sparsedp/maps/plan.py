@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsedp.errors import ParameterError, ResourceLimitError
+from sparsedp.gossip.cost import QUERY_OVERHEAD
 from sparsedp.graphs.graph import as_graph
 from sparsedp.maps.selection import select_nodes
 
@@ -37,6 +38,12 @@ FAMILIES = ("gossip", "random-walk", "mf", "per-target")
 # Rates of the reference machine (docs/privacy_maps.md, "Measured"):
 SPARSE_ENTRIES_PER_SECOND = 2e9  # batched W @ X: the c = 1 map of 10^8 pairs, T = 100: 151 s
 MULTIPLY_ADDS_PER_SECOND = 7e9  # GEMM: marginal observer of that map, 32.6 ms less its spmv
+BATCH_BYTES = 256 << 20  # lags and right-hand sides of one observer batch
+MAX_BATCH = 32
+#: T x T floats per target held by the secure-summation map's upper bounds: ``sum |M_T|``
+#: for every target at once (entrywise: traced 1.3-1.5), the per-pair bounds (certified:
+#: traced 3.1-3.2); chung-lu and geometric graphs, n = 400-1200, T = 20-40.
+UPPER_SQUARES = {"none": 0.0, "entrywise": 2.5, "certified": 5.0}
 ENTRYWISE_PAIR_SECONDS = 2e-6  # per target of an observer (its T x T Gram): 4e6 pairs, 25 s
 CERTIFIED_PAIR_SECONDS_T30 = 1.3e-3  # single-pair bounds at T = 30, O(T^3) beyond; its
 # Python overhead below (3.4 ms a pair at T = 10 on the loaded machine)
@@ -65,7 +72,11 @@ class MapPlan:
     seconds : float
         Estimated wall time on the reference machine (module docstring): an estimate.
     memory_bytes : int
-        The pair table in memory while it is built (0 for a per-target worst case).
+        Estimated peak memory of the call: the pair table while it is built (none for a
+        per-target worst case) and the work of one observer batch
+        (:func:`gossip_map_memory`, :func:`neighbourhood_map_memory`,
+        :func:`worst_case_memory`; the random-walk and matrix-factorisation maps: the
+        table, and each pair's own check).
     parquet_bytes : int
         Estimated size of the table as Parquet (0 where none is written).
 
@@ -88,7 +99,7 @@ class MapPlan:
 
     def describe(self) -> str:
         """One line: the pairs, the estimated time and the sizes."""
-        sizes = f"table {_size(self.memory_bytes)} in memory"
+        sizes = f"about {_size(self.memory_bytes)} in memory"
         if self.parquet_bytes:
             sizes += f", about {_size(self.parquet_bytes)} as Parquet"
         selves = self.observers * self.targets - self.pairs
@@ -151,21 +162,26 @@ def map_plan(source, observers="all", targets="all", T: int = 100, *,
     pairs = obs.size * tgt.size - np.intersect1d(obs, tgt).size  # no self pairs in any table
     return estimate(family, n, nnz, obs.size, tgt.size, pairs, T, upper=upper, view=view,
                     exact=exact, float32=float32, epsilon=epsilon,
-                    set_size=float(degrees[obs].mean()) if view == "neighbourhood" else 1.0)
+                    set_size=float(degrees[obs].mean()) if view == "neighbourhood" else 1.0,
+                    largest_set=int(degrees[obs].max()) if obs.size else 1)
 
 
 def estimate(family: str, n: int, nnz: int, observers: int, targets: int, pairs: int, T: int,
              *, upper: str = "certified", view: str = "secure-summation", exact=False,
-             float32: bool = False, epsilon: bool = True, set_size: float = 1.0) -> MapPlan:
+             float32: bool = False, epsilon: bool = True, set_size: float = 1.0,
+             largest_set: int = 1) -> MapPlan:
     """The :class:`MapPlan` from the request's sizes (the cost model of the module docstring;
-    ``set_size``: the observers' mean closed-neighbourhood size, for the neighbourhood
-    view)."""
+    ``set_size``, ``largest_set``: the observers' mean and largest closed-neighbourhood
+    sizes, for the neighbourhood view)."""
     spmv, flops = SPARSE_ENTRIES_PER_SECOND, MULTIPLY_ADDS_PER_SECOND
     value_bytes = 4 if float32 else 8
     columns = 1  # the lower bound
     if family == "per-target":
         seconds = observers * (2 * T * nnz / spmv + (T * n + 20 * T**3) / flops)
-        return MapPlan("the per-target worst case", observers, targets, pairs, seconds, 0, 0)
+        memory = worst_case_memory(n, targets, observers, T, default_batch(n, T, observers),
+                                   kept=True)
+        return MapPlan("the per-target worst case", observers, targets, pairs, seconds,
+                       memory, 0)
     if family == "random-walk":
         seconds = targets * T * (RANDOM_WALK_STEP_SECONDS + nnz / spmv)
         columns = 1 + int(epsilon)  # upper (no lower) and epsilon
@@ -190,8 +206,44 @@ def estimate(family: str, n: int, nnz: int, observers: int, targets: int, pairs:
         what = "the map" if view == "secure-summation" else "the neighbourhood map"
     seconds += pairs * TABLE_PAIR_SECONDS
     memory = pairs * table_bytes_per_pair(float32)
+    if family == "gossip" and view == "neighbourhood":
+        memory += neighbourhood_map_memory(n, largest_set, T)
+    elif family == "gossip":
+        memory += gossip_map_memory(n, targets, T, upper, default_batch(n, T, observers))
     parquet = pairs * (PARQUET_ROW_BYTES + columns * value_bytes)
     return MapPlan(what, observers, targets, pairs, seconds, memory, parquet)
+
+
+def default_batch(n: int, T: int, observers: int) -> int:
+    """Observers propagated together by default: as many as fit :data:`BATCH_BYTES` with
+    their ``T n`` lags, at most :data:`MAX_BATCH`."""
+    return int(max(1, min(MAX_BATCH, observers, BATCH_BYTES // (8 * T * n))))
+
+
+def gossip_map_memory(n: int, targets: int, T: int, upper: str, batch: int) -> int:
+    """Bytes the secure-summation map holds besides its table: the lags and right-hand sides
+    of one observer batch (``3 b T n`` floats) and the upper bounds' T x T work per target
+    (:data:`UPPER_SQUARES`), plus :data:`sparsedp.gossip.cost.QUERY_OVERHEAD`."""
+    return int(8 * (3 * batch * T * n + UPPER_SQUARES[upper] * targets * T * T)
+               + QUERY_OVERHEAD)
+
+
+def neighbourhood_map_memory(n: int, m: int, T: int) -> int:
+    """Bytes the neighbourhood map holds besides its table, for closed neighbourhoods of at
+    most m nodes: ``8 (2 T m n + 4 (mT)^2)`` (the set's lags and right-hand sides; its K,
+    factor and solves; traced 0.73-0.93 of it) plus
+    :data:`sparsedp.gossip.cost.QUERY_OVERHEAD`."""
+    return 8 * (2 * T * m * n + 4 * (m * T) ** 2) + QUERY_OVERHEAD
+
+
+def worst_case_memory(n: int, targets: int, observers: int, T: int, batch: int,
+                      kept: bool) -> int:
+    """Bytes of :func:`sparsedp.per_target_worst_case`: one observer batch's lags
+    (``3 b T n`` floats), 64 bytes per target, and with refinement or the exhaustive search
+    (``kept``) a T x T matrix per observer, plus
+    :data:`sparsedp.gossip.cost.QUERY_OVERHEAD`."""
+    return (3 * 8 * batch * T * n + 64 * targets + (8 * T * T * observers if kept else 0)
+            + QUERY_OVERHEAD)
 
 
 def require_pairs(plan: MapPlan, max_pairs) -> None:

@@ -67,7 +67,15 @@ from sparsedp.hints import ExactSearch, MapSource, MemorySize, NodeSelection, Pr
 from sparsedp.linalg.matrix_facts import is_locked, one_query, reuse_scope
 from sparsedp.linalg.stochastic import lock_gossip_matrix, matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
-from sparsedp.maps.plan import DEFAULT_MAX_PAIRS, estimate, require_pairs, table_bytes_per_pair
+from sparsedp.maps.plan import (
+    DEFAULT_MAX_PAIRS,
+    default_batch,
+    estimate,
+    gossip_map_memory,
+    neighbourhood_map_memory,
+    require_pairs,
+    table_bytes_per_pair,
+)
 from sparsedp.maps.selection import select_nodes
 from sparsedp.plain import plain
 from sparsedp.privacy.gaussian import gaussian_epsilon
@@ -77,9 +85,7 @@ from sparsedp.tables import Rows, Tabular
 
 UPPER_MODES = ("certified", "entrywise", "none")
 MAP_VIEWS = ("secure-summation", "neighbourhood")
-BATCH_BYTES = 256 << 20  # lags and right-hand sides of one observer batch
 TRUNCATED_LAG_BYTES = 1 << 30  # one observer's T x n lags above which upper="none" truncates
-MAX_BATCH = 32
 SPARSE_BACKEND = "numpy"  # scipy's CSR x block: 0.12 ms a column at n = 10^4, b = 32 on the
 # 2-core machine, against 0.25 ms for the parallel numba kernel (0.09 ms on one thread)
 COLUMNS = ("observer", "target", "distance", "lower", "upper", "kind", "epsilon")
@@ -274,7 +280,7 @@ def privacy_map(
     float32 : store ``lower``, ``upper`` and ``epsilon`` as float32, rounded outward (lower
         bounds down, upper bounds and epsilons up: still bounds), halving the table.
     batch_size : observers propagated together (default: as many as fit
-        :data:`BATCH_BYTES`, at most :data:`MAX_BATCH`).
+        :data:`sparsedp.maps.plan.BATCH_BYTES`, at most :data:`sparsedp.maps.plan.MAX_BATCH`).
     progress : a bar over the observers (:mod:`sparsedp.progress`).
     backend : ``"auto"``, ``"numba"`` or ``"numpy"`` for the kernels (the numpy twins give the
         same values; used by the tests).
@@ -331,10 +337,12 @@ def privacy_map(
     n = W.shape[0]
     obs = select_nodes(observers, graph, n, "observers")
     tgt = select_nodes(targets, graph, n, "targets")
-    set_size = float(np.diff(W.indptr)[obs].mean()) if view == "neighbourhood" else 1.0
+    sizes = np.diff(W.indptr)[obs]
+    set_size = float(sizes.mean()) if view == "neighbourhood" else 1.0
     require_pairs(estimate("gossip", n, W.nnz, obs.size, tgt.size, obs.size * tgt.size, T,
                            upper=upper, view=view, exact=exact, float32=float32,
-                           epsilon=sigma is not None, set_size=set_size), max_pairs)
+                           epsilon=sigma is not None, set_size=set_size,
+                           largest_set=int(sizes.max()) if obs.size else 1), max_pairs)
     if view == "neighbourhood":
         return _neighbourhood_map(graph, W, obs, tgt, T, sigma, delta, upper, do_exact,
                                   float32, progress, backend, max_memory,
@@ -348,7 +356,7 @@ def privacy_map(
     b = 1 if truncate else _batch_size(batch_size, n, T, tgt.size, obs.size)
     budget = resources.memory_budget(max_memory)
     table_bytes = obs.size * tgt.size * table_bytes_per_pair(float32)
-    resources.require_within(table_bytes + (8 if truncate else 3 * 8 * b) * T * n, budget,
+    resources.require_within(table_bytes + gossip_map_memory(n, tgt.size, T, upper, b), budget,
                              f"the map of {obs.size} x {tgt.size} pairs at T = {T}",
                              "select fewer observers or targets")
     component = facts.weak_components
@@ -456,7 +464,7 @@ def _neighbourhood_map(graph, W, obs, tgt, T, sigma, delta, upper, do_exact, flo
     pattern = hop_pattern(W, facts)
     degrees = np.diff(pattern.indptr)
     m = int(degrees[obs].max()) + 1  # the chosen observers' largest closed neighbourhood
-    work = 8 * (2 * T * m * n + 4 * (m * T) ** 2)  # lags and Z; K, L, P and the sandwich
+    work = neighbourhood_map_memory(n, m, T)
     resources.require_within(obs.size * tgt.size * table_bytes_per_pair(float32) + work,
                              resources.memory_budget(max_memory),
                              f"the neighbourhood map of {obs.size} x {tgt.size} pairs at T = "
@@ -621,8 +629,7 @@ def _batch_size(batch_size, n: int, T: int, targets: int, observers: int) -> int
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ParameterError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         return batch_size
-    per_observer = 8 * T * n  # its lags; the T x targets work buffer is shared
-    return int(max(1, min(MAX_BATCH, observers, BATCH_BYTES // per_observer)))
+    return default_batch(n, T, observers)
 
 
 def _describe(selection):

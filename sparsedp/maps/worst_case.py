@@ -85,6 +85,7 @@ from sparsedp.hints import ExactSearch, MapSource, MemorySize, NodeSelection, Pr
 from sparsedp.linalg.matrix_facts import one_query
 from sparsedp.linalg.stochastic import matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
+from sparsedp.maps.plan import worst_case_memory
 from sparsedp.maps.privacy_map import (
     SPARSE_BACKEND,
     _batch_size,
@@ -249,8 +250,8 @@ def per_target_worst_case(
     obs = select_nodes(observers, graph, n, "observers")
     tgt = select_nodes(targets, graph, n, "targets")
     b = _batch_size(batch_size, n, T, tgt.size, obs.size)
-    kept_K = 8 * T * T * obs.size if refine or do_exact else 0  # the K of kept pairs' observers
-    resources.require_within(3 * 8 * b * T * n + 64 * tgt.size + kept_K,
+    resources.require_within(worst_case_memory(n, tgt.size, obs.size, T, b,
+                                               kept=bool(refine or do_exact)),
                              resources.memory_budget(max_memory),
                              f"the per-target worst case at T = {T}", "use a smaller batch_size")
     symmetric = matrix_facts(W).symmetric
