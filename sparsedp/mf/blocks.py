@@ -34,16 +34,20 @@ K > 1 (Muffliato-SGD, MF-D-SGD with K rounds) under PNDP
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.certified_solve import OPERATOR_ASSEMBLY_MAX_DIM, _certified_dense_sandwich
 from sparsedp.gossip.target_block import TargetBlock, view_target_block
-from sparsedp.linalg import exact_rank
-from sparsedp.linalg.certified import gamma
+from sparsedp.linalg import certified, exact_rank, gram
+from sparsedp.linalg.certified import frobenius, gamma
+from sparsedp.linalg.matrix_facts import query_memo
 from sparsedp.mf import innovations
-from sparsedp.mf.exact_rows import independent_observations
+from sparsedp.mf.exact_rows import independent_observations, structural_observations
 from sparsedp.mf.operators import MFSystem
 from sparsedp.mf.trust import Observation
 
@@ -111,39 +115,105 @@ def gossip_block(W, target: int, obs: Observation, T: int, *, method: str, max_m
 
 def operator_block(W: sp.csr_matrix, target: int, obs: Observation, T: int, K: int,
                    L: np.ndarray) -> TargetBlock:
-    """AntiPGD / MF-D-SGD (K = 1) and Muffliato-SGD (K > 1) under PNDP (module docstring)."""
+    """AntiPGD / MF-D-SGD (K = 1) and Muffliato-SGD (K > 1) under PNDP (module docstring).
+
+    Only ``A_u`` depends on the target: the kept rows, ``B B^T`` on them, its certified
+    ``lambda_min`` and Cholesky factor are formed once per (W, observation, T, K, L) and
+    shared by every target and participation pattern inside a
+    :func:`sparsedp.linalg.matrix_facts.reuse_scope` (:func:`shared_noise`)."""
     system = MFSystem(W, obs.observed, obs.known_noise, T, K, L)
-    size = system.R * system.m
-    if size > OPERATOR_ASSEMBLY_MAX_DIM:
-        raise ParameterError(
-            f"this algorithm under {obs.trust!r} assembles B B^T densely: {system.m} observed "
-            f"rows x {system.R} rounds = {size} exceeds {OPERATOR_ASSEMBLY_MAX_DIM}"
-        )
-    notes: list[str] = []
-    estimate = False
-    if K == 1:
-        keep = ~system.gossip.redundant_rows().ravel()  # exact (or zero rows only)
-    else:
-        keep = independent_observations(W, obs.observed, obs.known_noise, T, K)
-        if keep is None:  # too large for exact rationals: decided on the computed B
-            keep = exact_rank.independent_rows(system.dense_B(np.arange(size)))
-            if keep is None:
-                raise ParameterError("the exact row reduction of B is too large for this "
-                                     "problem")
-            estimate = not keep.all()
-    if estimate:
-        notes.append(
-            f"{int((~keep).sum())} dependent observation rows were dropped by exact elimination "
-            "of the computed B (not certified for the exact B): upper bounds other than |pi| "
-            "are estimates; lower bounds remain certified"
-        )
-    rows = np.flatnonzero(keep)
-    if rows.size == 0:
+    key = (obs.observed.tobytes(), obs.known_noise.tobytes(), int(T), int(K),
+           np.ascontiguousarray(L).tobytes())
+    shared = query_memo("mf shared noise", W, key, lambda: shared_noise(system, obs.trust))
+    if shared.rows.size == 0:
         return TargetBlock(T=T, closed_form="zero", notes=("every observation is redundant",))
-    Kmat, dK = system.dense_K(rows)
-    G = system.A_target(target)[rows]
-    sandwich, lam = _certified_dense_sandwich(Kmat, G, dK, system.G_rounding() * G)
-    info = {"observed_rows": int(size), "rows_kept": int(rows.size),
-            "lambda_min_lower_bound": lam, "estimate": estimate}
+    G = system.A_target(target, shared.lags)[shared.rows]
+    sandwich, lam = _certified_dense_sandwich(shared.K, G, shared.dK, system.G_rounding() * G,
+                                              shared.tau, shared.factor, shared.K_norm)
+    info = {"observed_rows": int(system.R * system.m), "rows_kept": int(shared.rows.size),
+            "rows_decided_by": shared.decided_by, "lambda_min_lower_bound": lam,
+            "estimate": shared.estimate}
     return TargetBlock(T=T, closed_form=None, sandwich=sandwich, upper_certified=lam > 0,
-                       method="dense operator assembly", solver=info, notes=tuple(notes))
+                       method=shared.method, solver=info, notes=shared.notes)
+
+
+@dataclass(frozen=True)
+class SharedNoise:
+    """What does not depend on the target: the kept rows (flat indices into ``R m``),
+    ``K = B B^T`` on them, ``dK >= ||fl(K) - K||_2``, the certified ``lambda_min(fl(K)) >=
+    tau`` with K's Cholesky factor and ``||K||_F``, the observer lags (Toeplitz L) and how
+    the rows were decided (``"structure"``, ``"exact"`` or ``"float"``: then ``estimate``)."""
+
+    rows: np.ndarray
+    K: np.ndarray | None
+    dK: float
+    tau: float
+    factor: np.ndarray | None
+    K_norm: float
+    lags: np.ndarray | None
+    decided_by: str
+    estimate: bool
+    method: str
+    notes: tuple[str, ...]
+
+
+def shared_noise(system: MFSystem, trust: str) -> SharedNoise:
+    """The target-independent part of :func:`operator_block`.
+
+    Rows: K = 1, the exact decision of :meth:`GossipSystem.redundant_rows` (B has H's row
+    dependencies, L invertible).  K > 1: first the rows proven dependent by the recursion
+    (:func:`sparsedp.mf.exact_rows.structural_observations`); when ``B B^T`` on the rest is
+    certified positive definite they are independent and the decision is certified without
+    rational arithmetic.  Otherwise exact rational elimination of B
+    (:func:`~sparsedp.mf.exact_rows.independent_observations`) within its work limit, and
+    beyond it the float fallback: the rows a pivoted Cholesky of the computed ``B B^T``
+    keeps (LAPACK ``pstrf``, its default tolerance), the upper bounds then estimates (fewer
+    rows can only lower M: the lower bounds stay certified)."""
+    R, m, n = system.R, system.m, system.n
+    size = R * m
+    toeplitz = system.toeplitz_noise() is not None
+    limit = gram.GRAM_MAX_DIM if toeplitz else OPERATOR_ASSEMBLY_MAX_DIM
+    lag_bytes = 8 * n * size if toeplitz else 0
+    if size > limit or lag_bytes > gram.GRAM_MAX_LAG_BYTES:
+        raise ParameterError(
+            f"this algorithm under {trust!r} assembles B B^T densely: {m} observed rows x "
+            f"{R} rounds = {size} exceeds {limit}"
+            + (f" (or its lags, {lag_bytes} bytes, exceed {gram.GRAM_MAX_LAG_BYTES})"
+               if toeplitz else ""))
+    K_all, depth, lags = system.assemble_K()
+    abs_sums = system.abs_row_sums()
+    method = "Gram assembly of B B^T" if toeplitz else "dense operator assembly"
+    W, observed, known = system.gossip.W, system.gossip.observers, system.gossip.known_noise
+
+    def factorised(keep: np.ndarray, decided_by: str, estimate: bool = False,
+                   notes: tuple[str, ...] = ()) -> SharedNoise:
+        rows = np.flatnonzero(keep)
+        if rows.size == 0:
+            return SharedNoise(rows, None, 0.0, 0.0, None, 0.0, lags, decided_by, estimate,
+                               method, notes)
+        Kmat = np.ascontiguousarray(K_all[np.ix_(rows, rows)])
+        dK = gamma(depth) * float(abs_sums[rows].max())  # ||K_abs||_inf >= ||.||_2
+        tau, factor = certified.certified_lambda_min_and_factor(Kmat)
+        for array in (rows, Kmat) + (() if factor is None else (factor,)):
+            array.flags.writeable = False
+        return SharedNoise(rows, Kmat, dK, tau, factor, frobenius(Kmat), lags, decided_by,
+                           estimate, method, notes)
+
+    if system.K == 1:
+        return factorised(~system.gossip.redundant_rows().ravel(), "exact")
+    shared = factorised(structural_observations(W, observed, known, system.T, system.K),
+                        "structure")
+    if shared.rows.size == 0 or shared.tau > shared.dK:
+        return shared
+    keep = independent_observations(W, observed, known, system.T, system.K)
+    if keep is not None:
+        return factorised(keep, "exact")
+    K_kept = np.array(shared.K)
+    _, pivots, rank, _ = scipy.linalg.lapack.dpstrf(K_kept, lower=1)
+    keep = np.zeros(size, dtype=bool)
+    keep[shared.rows[np.sort(pivots[:rank] - 1)]] = True
+    dropped = shared.rows.size - int(rank)
+    return factorised(keep, "float", estimate=dropped > 0, notes=(
+        f"{dropped} observation rows dropped as numerically dependent (pivoted Cholesky of "
+        "the computed B B^T; not certified for the exact B): upper bounds other than |pi| "
+        "are estimates; lower bounds remain certified",) if dropped else ())
