@@ -85,8 +85,14 @@ def _columns_in_range(L: np.ndarray) -> np.ndarray:
 
 
 def require_invertible(L: np.ndarray, trust: str) -> None:
-    keep = exact_rank.independent_rows(L)
-    if keep is None or not keep.all():
+    """ParameterError unless L is invertible: a triangular L exactly when its diagonal has no
+    zero (the determinant is their product), any other by exact row reduction."""
+    if not np.any(np.triu(L, 1)) or not np.any(np.tril(L, -1)):
+        invertible = bool(np.all(np.diagonal(L) != 0))
+    else:
+        keep = exact_rank.independent_rows(L)
+        invertible = keep is not None and bool(keep.all())
+    if not invertible:
         raise ParameterError(
             f"trust model {trust!r} needs an invertible noise correlation L (a singular L is "
             "accounted under 'ldp' only)"
@@ -121,14 +127,15 @@ def operator_block(W: sp.csr_matrix, target: int, obs: Observation, T: int, K: i
     ``lambda_min`` and Cholesky factor are formed once per (W, observation, T, K, L) and
     shared by every target and participation pattern inside a
     :func:`sparsedp.linalg.matrix_facts.reuse_scope` (:func:`shared_noise`)."""
-    system = MFSystem(W, obs.observed, obs.known_noise, T, K, L)
     key = (obs.observed.tobytes(), obs.known_noise.tobytes(), int(T), int(K),
            np.ascontiguousarray(L).tobytes())
-    shared = query_memo("mf shared noise", W, key, lambda: shared_noise(system, obs.trust))
+    shared = query_memo("mf shared noise", W, key, lambda: shared_noise(
+        MFSystem(W, obs.observed, obs.known_noise, T, K, L), obs.trust))
     if shared.rows.size == 0:
         return TargetBlock(T=T, closed_form="zero", notes=("every observation is redundant",))
+    system = shared.system
     G = system.A_target(target, shared.lags)[shared.rows]
-    sandwich, lam = _certified_dense_sandwich(shared.K, G, shared.dK, system.G_rounding() * G,
+    sandwich, lam = _certified_dense_sandwich(shared.K, G, shared.dK, shared.G_rounding * G,
                                               shared.tau, shared.factor, shared.K_norm)
     info = {"observed_rows": int(system.R * system.m), "rows_kept": int(shared.rows.size),
             "rows_decided_by": shared.decided_by, "lambda_min_lower_bound": lam,
@@ -142,7 +149,8 @@ class SharedNoise:
     """What does not depend on the target: the kept rows (flat indices into ``R m``),
     ``K = B B^T`` on them, ``dK >= ||fl(K) - K||_2``, the certified ``lambda_min(fl(K)) >=
     tau`` with K's Cholesky factor and ``||K||_F``, the observer lags (Toeplitz L) and how
-    the rows were decided (``"structure"``, ``"exact"`` or ``"float"``: then ``estimate``)."""
+    the rows were decided (``"structure"``, ``"exact"`` or ``"float"``: then ``estimate``),
+    the system and the relative rounding of ``A_u``."""
 
     rows: np.ndarray
     K: np.ndarray | None
@@ -155,6 +163,8 @@ class SharedNoise:
     estimate: bool
     method: str
     notes: tuple[str, ...]
+    system: MFSystem
+    G_rounding: float
 
 
 def shared_noise(system: MFSystem, trust: str) -> SharedNoise:
@@ -182,6 +192,7 @@ def shared_noise(system: MFSystem, trust: str) -> SharedNoise:
                if toeplitz else ""))
     K_all, depth, lags = system.assemble_K()
     abs_sums = system.abs_row_sums()
+    G_rounding = system.G_rounding()
     method = "Gram assembly of B B^T" if toeplitz else "dense operator assembly"
     W, observed, known = system.gossip.W, system.gossip.observers, system.gossip.known_noise
 
@@ -190,14 +201,14 @@ def shared_noise(system: MFSystem, trust: str) -> SharedNoise:
         rows = np.flatnonzero(keep)
         if rows.size == 0:
             return SharedNoise(rows, None, 0.0, 0.0, None, 0.0, lags, decided_by, estimate,
-                               method, notes)
+                               method, notes, system, G_rounding)
         Kmat = np.ascontiguousarray(K_all[np.ix_(rows, rows)])
         dK = gamma(depth) * float(abs_sums[rows].max())  # ||K_abs||_inf >= ||.||_2
         tau, factor = certified.certified_lambda_min_and_factor(Kmat)
         for array in (rows, Kmat) + (() if factor is None else (factor,)):
             array.flags.writeable = False
         return SharedNoise(rows, Kmat, dK, tau, factor, frobenius(Kmat), lags, decided_by,
-                           estimate, method, notes)
+                           estimate, method, notes, system, G_rounding)
 
     if system.K == 1:
         return factorised(~system.gossip.redundant_rows().ravel(), "exact")

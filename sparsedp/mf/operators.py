@@ -16,6 +16,8 @@ columns enter its sensitivity, so only ``A_u`` is formed.  Each application cost
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
@@ -128,7 +130,7 @@ class MFSystem:
         depth = 2 * self.R * (self._longest_line + 2) + 2 * self.T + 4 + self.R * self.m
         return sums / (1.0 - gamma(depth))
 
-    @property
+    @functools.cached_property
     def _longest_line(self) -> int:
         W = self.gossip.W
         return int(max(np.diff(W.indptr).max(), np.bincount(W.indices, minlength=self.n).max()))
