@@ -1,7 +1,8 @@
 """Side by side with MFDL, the code of Bellet et al. (issue 32): every target of attacker 0
 under PNDP, one process per side and row, one BLAS thread, peak memory, values compared.
 
-    python bench/mf_peer.py [--rows quick|all] [--mfdl DIR] [--max-mfdl-gb 6] [--out FILE]
+    python bench/mf_peer.py [--rows quick|all] [--mfdl DIR [--mfdl-python PY]]
+                            [--max-mfdl-gb 6] [--out FILE]
 
 Rows: the issue's table (D-SGD, AntiPGD, AntiPGD with cyclic participation b = 5 and
 Muffliato-SGD(2) on MFDL's ``"erdos"`` graphs: ``erdos_renyi_graph(n, log(n) / n)``, the
@@ -19,6 +20,8 @@ Sides, each in its own process (``--child``):
     ``compute_muffliato_privacy_loss`` does (``build_DL_workload`` over ``K T`` rounds, the
     injection columns, ``build_projection_workload``, the attacker's noise lines,
     ``pinv(B) @ B``, ``C^T (.) C``, ``compute_cyclic_repetitions_1node``, squared).
+    MFDL needs Python >= 3.12 (its f-strings): ``--mfdl-python`` runs this side with another
+    interpreter (numpy, scipy and networkx are all it needs there).
     ``torch`` and ``fedivertex``, imported at the top of those modules but used by none of
     these functions, are replaced by empty modules when they are not installed (said in the
     output).  Rows whose dense ``(n K T)^2`` matrices would exceed ``--max-mfdl-gb`` are not
@@ -194,10 +197,10 @@ def child(side: str, spec: dict) -> None:
     print(json.dumps(out))
 
 
-def run_side(side: str, spec: dict) -> dict:
+def run_side(side: str, spec: dict, python: str = sys.executable) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
                SPARSEDP_BLAS_THREADS="1")
-    done = subprocess.run([sys.executable, __file__, "--child", side, json.dumps(spec)],
+    done = subprocess.run([python, __file__, "--child", side, json.dumps(spec)],
                           capture_output=True, text=True, env=env)
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1] if done.stderr else "failed"}
@@ -221,6 +224,7 @@ def main() -> None:
     ap.add_argument("--child", nargs=2, metavar=("SIDE", "SPEC"), help=argparse.SUPPRESS)
     ap.add_argument("--rows", choices=("quick", "all"), default="quick")
     ap.add_argument("--mfdl", help="a checkout of MFDL (its MFDL/ package inside)")
+    ap.add_argument("--mfdl-python", help="the interpreter for MFDL's side (Python >= 3.12)")
     ap.add_argument("--max-mfdl-gb", type=float, default=6.0)
     ap.add_argument("--out", default=str(BENCH / "results" / "mf_peer.json"))
     args = ap.parse_args()
@@ -239,7 +243,7 @@ def main() -> None:
                   "agreement_transcription": agreement(ours, reference)}
         K = noise_matrices(algorithm, T)[0]
         if args.mfdl and mfdl_gigabytes(n, T, K) <= args.max_mfdl_gb:
-            theirs = run_side("mfdl", spec)
+            theirs = run_side("mfdl", spec, args.mfdl_python or sys.executable)
             record.update(mfdl=_summary(theirs), agreement_mfdl=agreement(ours, theirs))
             if "cpu_s" in theirs and "cpu_s" in ours:
                 record["cpu_ratio_mfdl_over_sparsedp"] = theirs["cpu_s"] / ours["cpu_s"]
