@@ -33,8 +33,9 @@ Sides, each in its own process (``--child``):
     check of the values at every size.
 
 Printed and written (``bench/results/mf_peer.json``): per row, each side's CPU and wall
-seconds and peak RSS, the largest ``|ours - theirs| / max(1, |theirs|)`` over the targets,
-and the issue's published MFDL time next to the measured one.
+seconds (the computation: not the imports, not the graph) and peak RSS (the process's),
+the largest ``|ours - theirs| / max(1, |theirs|)`` over the targets, and the issue's
+published MFDL time next to the measured one.
 """
 
 from __future__ import annotations
@@ -104,9 +105,8 @@ def thm7_from_projector_factor(V: np.ndarray, C_local: np.ndarray, n: int, T: in
     return np.array(out)
 
 
-def transcription(algorithm: str, n: int, T: int, b: int | None) -> dict:
+def transcription(W: np.ndarray, algorithm: str, n: int, T: int, b: int | None) -> dict:
     """The ``transcription`` side (module docstring)."""
-    W = mfdl_graph(n)
     K, L, C_local = noise_matrices(algorithm, T)
     R, attacker = K * T, 0
     observed = np.flatnonzero(W[attacker] > 0)  # build_projection_workload
@@ -129,13 +129,13 @@ def transcription(algorithm: str, n: int, T: int, b: int | None) -> dict:
     return {"targets": targets, "thm7": values.tolist()}
 
 
-def sparsedp_side(algorithm: str, n: int, T: int, b: int | None) -> dict:
+def sparsedp_side(W: np.ndarray, algorithm: str, n: int, T: int, b: int | None) -> dict:
     import scipy.sparse as sp
 
     from sparsedp.mf import antipgd, cyclic, dp_d_sgd, muffliato_sgd, user_level
     from sparsedp.mf.summary import distance_summary
 
-    W = sp.csr_matrix(mfdl_graph(n))
+    W = sp.csr_matrix(W)
     algo = {"dp-d-sgd": dp_d_sgd(), "antipgd": antipgd(),
             "muffliato-sgd(2)": muffliato_sgd(2)}[algorithm]
     scheme = user_level() if b is None else cyclic(T // b, b)
@@ -148,7 +148,8 @@ def sparsedp_side(algorithm: str, n: int, T: int, b: int | None) -> dict:
             "rows_decided_by": summary.results[0].solver.get("rows_decided_by")}
 
 
-def mfdl_side(algorithm: str, n: int, T: int, b: int | None, directory: str) -> dict:
+def import_mfdl(directory: str) -> list[str]:
+    """Import MFDL's workload module from ``directory``; the names of the modules stubbed."""
     stubbed = []
     for name in ("torch", "fedivertex"):  # imported at module level, unused here
         try:
@@ -159,9 +160,13 @@ def mfdl_side(algorithm: str, n: int, T: int, b: int | None, directory: str) -> 
             sys.modules[name] = module
             stubbed.append(name)
     sys.path.insert(0, directory)
+    __import__("MFDL.simulations.workloads_generator")
+    return stubbed
+
+
+def mfdl_side(W: np.ndarray, algorithm: str, n: int, T: int, b: int | None) -> dict:
     from MFDL.simulations import workloads_generator as wg
 
-    W = mfdl_graph(n)
     K, L, C_local = noise_matrices(algorithm, T)
     attacker = 0
     workload = wg.build_DL_workload(matrix=W, nb_steps=K * T, initial_power=0)
@@ -180,18 +185,20 @@ def mfdl_side(algorithm: str, n: int, T: int, b: int | None, directory: str) -> 
     values = [wg.compute_cyclic_repetitions_1node(X=X, participation_interval=interval,
                                                   nb_steps=T, nb_nodes=n, node=u) ** 2
               for u in targets]
-    return {"targets": targets, "thm7": values, "stubbed": stubbed}
+    return {"targets": targets, "thm7": values}
 
 
 def child(side: str, spec: dict) -> None:
-    start_cpu, start_wall = time.process_time(), time.perf_counter()
-    args = (spec["algorithm"], spec["n"], spec["T"], spec["b"])
+    """One side of one row; the graph and the imports are not timed."""
+    args = (mfdl_graph(spec["n"]), spec["algorithm"], spec["n"], spec["T"], spec["b"])
+    stubbed = import_mfdl(spec["mfdl"]) if side == "mfdl" else []
     if side == "sparsedp":
-        out = sparsedp_side(*args)
-    elif side == "mfdl":
-        out = mfdl_side(*args, spec["mfdl"])
-    else:
-        out = transcription(*args)
+        import sparsedp.mf.summary  # noqa: F401
+    start_cpu, start_wall = time.process_time(), time.perf_counter()
+    function = {"sparsedp": sparsedp_side, "mfdl": mfdl_side, "transcription": transcription}
+    out = function[side](*args)
+    if stubbed:
+        out["stubbed"] = stubbed
     out.update(cpu_s=time.process_time() - start_cpu, wall_s=time.perf_counter() - start_wall,
                peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     print(json.dumps(out))
