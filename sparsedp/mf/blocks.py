@@ -19,17 +19,22 @@ DP-D-SGD under PNDP (K = 1, L = I)
     neighbourhood view without noise removal when every attacker has ``W[a, a] > 0``).
 K = 1, invertible L under PNDP (AntiPGD, MF-D-SGD)
     ``B = H (L kron I)`` has the same row dependencies as ``H`` (L invertible), so the gossip
-    engine's exact redundant-row decisions apply; ``K = B B^T`` is assembled from the
-    operator on the kept rows (``R m <= 1500``) and its ``lambda_min`` certified numerically.
+    engine's exact redundant-row decisions apply; ``K = B B^T`` on the kept rows
+    (:meth:`sparsedp.mf.operators.MFSystem.assemble_K`: the Gram of the noise lags for a
+    Toeplitz L, else the operator) and its ``lambda_min`` certified numerically.
 K > 1 (Muffliato-SGD, MF-D-SGD with K rounds) under PNDP
     rounds without injection add no noise and their rows can depend on others in ways that
-    the sparsity pattern does not decide; dependent rows are found by exact rational
-    elimination of B formed exactly from W with L = I (:mod:`sparsedp.mf.exact_rows`; an
-    invertible L changes no row dependency).  Beyond its work limit, by exact elimination
-    of the *computed* B instead: when no row is dropped the sandwich is certified; when rows
-    are dropped, lower bounds stay certified (observing fewer rows can only lower M) and the
-    upper bounds are reported as estimates, next to the certified ``M <= I`` (``|pi|``) for
-    independent noise.
+    the sparsity pattern does not decide.  The rows the recursion proves dependent are
+    dropped (:func:`sparsedp.mf.exact_rows.structural_observations`); when ``B B^T`` on the
+    rest is certified positive definite they are independent, and the decision is certified
+    without rational arithmetic.  Otherwise exact rational elimination of B formed exactly
+    from W with L = I (an invertible L changes no row dependency) within its work limit,
+    beyond it a pivoted Cholesky of the computed ``B B^T``: lower bounds stay certified
+    (observing fewer rows can only lower M) and the upper bounds are reported as estimates,
+    next to the certified ``M <= I`` (``|pi|``) for independent noise.
+
+Everything but ``A_u`` is shared by the targets and patterns of one attacker set
+(:func:`shared_noise`, kept by :func:`sparsedp.linalg.matrix_facts.query_memo`).
 """
 
 from __future__ import annotations
