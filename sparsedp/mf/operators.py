@@ -90,8 +90,8 @@ class MFSystem:
         ``K[r, r'] = d_r d_r'^T + K[r - K, r' - K]``: one BLAS Gram of the stacked lags and a
         block recursion along the diagonals (as :mod:`sparsedp.linalg.gram` for K = 1,
         L = I).  V's entries are sums of non-negative products ``(R - 1)(d + 1)`` deep, the
-        lags add T terms, the Gram's inner products n and the recursion T, so
-        ``N = 2 ((R - 1)(d + 1) + T) + n + T``.  Any other L: the operator applied to unit
+        lags add at most 2 T operations (a product and a sum per term), the Gram's inner
+        products n and the recursion T, so ``N = 2 ((R - 1)(d + 1) + 2 T) + n + T``.  Any other L: the operator applied to unit
         vectors (:meth:`_operator_K`), ``N = 2 R (d + 2) + 2 T + 4``.  d: W's longest row or
         column.
         """
@@ -114,7 +114,7 @@ class MFSystem:
         blocks = K.reshape(R, m, R, m)
         for r in range(self.K, R):  # K[r, r'] = d_r d_r'^T + K[r - K, r' - K]
             blocks[r, :, self.K:, :] += blocks[r - self.K, :, : R - self.K, :]
-        depth = 2 * ((R - 1) * (d + 1) + self.T) + self.n + self.T
+        depth = 2 * ((R - 1) * (d + 1) + 2 * self.T) + self.n + self.T
         return K, depth, V
 
     def abs_row_sums(self) -> np.ndarray:
