@@ -91,9 +91,9 @@ class MFSystem:
         block recursion along the diagonals (as :mod:`sparsedp.linalg.gram` for K = 1,
         L = I).  V's entries are sums of non-negative products ``(R - 1)(d + 1)`` deep, the
         lags add at most 2 T operations (a product and a sum per term), the Gram's inner
-        products n and the recursion T, so ``N = 2 ((R - 1)(d + 1) + 2 T) + n + T``.  Any other L: the operator applied to unit
-        vectors (:meth:`_operator_K`), ``N = 2 R (d + 2) + 2 T + 4``.  d: W's longest row or
-        column.
+        products n and the recursion T, so ``N = 2 ((R - 1)(d + 1) + 2 T) + n + T``.  Any
+        other L: the operator applied to unit vectors (:meth:`_operator_K`),
+        ``N = 2 R (d + 2) + 2 T + 4``.  d: W's longest row or column.
         """
         R, m, d = self.R, self.m, self._longest_line
         ell = self.toeplitz_noise()
