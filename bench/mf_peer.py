@@ -2,14 +2,15 @@
 under PNDP, one process per side and row, one BLAS thread, peak memory, values compared.
 
     python bench/mf_peer.py [--rows quick|all] [--mfdl DIR [--mfdl-python PY]]
-                            [--max-mfdl-gb 6] [--out FILE]
+                            [--max-mfdl-gb 6] [--blas-threads 1] [--record | --out FILE]
 
 Rows: the issue's table (D-SGD, AntiPGD, AntiPGD with cyclic participation b = 5 and
 Muffliato-SGD(2) on MFDL's ``"erdos"`` graphs: ``erdos_renyi_graph(n, log(n) / n)``, the
 first connected seed, ``W = A / deg`` as ``get_communication_matrix``; user level unless
 said; T gradient steps).  ``--rows quick``: the rows with n <= 300.
 
-Sides, each in its own process (``--child``):
+Sides, each in its own process (``--child``) on ``--blas-threads`` BLAS threads (default 1;
+``pinned_blas`` where threadpoolctl is installed, the usual environment variables for all):
 
 ``sparsedp``
     :func:`sparsedp.mf.distance_summary` over every target (``gradients="scalar"``,
@@ -41,9 +42,9 @@ and the issue's published MFDL time next to the measured one.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-import pathlib
 import resource
 import subprocess
 import sys
@@ -51,8 +52,6 @@ import time
 import types
 
 import numpy as np
-
-BENCH = pathlib.Path(__file__).resolve().parent
 
 # (label, algorithm, n, T, participation interval b (None: user level), MFDL's published
 # time from issue 32, "" where it gave none)
@@ -196,9 +195,14 @@ def child(side: str, spec: dict) -> None:
     if side == "sparsedp":
         import sparsedp.mf.summary  # noqa: F401
     function = {"sparsedp": sparsedp_side, "mfdl": mfdl_side, "transcription": transcription}
-    function[side](mfdl_graph(20), spec["algorithm"], 20, 3, None)  # warm-up, not timed
-    start_cpu, start_wall = time.process_time(), time.perf_counter()
-    out = function[side](*args)
+    pinning = contextlib.nullcontext()
+    if side != "mfdl":  # MFDL's interpreter may lack threadpoolctl: the environment pins it
+        from blas_pinning import pinned_blas
+        pinning = pinned_blas(spec["blas_threads"])
+    with pinning:
+        function[side](mfdl_graph(20), spec["algorithm"], 20, 3, None)  # warm-up, not timed
+        start_cpu, start_wall = time.process_time(), time.perf_counter()
+        out = function[side](*args)
     if stubbed:
         out["stubbed"] = stubbed
     out.update(cpu_s=time.process_time() - start_cpu, wall_s=time.perf_counter() - start_wall,
@@ -207,8 +211,9 @@ def child(side: str, spec: dict) -> None:
 
 
 def run_side(side: str, spec: dict, python: str = sys.executable) -> dict:
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               SPARSEDP_BLAS_THREADS="1")
+    threads = str(spec["blas_threads"])
+    env = dict(os.environ, OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads,
+               MKL_NUM_THREADS=threads, SPARSEDP_BLAS_THREADS=threads)
     done = subprocess.run([python, __file__, "--child", side, json.dumps(spec)],
                           capture_output=True, text=True, env=env)
     if done.returncode != 0:
@@ -229,22 +234,26 @@ def agreement(ours: dict, theirs: dict) -> float | None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--child"]:  # before the helpers: MFDL's interpreter may lack them
+        child(sys.argv[2], json.loads(sys.argv[3]))
+        return
+    from blas_pinning import add_blas_option
+    from outputs import add_output_options, output_path
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--child", nargs=2, metavar=("SIDE", "SPEC"), help=argparse.SUPPRESS)
     ap.add_argument("--rows", choices=("quick", "all"), default="quick")
     ap.add_argument("--mfdl", help="a checkout of MFDL (its MFDL/ package inside)")
     ap.add_argument("--mfdl-python", help="the interpreter for MFDL's side (Python >= 3.12)")
     ap.add_argument("--max-mfdl-gb", type=float, default=6.0)
-    ap.add_argument("--out", default=str(BENCH / "results" / "mf_peer.json"))
+    add_output_options(ap)
+    add_blas_option(ap)
     args = ap.parse_args()
-    if args.child:
-        child(args.child[0], json.loads(args.child[1]))
-        return
     records = []
     for label, algorithm, n, T, b, published in ROWS:
         if args.rows == "quick" and n > 300:
             continue
-        spec = {"algorithm": algorithm, "n": n, "T": T, "b": b, "mfdl": args.mfdl}
+        spec = {"algorithm": algorithm, "n": n, "T": T, "b": b, "mfdl": args.mfdl,
+                "blas_threads": args.blas_threads}
         ours = run_side("sparsedp", spec)
         reference = run_side("transcription", spec)
         record = {"row": f"{label} n = {n}, T = {T}", "published_mfdl": published,
@@ -260,9 +269,7 @@ def main() -> None:
             record["mfdl"] = f"not run: {mfdl_gigabytes(n, T, K):.1f} GB > {args.max_mfdl_gb}"
         records.append(record)
         print(json.dumps(record), flush=True)
-    path = pathlib.Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(records, indent=1))
+    output_path(args, "mf_peer.json").write_text(json.dumps(records, indent=1))
 
 
 def _summary(side: dict) -> dict:
