@@ -290,20 +290,44 @@ def test_secldp_without_secrets_is_local_dp():
     assert mf_sensitivity(W, 0, [8], 5, trust_model="secldp").upper == 5.0
 
 
-def test_muffliato_beyond_the_exact_row_limit_reports_estimates(monkeypatch):
-    """Beyond the exact rational elimination, dependent rows are found on the computed B:
-    lower bounds stay certified, the other upper bounds become estimates, |pi| stays."""
+@pytest.mark.parametrize("K", [2, 3])
+def test_muffliato_rows_certified_by_structure_without_rationals(monkeypatch, K):
+    """Beyond the exact rational elimination (limit 0 here), the rows the recursion proves
+    dependent are dropped and B B^T on the rest is certified positive definite: a certified
+    interval around the dense reference, Theorem 7 to 1e-8."""
     from sparsedp.mf import exact_rows
 
     monkeypatch.setattr(exact_rows, "EXACT_WORK_LIMIT", 0)
+    W, (target, attackers) = _graph("florentine-self-loops")
+    res = mf_sensitivity(W, target, attackers, T, algorithm=muffliato_sgd(K),
+                         gradients="scalar")
+    ref = dense_mf_sensitivity(W, target, T, [np.arange(T)], K=K, trust="pndp",
+                               attackers=attackers)
+    assert res.solver["rows_decided_by"] == "structure" and not res.solver["estimate"]
+    assert res.lower <= ref["exact"] * (1 + 1e-9) <= res.upper * (1 + 1e-9)
+    assert _close(res.thm7, ref["thm7"], 1e-8)
+    assert not any(b.kind == "estimate" for b in res.bounds)
+
+
+def test_muffliato_float_fallback_reports_estimates(monkeypatch):
+    """Where neither the structure, nor lambda_min, nor exact rationals decide the rows (here
+    the structural step is disabled and the exact limit is 0), a pivoted Cholesky of the
+    computed B B^T drops rows: lower bounds stay certified, the other upper bounds become
+    estimates, |pi| stays."""
+    from sparsedp.mf import blocks, exact_rows
+
+    monkeypatch.setattr(exact_rows, "EXACT_WORK_LIMIT", 0)
+    monkeypatch.setattr(blocks, "structural_observations",
+                        lambda W, observed, known, T, K: np.ones(K * T * observed.size, bool))
     W, (target, attackers) = _graph("florentine-self-loops")
     res = mf_sensitivity(W, target, attackers, T, algorithm=muffliato_sgd(2),
                          gradients="scalar")
     ref = dense_mf_sensitivity(W, target, T, [np.arange(T)], K=2, trust="pndp",
                                attackers=attackers)
+    assert res.solver["rows_decided_by"] == "float" and res.solver["estimate"]
     assert res.lower <= ref["exact"] * (1 + 1e-9) <= res.upper * (1 + 1e-9)
     assert res.upper == T and res.thm7 is None
-    assert any(b.kind == "estimate" for b in res.bounds) or res.solver["rows_kept"] == 0
+    assert any(b.kind == "estimate" for b in res.bounds)
     assert any("estimates" in note for note in res.notes)
 
 

@@ -19,31 +19,40 @@ DP-D-SGD under PNDP (K = 1, L = I)
     neighbourhood view without noise removal when every attacker has ``W[a, a] > 0``).
 K = 1, invertible L under PNDP (AntiPGD, MF-D-SGD)
     ``B = H (L kron I)`` has the same row dependencies as ``H`` (L invertible), so the gossip
-    engine's exact redundant-row decisions apply; ``K = B B^T`` is assembled from the
-    operator on the kept rows (``R m <= 1500``) and its ``lambda_min`` certified numerically.
+    engine's exact redundant-row decisions apply; ``K = B B^T`` on the kept rows
+    (:meth:`sparsedp.mf.operators.MFSystem.assemble_K`: the Gram of the noise lags for a
+    Toeplitz L, else the operator) and its ``lambda_min`` certified numerically.
 K > 1 (Muffliato-SGD, MF-D-SGD with K rounds) under PNDP
     rounds without injection add no noise and their rows can depend on others in ways that
-    the sparsity pattern does not decide; dependent rows are found by exact rational
-    elimination of B formed exactly from W with L = I (:mod:`sparsedp.mf.exact_rows`; an
-    invertible L changes no row dependency).  Beyond its work limit, by exact elimination
-    of the *computed* B instead: when no row is dropped the sandwich is certified; when rows
-    are dropped, lower bounds stay certified (observing fewer rows can only lower M) and the
-    upper bounds are reported as estimates, next to the certified ``M <= I`` (``|pi|``) for
-    independent noise.
+    the sparsity pattern does not decide.  The rows the recursion proves dependent are
+    dropped (:func:`sparsedp.mf.exact_rows.structural_observations`); when ``B B^T`` on the
+    rest is certified positive definite they are independent, and the decision is certified
+    without rational arithmetic.  Otherwise exact rational elimination of B formed exactly
+    from W with L = I (an invertible L changes no row dependency) within its work limit,
+    beyond it a pivoted Cholesky of the computed ``B B^T``: lower bounds stay certified
+    (observing fewer rows can only lower M) and the upper bounds are reported as estimates,
+    next to the certified ``M <= I`` (``|pi|``) for independent noise.
+
+Everything but ``A_u`` is shared by the targets and patterns of one attacker set
+(:func:`shared_noise`, kept by :func:`sparsedp.linalg.matrix_facts.query_memo`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.certified_solve import OPERATOR_ASSEMBLY_MAX_DIM, _certified_dense_sandwich
 from sparsedp.gossip.target_block import TargetBlock, view_target_block
-from sparsedp.linalg import exact_rank
-from sparsedp.linalg.certified import gamma
+from sparsedp.linalg import certified, exact_rank, gram
+from sparsedp.linalg.certified import frobenius, gamma
+from sparsedp.linalg.matrix_facts import query_memo
 from sparsedp.mf import innovations
-from sparsedp.mf.exact_rows import independent_observations
+from sparsedp.mf.exact_rows import independent_observations, structural_observations
 from sparsedp.mf.operators import MFSystem
 from sparsedp.mf.trust import Observation
 
@@ -81,8 +90,14 @@ def _columns_in_range(L: np.ndarray) -> np.ndarray:
 
 
 def require_invertible(L: np.ndarray, trust: str) -> None:
-    keep = exact_rank.independent_rows(L)
-    if keep is None or not keep.all():
+    """ParameterError unless L is invertible: a triangular L exactly when its diagonal has no
+    zero (the determinant is their product), any other by exact row reduction."""
+    if not np.any(np.triu(L, 1)) or not np.any(np.tril(L, -1)):
+        invertible = bool(np.all(np.diagonal(L) != 0))
+    else:
+        keep = exact_rank.independent_rows(L)
+        invertible = keep is not None and bool(keep.all())
+    if not invertible:
         raise ParameterError(
             f"trust model {trust!r} needs an invertible noise correlation L (a singular L is "
             "accounted under 'ldp' only)"
@@ -111,40 +126,120 @@ def gossip_block(W, target: int, obs: Observation, T: int, *, method: str, max_m
 
 def operator_block(W: sp.csr_matrix, target: int, obs: Observation, T: int, K: int,
                    L: np.ndarray) -> TargetBlock:
-    """AntiPGD / MF-D-SGD (K = 1) and Muffliato-SGD (K > 1) under PNDP (module docstring)."""
-    system = MFSystem(W, obs.observed, obs.known_noise, T, K, L)
-    size = system.R * system.m
-    if size > OPERATOR_ASSEMBLY_MAX_DIM:
-        raise ParameterError(
-            f"this algorithm under {obs.trust!r} assembles B B^T densely: {system.m} observed "
-            f"rows x {system.R} rounds = {size} exceeds {OPERATOR_ASSEMBLY_MAX_DIM}"
-        )
-    notes: list[str] = []
-    estimate = False
-    if K == 1:
-        keep = ~system.gossip.redundant_rows().ravel()  # exact (or zero rows only)
-    else:
-        keep = independent_observations(W, obs.observed, obs.known_noise, T, K)
-        if keep is None:  # too large for exact rationals: decided on the computed B
-            keep = exact_rank.independent_rows(system.dense_B(np.arange(size)))
-            if keep is None:
-                raise ParameterError("the exact row reduction of B is too large for this "
-                                     "problem")
-            estimate = not keep.all()
-    if estimate:
-        notes.append(
-            f"{int((~keep).sum())} dependent observation rows were dropped by exact elimination "
-            "of the computed B (not certified for the exact B): upper bounds other than |pi| "
-            "are estimates; lower bounds remain certified"
-        )
-    rows = np.flatnonzero(keep)
-    if rows.size == 0:
+    """AntiPGD / MF-D-SGD (K = 1) and Muffliato-SGD (K > 1) under PNDP (module docstring).
+
+    Only ``A_u`` depends on the target: the kept rows, ``B B^T`` on them, its certified
+    ``lambda_min`` and Cholesky factor are formed once per (W, observation, T, K, L) and
+    shared by every target and participation pattern inside a
+    :func:`sparsedp.linalg.matrix_facts.reuse_scope` (:func:`shared_noise`)."""
+    key = (obs.observed.tobytes(), obs.known_noise.tobytes(), int(T), int(K),
+           np.ascontiguousarray(L).tobytes())
+    shared = query_memo("mf shared noise", W, key, lambda: shared_noise(
+        MFSystem(W, obs.observed, obs.known_noise, T, K, L), obs.trust))
+    if shared.rows.size == 0:
         return TargetBlock(T=T, closed_form="zero", notes=("every observation is redundant",))
-    Kmat, dK, K_error = system.dense_K(rows)
-    G = system.A_target(target)[rows]
-    sandwich, lam = _certified_dense_sandwich(Kmat, G, dK, system.G_rounding() * G,
-                                              K_error_abs=K_error)
-    info = {"observed_rows": int(size), "rows_kept": int(rows.size),
-            "lambda_min_lower_bound": lam, "estimate": estimate}
+    system = shared.system
+    G = system.A_target(target, shared.lags)[shared.rows]
+    sandwich, lam = _certified_dense_sandwich(shared.K, G, shared.dK, shared.G_rounding * G,
+                                              shared.tau, shared.factor, shared.K_norm,
+                                              K_error_abs=shared.K_error)
+    info = {"observed_rows": int(system.R * system.m), "rows_kept": int(shared.rows.size),
+            "rows_decided_by": shared.decided_by, "lambda_min_lower_bound": lam,
+            "estimate": shared.estimate}
     return TargetBlock(T=T, closed_form=None, sandwich=sandwich, upper_certified=lam > 0,
-                       method="dense operator assembly", solver=info, notes=tuple(notes))
+                       method=shared.method, solver=info, notes=shared.notes)
+
+
+@dataclass(frozen=True)
+class SharedNoise:
+    """What does not depend on the target: the kept rows (flat indices into ``R m``),
+    ``K = B B^T`` on them, ``dK >= ||fl(K) - K||_2``, the certified ``lambda_min(fl(K)) >=
+    tau`` with K's Cholesky factor and ``||K||_F``, the observer lags (Toeplitz L) and how
+    the rows were decided (``"structure"``, ``"exact"`` or ``"float"``: then ``estimate``),
+    the system and the relative rounding of ``A_u``; ``K_error``: the entrywise bound
+    ``gamma_N (1 + 2 gamma_N) fl(K_abs)`` on ``|fl(K) - K|`` (``K_abs = K`` when L >= 0,
+    else :meth:`MFSystem.assemble_K_abs`), charged by the sandwich as ``|Y|^T K_error |Y|``
+    instead of ``dK ||Y||^2``: 9x tighter on an ill-conditioned K (MF-D-SGD with K = 3
+    rounds on Florentine keeps Theorem 7's sum within 1e-8 of exact arithmetic,
+    ``tests/test_mf_thm7_precision.py``)."""
+
+    rows: np.ndarray
+    K: np.ndarray | None
+    dK: float
+    tau: float
+    factor: np.ndarray | None
+    K_norm: float
+    lags: np.ndarray | None
+    decided_by: str
+    estimate: bool
+    method: str
+    notes: tuple[str, ...]
+    system: MFSystem
+    G_rounding: float
+    K_error: np.ndarray | None
+
+
+def shared_noise(system: MFSystem, trust: str) -> SharedNoise:
+    """The target-independent part of :func:`operator_block`.
+
+    Rows: K = 1, the exact decision of :meth:`GossipSystem.redundant_rows` (B has H's row
+    dependencies, L invertible).  K > 1: first the rows proven dependent by the recursion
+    (:func:`sparsedp.mf.exact_rows.structural_observations`); when ``B B^T`` on the rest is
+    certified positive definite they are independent and the decision is certified without
+    rational arithmetic.  Otherwise exact rational elimination of B
+    (:func:`~sparsedp.mf.exact_rows.independent_observations`) within its work limit, and
+    beyond it the float fallback: the rows a pivoted Cholesky of the computed ``B B^T``
+    keeps (LAPACK ``pstrf``, its default tolerance), the upper bounds then estimates (fewer
+    rows can only lower M: the lower bounds stay certified)."""
+    R, m, n = system.R, system.m, system.n
+    size = R * m
+    toeplitz = system.toeplitz_noise() is not None
+    limit = gram.GRAM_MAX_DIM if toeplitz else OPERATOR_ASSEMBLY_MAX_DIM
+    lag_bytes = 8 * n * size if toeplitz else 0
+    if size > limit or lag_bytes > gram.GRAM_MAX_LAG_BYTES:
+        raise ParameterError(
+            f"this algorithm under {trust!r} assembles B B^T densely: {m} observed rows x "
+            f"{R} rounds = {size} exceeds {limit}"
+            + (f" (or its lags, {lag_bytes} bytes, exceed {gram.GRAM_MAX_LAG_BYTES})"
+               if toeplitz else ""))
+    K_all, depth, lags = system.assemble_K()
+    abs_sums = system.abs_row_sums()
+    G_rounding = system.G_rounding()
+    method = "Gram assembly of B B^T" if toeplitz else "dense operator assembly"
+    W, observed, known = system.gossip.W, system.gossip.observers, system.gossip.known_noise
+    K_abs_all = K_all if bool(np.all(system.L >= 0)) else system.assemble_K_abs()
+
+    def factorised(keep: np.ndarray, decided_by: str, estimate: bool = False,
+                   notes: tuple[str, ...] = ()) -> SharedNoise:
+        rows = np.flatnonzero(keep)
+        if rows.size == 0:
+            return SharedNoise(rows, None, 0.0, 0.0, None, 0.0, lags, decided_by, estimate,
+                               method, notes, system, G_rounding, None)
+        Kmat = np.ascontiguousarray(K_all[np.ix_(rows, rows)])
+        dK = gamma(depth) * float(abs_sums[rows].max())  # ||K_abs||_inf >= ||.||_2
+        tau, factor = certified.certified_lambda_min_and_factor(Kmat)
+        g = gamma(depth)
+        K_error = np.abs(K_abs_all[np.ix_(rows, rows)]) * (g * (1 + 2 * g))
+        for array in (rows, Kmat) + tuple(a for a in (factor, K_error) if a is not None):
+            array.flags.writeable = False
+        return SharedNoise(rows, Kmat, dK, tau, factor, frobenius(Kmat), lags, decided_by,
+                           estimate, method, notes, system, G_rounding, K_error)
+
+    if system.K == 1:
+        return factorised(~system.gossip.redundant_rows().ravel(), "exact")
+    shared = factorised(structural_observations(W, observed, known, system.T, system.K),
+                        "structure")
+    if shared.rows.size == 0 or shared.tau > shared.dK:
+        return shared
+    keep = independent_observations(W, observed, known, system.T, system.K)
+    if keep is not None:
+        return factorised(keep, "exact")
+    K_kept = np.array(shared.K)
+    _, pivots, rank, _ = scipy.linalg.lapack.dpstrf(K_kept, lower=1)
+    keep = np.zeros(size, dtype=bool)
+    keep[shared.rows[np.sort(pivots[:rank] - 1)]] = True
+    dropped = shared.rows.size - int(rank)
+    return factorised(keep, "float", estimate=dropped > 0, notes=(
+        f"{dropped} observation rows dropped as numerically dependent (pivoted Cholesky of "
+        "the computed B B^T; not certified for the exact B): upper bounds other than |pi| "
+        "are estimates; lower bounds remain certified",) if dropped else ())

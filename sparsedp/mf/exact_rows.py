@@ -12,6 +12,10 @@ fraction-free elimination (:class:`sparsedp.linalg.exact_rank.IntegerEchelon`), 
 rows are independent and every dropped row is a combination of kept rows, both exactly;
 dropping them leaves ``M`` unchanged (the same combination holds on ``A_u``, whose columns are
 columns of B: the target's noise is unknown).
+
+The rational elimination is the second stage: :func:`structural_observations` first drops the
+rows whose dependence the recursion itself proves, and the kept rows are independent when the
+``B B^T`` they span is certified positive definite (:mod:`sparsedp.mf.blocks`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from fractions import Fraction
 import numpy as np
 import scipy.sparse as sp
 
+from sparsedp.linalg import exact_rank
 from sparsedp.linalg.exact_rank import IntegerEchelon
 
 EXACT_WORK_LIMIT = 3_000_000  # rows x columns x (observed rows) rational operations
@@ -29,6 +34,44 @@ EXACT_WORK_LIMIT = 3_000_000  # rows x columns x (observed rows) rational operat
 
 def exact_work(n: int, m: int, T: int, K: int) -> int:
     return (K * T * m) * (n * T) * max(m, 1)
+
+
+def structural_observations(W: sp.csr_matrix, observed: np.ndarray, known: np.ndarray,
+                            T: int, K: int) -> np.ndarray:
+    """Bool ``(K T m,)`` in the operator's row order: the rows left after dropping those
+    that are proven exact linear combinations of the rows kept before them.
+
+    A row ``(r, a)`` that gets no fresh noise at round r (r not an injection round ``t K``,
+    or a's noise known) is ``sum_b W[a, b]`` row ``(r - 1, b)`` of the full B.  Hence for
+    such rows, any c with ``sum_a c_a W[a, O] = 0`` (O the unobserved nodes) makes
+    ``sum_a c_a`` row ``(r, a)`` a combination of the observed rows of round r - 1: the rows
+    dropped by exact elimination of ``W[rows, O]`` (:func:`sparsedp.linalg.exact_rank.
+    independent_rows`, in row order; only its zero rows when that is too much work) are
+    combinations of the kept rows of round r and of earlier rows, exactly.  Rows with fresh
+    noise are never dropped and cannot enter such a combination (their noise column is zero
+    in every other row).  At round 0 the rows of known noise are zero.  For K = 1 this is
+    the complete decision of :meth:`sparsedp.linalg.operators.GossipSystem.redundant_rows`;
+    for K > 1 it is sufficient only, and the kept rows' independence is certified after
+    (module docstring)."""
+    W = sp.csr_matrix(W)
+    n, m, R = W.shape[0], observed.size, K * T
+    unobserved = np.ones(n, dtype=bool)
+    unobserved[observed] = False
+    in_known = np.isin(observed, known)
+    block = W[observed][:, np.flatnonzero(unobserved)]
+    quiet = _kept(block.toarray())  # every row of a round without injection
+    noisy = np.ones(m, dtype=bool)  # injection rounds: only rows of known noise compete
+    noisy[in_known] = _kept(block[np.flatnonzero(in_known)].toarray())
+    keep = np.empty((R, m), dtype=bool)
+    for r in range(R):
+        keep[r] = quiet if r % K else noisy
+    keep[0, in_known] = False  # zero rows: only known noise so far
+    return keep.ravel()
+
+
+def _kept(block: np.ndarray) -> np.ndarray:
+    keep = exact_rank.independent_rows(block)
+    return np.abs(block).sum(axis=1) > 0 if keep is None else keep
 
 
 def independent_observations(W: sp.csr_matrix, observed: np.ndarray, known: np.ndarray,

@@ -16,12 +16,15 @@ columns enter its sensitivity, so only ``A_u`` is formed.  Each application cost
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
+from sparsedp.linalg import gram
 from sparsedp.linalg.certified import gamma
-from sparsedp.linalg.operators import GossipSystem
+from sparsedp.linalg.operators import GossipSystem, toeplitz_blocks
 
 
 class MFSystem:
@@ -67,55 +70,100 @@ class MFSystem:
             rmatmat=lambda Y: self.apply_BT(Y.reshape(R, m, -1)).reshape(T * n, -1),
         )
 
-    def A_target(self, target: int) -> np.ndarray:
-        """``A_u`` (mR x T, non-negative): the target's gradient columns."""
-        G = self.gossip.G_matrix(target)  # (R m) x R, every round's impulse
+    def A_target(self, target: int, lags: np.ndarray | None = None) -> np.ndarray:
+        """``A_u`` (mR x T, non-negative): the target's gradient columns; from the observer
+        lags of :meth:`assemble_K` when given (no sparse product), else by R products."""
+        if lags is None:
+            G = self.gossip.G_matrix(target)  # (R m) x R, every round's impulse
+        else:  # block (r, r') = S W^(r - r') e_u; the target's column is never zeroed
+            G = toeplitz_blocks(lags[:, :, target])
         return np.ascontiguousarray(G[:, :: self.K])
 
-    def dense_K(self, rows: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
-        """``B B^T`` on the given rows (flat indices into ``R m``), dense, a bound on
-        ``||fl(K) - K||_2`` and an entrywise bound on ``|fl(K) - K|``.
+    def toeplitz_noise(self) -> np.ndarray | None:
+        """``l`` with ``L[t, s] = l[t - s]`` when L is lower-triangular Toeplitz (independent
+        noise, AntiPGD, SR, BSR), else ``None`` (also for one L per node)."""
+        if self.L.ndim != 2:
+            return None
+        column = self.L[:, 0]
+        if np.any(np.triu(self.L, 1)) or any(
+                np.any(np.diagonal(self.L, -j) != column[j]) for j in range(self.T)):
+            return None
+        return column.copy()
 
-        Every entry is a sum of products of entries of W (>= 0) and of L, formed by the
-        recursions of ``H_R`` (depth at most ``2 R (d + 2) + 2``, d the longest row of W) and
-        two mixings by L (T terms each), so ``|fl(K) - K| <= gamma_k K_abs`` entrywise with
-        ``K_abs`` the same product with ``|L|``, ``k = 2 R (d + 2) + 2 T + 4`` (``K_abs``
-        itself computed: ``K_abs <= fl(K_abs) / (1 - gamma_k)``); hence
-        ``||fl(K) - K||_2 <= gamma_k ||K_abs||_inf``.  The entrywise bound lets the sandwich
-        charge ``|Y|^T |fl(K) - K| |Y|`` instead of ``||fl(K) - K||_2 ||Y||^2``: 9x tighter
-        on an ill-conditioned K (MF-D-SGD with K = 3 rounds, Florentine, T = 6), which keeps
-        Theorem 7's sum within 1e-8 of exact arithmetic (``tests/test_mf_thm7_precision.py``).
+    def assemble_K(self) -> tuple[np.ndarray, int, np.ndarray | None]:
+        """``B B^T`` on every row (``R m``, round-major), dense, with a depth N such that
+        ``|fl(K) - K| <= gamma_N K_abs`` entrywise (``K_abs``: the same product with
+        ``|L|``), and the observer lags ``V[l] = S W^l`` (``(R, m, n)``, known-noise columns
+        zeroed) when they were formed.
+
+        Toeplitz L (:meth:`toeplitz_noise`): row ``(r, a)`` of B has block ``d_(r - s K)[a]``
+        at noise step s, with the noise lags ``d_j = sum_i l_i V_(j - i K)``, so
+        ``K[r, r'] = d_r d_r'^T + K[r - K, r' - K]``: one BLAS Gram of the stacked lags and a
+        block recursion along the diagonals (as :mod:`sparsedp.linalg.gram` for K = 1,
+        L = I).  V's entries are sums of non-negative products ``(R - 1)(d + 1)`` deep, the
+        lags add at most 2 T operations (a product and a sum per term), the Gram's inner
+        products n and the recursion T, so ``N = 2 ((R - 1)(d + 1) + 2 T) + n + T``.  Any
+        other L: the operator applied to unit vectors (:meth:`_operator_K`),
+        ``N = 2 R (d + 2) + 2 T + 4``.  d: W's longest row or column.
         """
-        K, K_abs = self._dense(rows, self.L), None
-        if np.all(self.L >= 0):
-            K_abs = K
-        else:
-            K_abs = self._dense(rows, np.abs(self.L))
-        d = int(np.diff(self.gossip.W.indptr).max())
-        g = gamma(2 * self.R * (d + 2) + 2 * self.T + 4)
-        K_error = np.abs(K_abs) * (g * (1 + 2 * g))
-        return K, float(K_error.sum(axis=1).max()) * (1 + gamma(rows.size)), K_error
+        R, m, d = self.R, self.m, self._longest_line
+        ell = self.toeplitz_noise()
+        if ell is None:
+            return self._operator_K(), 2 * R * (d + 2) + 2 * self.T + 4, None
+        V, _ = gram.observer_lags(self.gossip.W, self.gossip.observers, R)
+        V[:, :, self.gossip.known_noise] = 0.0
+        V.flags.writeable = False
+        lags = V
+        steps = [i for i in range(1, self.T) if ell[i] != 0]
+        if ell[0] != 1 or steps:
+            lags = ell[0] * V
+            for i in steps:
+                lags[i * self.K:] += ell[i] * V[: R - i * self.K]
+        flat = lags.reshape(R * m, -1)
+        K = flat @ flat.T
+        del lags, flat
+        blocks = K.reshape(R, m, R, m)
+        for r in range(self.K, R):  # K[r, r'] = d_r d_r'^T + K[r - K, r' - K]
+            blocks[r, :, self.K:, :] += blocks[r - self.K, :, : R - self.K, :]
+        depth = 2 * ((R - 1) * (d + 1) + 2 * self.T) + self.n + self.T
+        return K, depth, V
 
-    def _dense(self, rows: np.ndarray, L: np.ndarray) -> np.ndarray:
-        R, m = self.R, self.m
-        Y = np.zeros((R * m, rows.size))
-        Y[rows, np.arange(rows.size)] = 1.0
-        saved, self.L = self.L, L
+    def assemble_K_abs(self) -> np.ndarray:
+        """``fl(K_abs) = fl(B_abs B_abs^T)`` on every row (:meth:`assemble_K` with ``|L|``):
+        ``|fl(K) - K| <= gamma_N K_abs <= gamma_N fl(K_abs) (1 + 2 gamma_N)`` entrywise."""
+        saved, self.L = self.L, np.abs(self.L)
         try:
-            K = self.apply_B(self.apply_BT(Y.reshape(R, m, -1))).reshape(R * m, -1)[rows]
+            return self.assemble_K()[0]
         finally:
             self.L = saved
-        return 0.5 * (K + K.T)
 
-    def dense_B(self, rows: np.ndarray) -> np.ndarray:
-        """``B`` on the given rows, dense (rows x n T): ``(B^T e_r)^T``."""
-        R, m = self.R, self.m
-        Y = np.zeros((R * m, rows.size))
-        Y[rows, np.arange(rows.size)] = 1.0
-        return self.apply_BT(Y.reshape(R, m, -1)).reshape(self.T * self.n, -1).T
+    def abs_row_sums(self) -> np.ndarray:
+        """Upper bounds on the row sums of ``K_abs = B_abs B_abs^T`` (``B_abs``: B with
+        ``|L|``), from two operator applications to the all-ones vector: sums of non-negative
+        products ``N' = 2 R (d + 2) + 2 T + 4 + R m`` deep, divided by ``1 - gamma_N'``."""
+        ones = np.ones((self.R, self.m, 1))
+        saved, self.L = self.L, np.abs(self.L)
+        try:
+            sums = self.apply_B(self.apply_BT(ones)).ravel()
+        finally:
+            self.L = saved
+        depth = 2 * self.R * (self._longest_line + 2) + 2 * self.T + 4 + self.R * self.m
+        return sums / (1.0 - gamma(depth))
+
+    @functools.cached_property
+    def _longest_line(self) -> int:
+        W = self.gossip.W
+        return int(max(np.diff(W.indptr).max(), np.bincount(W.indices, minlength=self.n).max()))
+
+    def _operator_K(self) -> np.ndarray:
+        """``B B^T`` on every row, dense, by the operator applied to unit vectors."""
+        size = self.R * self.m
+        K = self.apply_B(self.apply_BT(np.eye(size).reshape(self.R, self.m, size)))
+        K = K.reshape(size, size)
+        return 0.5 * (K + K.T)
 
     def G_rounding(self) -> float:
         """Relative rounding of every entry of ``A_u`` (sums of non-negative products, depth
-        at most ``2 R (d + 2) + 2``)."""
-        d = int(np.diff(self.gossip.W.indptr).max())
-        return gamma(2 * self.R * (d + 2) + 2)
+        at most ``2 R (d + 2) + 2``; d: W's longest row or column, as the impulse is formed
+        with W and the lags of :meth:`assemble_K` with ``W^T``)."""
+        return gamma(2 * self.R * (self._longest_line + 2) + 2)

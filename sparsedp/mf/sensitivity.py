@@ -36,7 +36,7 @@ from sparsedp import defaults, validation
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.target_block import TargetBlock, sub_sandwich
 from sparsedp.hints import ExactSearch, GossipMatrix, MemorySize, Nodes
-from sparsedp.linalg.matrix_facts import one_query
+from sparsedp.linalg.matrix_facts import one_query, query_memo
 from sparsedp.linalg.sign_bounds import SETTLED_GAP, Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.linalg.threads import limit_blas_threads
@@ -127,7 +127,7 @@ def mf_sensitivity(
     W = check_gossip_matrix(W, require=("nonnegative", "row_stochastic"))
     n = W.shape[0]
     target = validation.node_index(target, n, "target")
-    obs = trust.resolve(trust_model, W, target, attackers)
+    obs = _observation(trust_model, W, target, attackers)
     cost.require_request_fits(algorithm, trust_model, scheme, T, n, obs.observed.size,
                               max_memory)  # before L, the patterns or any T x T array
     patterns = scheme.patterns(T, max_memory)
@@ -161,6 +161,22 @@ def mf_sensitivity(
                    for p in patterns]
     return _assemble(per_pattern, block, target, obs, T, algorithm, scheme, gradients,
                      trust_model, len(patterns))
+
+
+def _observation(trust_model: str, W, target: int, attackers) -> trust.Observation:
+    """:func:`sparsedp.mf.trust.resolve`, formed once per attacker set inside a
+    :func:`~sparsedp.linalg.matrix_facts.reuse_scope` (it does not depend on the target,
+    which is checked against the attackers on every call)."""
+    try:
+        key = (trust_model, tuple(np.atleast_1d(np.asarray(attackers)).tolist()))
+    except (TypeError, ValueError):
+        key = None
+    if attackers is None or key is None:
+        return trust.resolve(trust_model, W, target, attackers)
+    obs = query_memo("mf observation", W, key,
+                     lambda: trust.resolve(trust_model, W, target, attackers))
+    validation.not_among(target, obs.attackers, "target", "attackers")
+    return obs
 
 
 def _resolve_exact(exact, gradients: str, longest: int) -> bool:
