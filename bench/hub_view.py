@@ -4,7 +4,7 @@ the same query with a degree-20 observer and with the highest-degree node of an 
 twin (same n and edge count), in one process: CPU seconds as ratios, wall seconds, the estimate
 (:func:`sparsedp.estimate_cost`) and the peak resident memory after each query.
 
-    python bench/hub_view.py --n 10000 --T 100
+    python bench/hub_view.py --n 10000 --T 100            # one BLAS thread (--blas-threads)
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import resource
 import time
 
 import numpy as np
+from blas_pinning import add_blas_option, pinned_blas
 from outputs import add_output_options, output_path
 
 import sparsedp
@@ -48,6 +49,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--T", type=int, default=100)
     add_output_options(parser)
+    add_blas_option(parser)
     args = parser.parse_args()
     chung_lu = large.largest_component(large.chung_lu_large(args.n, 20, exponent=2.3, seed=1))
     W = sparsedp.gossip_matrix(chung_lu)
@@ -55,11 +57,12 @@ def main() -> None:
     n, edges = W.shape[0], chung_lu.num_edges
     er = large.largest_component(large.erdos_renyi_large(n, 2 * edges / n, seed=1))
     W_er = sparsedp.gossip_matrix(er)
-    rows = {
-        "chung-lu hub": query(W, int(degrees.argmax()), args.T),
-        "chung-lu degree 20": query(W, int(np.flatnonzero(degrees == 20)[0]), args.T),
-        "erdos-renyi hub": query(W_er, int((np.diff(W_er.indptr) - 1).argmax()), args.T),
-    }
+    with pinned_blas(args.blas_threads):
+        rows = {
+            "chung-lu hub": query(W, int(degrees.argmax()), args.T),
+            "chung-lu degree 20": query(W, int(np.flatnonzero(degrees == 20)[0]), args.T),
+            "erdos-renyi hub": query(W_er, int((np.diff(W_er.indptr) - 1).argmax()), args.T),
+        }
     base = rows["erdos-renyi hub"]["cpu_seconds"]
     for row in rows.values():
         row["ratio_to_er"] = row["cpu_seconds"] / base
