@@ -61,8 +61,9 @@ def test_attackers_own_state_and_leaves_carry_no_new_information(seed):
 
 def test_a_saturating_hub_basis_stays_orthonormal_and_within_n():
     """With one Gram-Schmidt pass a hub's basis outgrew n (3190 columns for n = 2000); the
-    re-orthogonalised basis of a space that fills R^n has n - 1 orthonormal columns (all
-    coordinates but the attacker's)."""
+    basis of a space that fills R^n has n - 1 orthonormal columns (all coordinates but the
+    attacker's): block Lanczos loses orthogonality when the space fills, and the sketch
+    check re-orthogonalises those blocks."""
     G = nx.powerlaw_cluster_graph(300, 5, 0.1, seed=1)
     g, layout, W = instance(G)
     i = hub(g)
@@ -70,7 +71,7 @@ def test_a_saturating_hub_basis_stays_orthonormal_and_within_n():
     assert nbrs.size * 11 > g.n
     X = information._message_vectors(W, nbrs, 10, information._attacker_deflation(layout, i))
     assert X.shape[1] == g.n - 1
-    np.testing.assert_allclose(X.T @ X, np.eye(X.shape[1]), atol=1e-12)
+    np.testing.assert_allclose(X.T @ X, np.eye(X.shape[1]), atol=1e-10)
     assert np.all(X[i] == 0)
 
 
