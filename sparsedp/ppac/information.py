@@ -246,7 +246,7 @@ def leakage_flops(n: int, degree: int, rounds: int, victims: int, *,
     --------
     >>> from sparsedp.ppac.information import leakage_flops
     >>> round(leakage_flops(10_000, 713, 10, 9_999, edges=99_857) / 1e12, 2)
-    1.86
+    2.09
     """
     m = n * degree / 2.0 if edges is None else float(edges)
     k = float(min(n, degree * (rounds + 1)))
@@ -457,10 +457,34 @@ def _gram(F: sp.csr_matrix, Lam: sp.csr_matrix, X: np.ndarray, bar=None) -> np.n
 
 
 def _victim_rows(F: sp.csr_matrix, Lam: sp.csr_matrix, X: np.ndarray, pos: np.ndarray):
-    """Rows ``Y[pos] = [F[pos] X, Lam[pos]]`` of the victims, ``VICTIM_CHUNK`` at a time."""
-    for first in range(0, pos.size, VICTIM_CHUNK):
-        rows = pos[first:first + VICTIM_CHUNK]
-        yield first, np.hstack([F[rows] @ X, Lam[rows].toarray()])
+    """``(rows, scale, index)`` such that the victims' rows ``Y[pos] = [F[pos] X, Lam[pos]]``
+    are ``scale[a] * rows-chunk-row index[a]``, and a generator of the chunks of the distinct
+    rows (``VICTIM_CHUNK`` at a time).
+
+    A victim's value ``u_j`` has the row ``s_j e_{m_j}^T`` in ``F`` and, unless ``m_j`` is the
+    attacker, none in ``Lam``: such victims share the unit row ``[X[m], 0]`` of their
+    designated neighbour ``m`` (about ``n (1 - 1/e)`` distinct ones for ``n`` victims), so a
+    leverage is computed once per distinct row and scaled by ``s_j^2``."""
+    Fv, Lv = F[pos], Lam[pos]
+    unit = (np.diff(Fv.indptr) == 1) & (np.diff(Lv.indptr) == 0)
+    first = Fv.indptr[:-1]
+    columns, inverse = np.unique(Fv.indices[first[unit]], return_inverse=True)
+    other = np.flatnonzero(~unit)
+    RF = sp.vstack([sp.csr_matrix((np.ones(columns.size), (np.arange(columns.size), columns)),
+                                  shape=(columns.size, F.shape[1])), Fv[other]]).tocsr()
+    RL = sp.vstack([sp.csr_matrix((columns.size, Lam.shape[1])), Lv[other]]).tocsr()
+    scale = np.ones(pos.size)
+    scale[unit] = Fv.data[first[unit]]
+    index = np.empty(pos.size, dtype=np.int64)
+    index[unit] = inverse
+    index[other] = columns.size + np.arange(other.size)
+
+    def chunks():
+        for start in range(0, RF.shape[0], VICTIM_CHUNK):
+            rows = slice(start, start + VICTIM_CHUNK)
+            yield start, np.hstack([RF[rows] @ X, RL[rows].toarray()])
+
+    return RF.shape[0], scale, index, chunks()
 
 
 @limit_blas_threads
@@ -693,7 +717,8 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any,
     if exact_rank is None or exact_rank == k:
         G = _gram(F, Lam, X, bar)
         if np.all(np.diag(G) > 0):
-            h, ratio = _leverages_from_gram(G, _victim_rows(F, Lam, X, pos), victims.size, bar)
+            count, scale, index, rows_of_y = _victim_rows(F, Lam, X, pos)
+            h, ratio = _leverages_from_gram(G, rows_of_y, count, bar)
             if ratio >= GRAM_MIN_SV_RATIO:
                 method += "; leverages from the Cholesky factor of the equilibrated Gram matrix"
                 accuracy = k * np.finfo(float).eps / ratio**2
@@ -702,10 +727,11 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any,
         del G  # before the Householder fallback allocates
     if h is None:
         R = _r_factor(F, Lam, X, bar)
-        h, rank, ratio = _leverages_from_r(R, _victim_rows(F, Lam, X, pos), victims.size,
-                                           exact_rank, unknown.size)
+        count, scale, index, rows_of_y = _victim_rows(F, Lam, X, pos)
+        h, rank, ratio = _leverages_from_r(R, rows_of_y, count, exact_rank, unknown.size)
         method += "; leverages from a blocked Householder QR"
         accuracy = k * np.finfo(float).eps / max(ratio, np.finfo(float).tiny)
+    h = scale**2 * h[index]  # the distinct rows' leverages, per victim
     if bar is not None:
         bar.close()
     nats = np.empty(victims.size)
