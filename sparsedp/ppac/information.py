@@ -292,6 +292,7 @@ def _attacker_deflation(layout: PPACLayout, i: int) -> np.ndarray:
     return np.concatenate([[i], leaves]).astype(np.int64)
 
 
+@limit_blas_threads
 def _message_vectors(W: sp.csr_matrix, nbrs: np.ndarray, rounds: int,
                      deflated: np.ndarray, bar=None) -> np.ndarray:
     """Basis (n x k, orthonormal up to ``LANCZOS_ORTHOGONALITY``) of
