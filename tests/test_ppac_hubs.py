@@ -161,3 +161,21 @@ def test_infinite_horizon_on_a_star_of_leaves_is_exact():
     g, layout, W = instance(G)
     r = leakage(layout, W, 0, math.inf)
     assert np.all(np.isinf(r.nats)) and np.all(r.kind == "exact")
+
+
+@pytest.mark.parametrize("name", ["plc-hub", "rgg-hub", "er-median"])
+def test_lanczos_basis_gives_the_gram_schmidt_values(name, monkeypatch):
+    """The block Lanczos basis (projections against the last two blocks, the sketch check)
+    spans the same space as full Gram-Schmidt against every block (forced by an overlap
+    threshold no block meets): same rank, same leakage to 1e-10 (victims out of reach have
+    leverages at rounding level, about 1e-17 nats: absolute 1e-14)."""
+    G, which, rounds = _graphs()[name]
+    g, layout, W = instance(G)
+    deg = g.degrees
+    i = hub(g) if which == "hub" else int(np.flatnonzero(deg == int(np.median(deg)))[0])
+    lanczos = leakage(layout, W, g.id_of(i), rounds, exact=False, progress=False)
+    monkeypatch.setattr(information, "LANCZOS_ORTHOGONALITY", -1.0)
+    full = leakage(layout, W, g.id_of(i), rounds, exact=False, progress=False)
+    assert lanczos.rank == full.rank
+    np.testing.assert_array_equal(lanczos.kind, full.kind)
+    np.testing.assert_allclose(lanczos.nats, full.nats, rtol=1e-10, atol=1e-14)
