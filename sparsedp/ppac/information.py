@@ -592,9 +592,11 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any,
     :func:`leakage_memory` exceeds it is refused before any work.
 
     Cost (float path, :func:`leakage_flops`): ``t`` sparse products with ``deg(i)`` columns,
-    a block Arnoldi basis of ``k <= min(n, deg(i)(t + 1))`` columns (O(n k^2)), the ``k x k``
-    Gram matrix from sparse products (O(n k^2)) and its Cholesky factor (O(k^3)), and
-    O(victims k^2) for the leverages; the ``2m x k`` observation matrix is never formed (its
+    a basis of ``k <= min(n, deg(i)(t + 1))`` columns (block Lanczos for symmetric ``W``,
+    O(n deg(i)^2) a round, with full Gram-Schmidt, O(n k deg(i)), for the rounds whose blocks
+    lose orthogonality; block Arnoldi, O(n k^2), otherwise), the upper block triangle of the
+    ``k x k`` Gram matrix from sparse products (about ``n k^2``) and its Cholesky factor
+    (O(k^3)), and O(k^2) per distinct victim row for the leverages; the ``2m x k`` observation matrix is never formed (its
     blocked Householder QR, O(m k^2), is the fallback when the Gram matrix is too
     ill-conditioned).  A run estimated longer than ``ESTIMATE_SECONDS`` shows a progress bar
     with the estimate (``progress="auto"``; the estimate is also ``extra["estimated_seconds"]``).
