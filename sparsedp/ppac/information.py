@@ -596,10 +596,11 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any,
     O(n deg(i)^2) a round, with full Gram-Schmidt, O(n k deg(i)), for the rounds whose blocks
     lose orthogonality; block Arnoldi, O(n k^2), otherwise), the upper block triangle of the
     ``k x k`` Gram matrix from sparse products (about ``n k^2``) and its Cholesky factor
-    (O(k^3)), and O(k^2) per distinct victim row for the leverages; the ``2m x k`` observation matrix is never formed (its
-    blocked Householder QR, O(m k^2), is the fallback when the Gram matrix is too
-    ill-conditioned).  A run estimated longer than ``ESTIMATE_SECONDS`` shows a progress bar
-    with the estimate (``progress="auto"``; the estimate is also ``extra["estimated_seconds"]``).
+    (O(k^3)), and O(k^2) per distinct victim row for the leverages; the ``2m x k``
+    observation matrix is never formed (its blocked Householder QR, O(m k^2), is the fallback
+    when the Gram matrix is too ill-conditioned).  A run estimated longer than
+    ``ESTIMATE_SECONDS`` shows a progress bar with the estimate (``progress="auto"``; the
+    estimate is also ``extra["estimated_seconds"]``).
 
     Parameters
     ----------
