@@ -315,7 +315,8 @@ def _message_vectors(W: sp.csr_matrix, nbrs: np.ndarray, rounds: int,
       combinations ``X Omega`` of the whole basis (``O(n deg)``; ``||Omega^T X^T q||`` estimates
       ``sqrt(SKETCH_COLUMNS) ||X^T q||``): a block with a column whose overlap with the basis is
       estimated above ``LANCZOS_ORTHOGONALITY`` is orthogonalised against the whole basis
-      instead.
+      instead, and so are the blocks after it (the loss only grows with the converged Ritz
+      values).
     * Otherwise (and for such blocks) block classical Gram-Schmidt against all previous
       blocks, a second time when the first pass removed more than half of a column's norm
       (Kahan's rule: "twice is enough"; one pass leaves directions that are not new, and a
@@ -353,7 +354,7 @@ def _message_vectors(W: sp.csr_matrix, nbrs: np.ndarray, rounds: int,
             Qv = _full_rank_qr(V, drop)
             if Qv is not None and np.any(np.linalg.norm(sketch.T @ Qv, axis=0)
                                          > LANCZOS_ORTHOGONALITY * math.sqrt(SKETCH_COLUMNS)):
-                Qv = None
+                Qv, lanczos = None, False  # lost orthogonality only grows: Gram-Schmidt on
         if Qv is not None:
             width = Qv.shape[1]
         else:
