@@ -61,8 +61,9 @@ def test_attackers_own_state_and_leaves_carry_no_new_information(seed):
 
 def test_a_saturating_hub_basis_stays_orthonormal_and_within_n():
     """With one Gram-Schmidt pass a hub's basis outgrew n (3190 columns for n = 2000); the
-    re-orthogonalised basis of a space that fills R^n has n - 1 orthonormal columns (all
-    coordinates but the attacker's)."""
+    basis of a space that fills R^n has n - 1 orthonormal columns (all coordinates but the
+    attacker's): block Lanczos loses orthogonality when the space fills, and the sketch
+    check re-orthogonalises those blocks."""
     G = nx.powerlaw_cluster_graph(300, 5, 0.1, seed=1)
     g, layout, W = instance(G)
     i = hub(g)
@@ -70,7 +71,7 @@ def test_a_saturating_hub_basis_stays_orthonormal_and_within_n():
     assert nbrs.size * 11 > g.n
     X = information._message_vectors(W, nbrs, 10, information._attacker_deflation(layout, i))
     assert X.shape[1] == g.n - 1
-    np.testing.assert_allclose(X.T @ X, np.eye(X.shape[1]), atol=1e-12)
+    np.testing.assert_allclose(X.T @ X, np.eye(X.shape[1]), atol=1e-10)
     assert np.all(X[i] == 0)
 
 
@@ -160,3 +161,21 @@ def test_infinite_horizon_on_a_star_of_leaves_is_exact():
     g, layout, W = instance(G)
     r = leakage(layout, W, 0, math.inf)
     assert np.all(np.isinf(r.nats)) and np.all(r.kind == "exact")
+
+
+@pytest.mark.parametrize("name", ["plc-hub", "rgg-hub", "er-median"])
+def test_lanczos_basis_gives_the_gram_schmidt_values(name, monkeypatch):
+    """The block Lanczos basis (projections against the last two blocks, the sketch check)
+    spans the same space as full Gram-Schmidt against every block (forced by an overlap
+    threshold no block meets): same rank, same leakage to 1e-10 (victims out of reach have
+    leverages at rounding level, about 1e-17 nats: absolute 1e-14)."""
+    G, which, rounds = _graphs()[name]
+    g, layout, W = instance(G)
+    deg = g.degrees
+    i = hub(g) if which == "hub" else int(np.flatnonzero(deg == int(np.median(deg)))[0])
+    lanczos = leakage(layout, W, g.id_of(i), rounds, exact=False, progress=False)
+    monkeypatch.setattr(information, "LANCZOS_ORTHOGONALITY", -1.0)
+    full = leakage(layout, W, g.id_of(i), rounds, exact=False, progress=False)
+    assert lanczos.rank == full.rank
+    np.testing.assert_array_equal(lanczos.kind, full.kind)
+    np.testing.assert_allclose(lanczos.nats, full.nats, rtol=1e-10, atol=1e-14)

@@ -54,12 +54,12 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from scipy.linalg.lapack import dgeqrf, dpocon, dpotrf
+from scipy.linalg.lapack import dgeqrf, dpocon, dpotrf, dtrcon
 
 from sparsedp import defaults, resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.linalg.exact_rank import IntegerEchelon
-from sparsedp.linalg.kernels import spmm
+from sparsedp.linalg.kernels import is_symmetric, spmm
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.plain import plain
 from sparsedp.ppac.protocol import PPACLayout, check_consensus_matrix, simulated_data
@@ -95,6 +95,9 @@ VICTIM_CHUNK = 4096  # victims' rows of Y formed at a time
 SPARSE_BYTES = 400  # per source: the sparse factors C, F, Lam, F^T F and their index arrays
 ESTIMATE_SECONDS = 5.0  # runs estimated longer than this say so before starting
 GRAM_MIN_SV_RATIO = 1e-5  # use the Gram matrix when sv_min / sv_max of Y is above this
+SKETCH_COLUMNS = 8  # fixed random combinations of the basis that watch the Lanczos blocks
+LANCZOS_ORTHOGONALITY = 1e-11  # a Lanczos block overlapping the basis more is re-orthogonalised
+GRAM_BLOCK = 1024  # columns of the Gram matrix formed at a time (upper block triangle)
 
 
 @dataclass(frozen=True)
@@ -215,17 +218,45 @@ def leakage_memory(n: int, degree: int, rounds: int, victims: int, *,
 
 
 def leakage_flops(n: int, degree: int, rounds: int, victims: int, *,
-                  edges: int | None = None) -> float:
-    """Floating-point operations of :func:`leakage` (float path, Gram route): the block
-    Arnoldi basis with its re-orthogonalisation (``4 n k^2``) and block QRs
-    (``4 n degree k``), the Gram matrix (``2 n k^2`` and a sparse product), its Cholesky
-    factor (``k^3 / 3``) and the victims' leverages (``victims k^2``), ``k = min(n,
-    degree (rounds + 1))``.  The basis of a hub is the dominant term: it grows like
-    ``n degree^2 rounds^2`` until ``k`` reaches ``n``."""
+                  edges: int | None = None, symmetric: bool = True) -> float:
+    """Floating-point operations of :func:`leakage` (float path, Gram route), ``k = min(n,
+    degree (rounds + 1))``: the message basis (symmetric ``W``: block Lanczos, ``12 n
+    degree^2`` a round for the two projections and the block QR; otherwise block Arnoldi with
+    its re-orthogonalisation, ``4 n k^2 + 4 n degree k``), the upper block triangle of the Gram
+    matrix (``n k^2 + n k GRAM_BLOCK`` and a sparse product), its Cholesky factor
+    (``k^3 / 3``) and the victims' leverages (``victims k^2``).  For a hub the Gram matrix
+    and the leverages dominate: ``n k^2`` grows like ``n degree^2 rounds^2`` until ``k``
+    reaches ``n``.
+
+    Parameters
+    ----------
+    n, degree, rounds, victims : int
+        Nodes, the attacker's degree, the horizon ``t`` and the number of victims.
+    edges : int, optional
+        Undirected edges ``m`` of the graph (default ``n degree / 2``).
+    symmetric : bool, default True
+        Whether ``W`` is symmetric (the Lanczos basis).
+
+    Returns
+    -------
+    float
+        Operations.
+
+    Examples
+    --------
+    >>> from sparsedp.ppac.information import leakage_flops
+    >>> round(leakage_flops(10_000, 713, 10, 9_999, edges=99_857) / 1e12, 2)
+    2.09
+    """
     m = n * degree / 2.0 if edges is None else float(edges)
     k = float(min(n, degree * (rounds + 1)))
-    return (4.0 * n * k * k + 4.0 * n * degree * k + 2.0 * n * k * k + 8.0 * m * k
-            + k ** 3 / 3.0 + victims * k * k)
+    width = float(min(degree, k))
+    if symmetric:
+        basis = 12.0 * n * width * width * max(math.ceil(k / max(width, 1.0)) - 1, 0)
+    else:
+        basis = 4.0 * n * k * k + 4.0 * n * degree * k
+    return (basis + n * k * k + n * k * GRAM_BLOCK + 8.0 * m * k + k ** 3 / 3.0
+            + victims * k * k)
 
 
 def _qr_block_rows(k: int) -> int:
@@ -261,50 +292,108 @@ def _attacker_deflation(layout: PPACLayout, i: int) -> np.ndarray:
     return np.concatenate([[i], leaves]).astype(np.int64)
 
 
+@limit_blas_threads
 def _message_vectors(W: sp.csr_matrix, nbrs: np.ndarray, rounds: int,
                      deflated: np.ndarray, bar=None) -> np.ndarray:
-    """Orthonormal basis (n x k) of ``span{(W^T)^tau e_l : tau <= rounds, l in nbrs}
-    + span{e_d : d in deflated}`` with the coordinates ``deflated`` removed (zero rows; see
-    :func:`_attacker_deflation`, the unit vectors ``e_d`` must lie in that span).
+    """Basis (n x k, orthonormal up to ``LANCZOS_ORTHOGONALITY``) of
+    ``span{(W^T)^tau e_l : tau <= rounds, l in nbrs} + span{e_d : d in deflated}`` with the
+    coordinates ``deflated`` removed (zero rows; see :func:`_attacker_deflation`, the unit
+    vectors ``e_d`` must lie in that span).
 
     The message rows ``p_l(tau) = C^T (W^T)^tau e_l`` enter the leakage only through their
     span, and the monomial Krylov vectors ``(W^T)^tau e_l`` are nearly dependent (their
-    condition number grows exponentially with ``tau``), so the span is built by block Arnoldi:
-    each new block ``W^T Q_tau`` is orthogonalised against all previous blocks by block
-    classical Gram-Schmidt, a second time when the first pass removed more than half of a
-    column's norm (Kahan's rule: "twice is enough"; one pass leaves directions that are not
-    new, and a hub's basis then outgrew ``n``), and then within itself (pivoted QR).  A
-    direction whose norm after orthogonalisation is below ``KRYLOV_DROP`` times its norm before
-    is dropped (the space is numerically invariant).  ``bar`` advances by
-    ``4 n deg k`` operations per block.
+    condition number grows exponentially with ``tau``), so the span is built block by block,
+    each new block ``A Q_tau`` (``A``: ``W^T`` with the coordinates ``deflated`` zeroed)
+    orthogonalised against the earlier blocks and then within itself.
+
+    * Symmetric ``W`` (the paper's ``I - L/c``, Metropolis weights): ``A`` is symmetric, so in
+      exact arithmetic ``A Q_tau`` is already orthogonal to every block before ``Q_{tau-1}``
+      (block Lanczos): the block is orthogonalised against ``Q_tau`` and ``Q_{tau-1}`` only,
+      ``O(n deg^2)`` a round instead of ``O(n deg k)``.  Rounding makes Lanczos blocks lose
+      orthogonality once Ritz values converge (and always when the space fills ``R^n``), so
+      the new orthonormal columns are checked against ``SKETCH_COLUMNS`` fixed random
+      combinations ``X Omega`` of the whole basis (``O(n deg)``; ``||Omega^T X^T q||`` estimates
+      ``sqrt(SKETCH_COLUMNS) ||X^T q||``): a block with a column whose overlap with the basis is
+      estimated above ``LANCZOS_ORTHOGONALITY`` is orthogonalised against the whole basis
+      instead, and so are the blocks after it (the loss only grows with the converged Ritz
+      values).
+    * Otherwise (and for such blocks) block classical Gram-Schmidt against all previous
+      blocks, a second time when the first pass removed more than half of a column's norm
+      (Kahan's rule: "twice is enough"; one pass leaves directions that are not new, and a
+      hub's basis then outgrew ``n``).
+
+    Within the block: Householder QR (:func:`_full_rank_qr`); when its R factor is not clearly
+    well conditioned, the block goes the Gram-Schmidt way above (a Lanczos block too: a
+    decision to drop is never taken on a partly orthogonalised block) and pivoted QR decides
+    what to drop: a direction whose norm after orthogonalisation is below ``KRYLOV_DROP`` times
+    its norm before is dropped (the space is numerically invariant).  ``bar`` advances by the
+    operations of each block.
     """
     n = W.shape[0]
     WT = W.T.tocsr()
+    lanczos = is_symmetric(WT)
     start = nbrs[~np.isin(nbrs, deflated)]
     X = np.zeros((n, min(n - deflated.size, start.size * (rounds + 1))))
     X[start, np.arange(start.size)] = 1.0
-    done, last = start.size, slice(0, start.size)
+    probes = np.random.default_rng(0).standard_normal((X.shape[1], SKETCH_COLUMNS))
+    sketch = X[:, :start.size] @ probes[:start.size]  # X Omega, grown with X
+    done, last, previous = start.size, slice(0, start.size), slice(0, 0)
     for _ in range(rounds):
         if last.stop == last.start or done == X.shape[1]:
             break
         V = spmm(WT, np.ascontiguousarray(X[:, last]))
         V[deflated] = 0.0
         before = np.linalg.norm(V, axis=0)
-        for _ in range(2):
-            norms = np.linalg.norm(V, axis=0)
-            V -= X[:, :done] @ (X[:, :done].T @ V)
-            if np.all(np.linalg.norm(V, axis=0) >= REORTHOGONALISE * norms):
-                break
-        Qv, Rv, _ = sla.qr(V, mode="economic", pivoting=True, check_finite=False)
-        width = int(np.sum(np.abs(np.diag(Rv)) > KRYLOV_DROP * before.max(initial=0.0)))
+        flops = 4.0 * n * V.shape[1] ** 2
+        drop = KRYLOV_DROP * before.max(initial=0.0)
+        Qv = None
+        if lanczos:
+            for block in (last, previous):
+                V -= X[:, block] @ (X[:, block].T @ V)
+            flops += 4.0 * n * V.shape[1] * (last.stop - previous.start)
+            Qv = _full_rank_qr(V, drop)
+            if Qv is not None and np.any(np.linalg.norm(sketch.T @ Qv, axis=0)
+                                         > LANCZOS_ORTHOGONALITY * math.sqrt(SKETCH_COLUMNS)):
+                Qv, lanczos = None, False  # lost orthogonality only grows: Gram-Schmidt on
+        if Qv is not None:
+            width = Qv.shape[1]
+        else:
+            for _ in range(2):
+                norms = np.linalg.norm(V, axis=0)
+                V -= X[:, :done] @ (X[:, :done].T @ V)
+                flops += 4.0 * n * V.shape[1] * done
+                if np.all(np.linalg.norm(V, axis=0) >= REORTHOGONALISE * norms):
+                    break
+            Qv = _full_rank_qr(V, drop)
+            if Qv is not None:
+                width = Qv.shape[1]
+            else:
+                Qv, R, _ = sla.qr(V, mode="economic", pivoting=True, check_finite=False)
+                width = int(np.sum(np.abs(np.diag(R)) > drop))
         width = min(width, X.shape[1] - done)
         X[:, done:done + width] = Qv[:, :width]
         X[deflated, done:done + width] = 0.0  # zero in exact arithmetic; rounding made them not
+        sketch += X[:, done:done + width] @ probes[done:done + width]
         if bar is not None:
-            bar.update(4.0 * n * V.shape[1] * (done + V.shape[1]) / 1e9)
-        last = slice(done, done + width)
+            bar.update(flops / 1e9)
+        previous, last = last, slice(done, done + width)
         done += width
     return X[:, :done]
+
+
+def _full_rank_qr(V: np.ndarray, drop: float) -> np.ndarray | None:
+    """Householder QR (BLAS-3) of ``V``: its orthonormal ``Q`` when ``sigma_min(V)`` is
+    clearly above ``drop`` (its lower bound ``||R||_1 rcond_1 / sqrt(b)`` from LAPACK's
+    ``dtrcon``, with a margin of ``10^3`` for the estimate), else ``None``: pivoted QR (half
+    BLAS-2, several times slower) then decides which directions to drop."""
+    b = V.shape[1]
+    Q, R = sla.qr(V, mode="economic", check_finite=False)
+    if b == 0:
+        return Q
+    rcond, info = dtrcon(R, norm="1", uplo="U")
+    if info == 0 and np.abs(R).sum(axis=0).max() * rcond / math.sqrt(b) > 1e3 * drop:
+        return Q
+    return None
 
 
 def _known_and_designated(layout: PPACLayout, i: int) -> tuple[np.ndarray, sp.csr_matrix]:
@@ -348,25 +437,56 @@ def _whitened_parts(layout: PPACLayout, i: int, std: np.ndarray):
 @limit_blas_threads
 def _gram(F: sp.csr_matrix, Lam: sp.csr_matrix, X: np.ndarray, bar=None) -> np.ndarray:
     """``Y^T Y`` from the sparse structure: ``X^T (F^T F) X`` etc. (O(n k^2), not O(m k^2);
-    the ``2m x k`` matrix ``Y`` is never formed)."""
+    the ``2m x k`` matrix ``Y`` is never formed).  ``X^T (F^T F) X`` is symmetric: it is
+    formed ``GRAM_BLOCK`` columns at a time, the blocks on and above the diagonal by BLAS
+    products (about ``n k^2`` operations, half of a full product) and the blocks below
+    mirrored; ``(F^T F) X`` is never held whole."""
     FtF = (F.T @ F).tocsr()
     FtL = (F.T @ Lam).toarray()
     k1, q = X.shape[1], Lam.shape[1]
     G = np.empty((k1 + q, k1 + q))
-    G[:k1, :k1] = X.T @ spmm(FtF, np.ascontiguousarray(X))
+    for first in range(0, k1, GRAM_BLOCK):
+        cols = slice(first, min(k1, first + GRAM_BLOCK))
+        MX = spmm(FtF, np.ascontiguousarray(X[:, cols]))
+        G[:cols.stop, cols] = X[:, :cols.stop].T @ MX
+        G[cols, :first] = G[:first, cols].T
+        if bar is not None:
+            bar.update((2.0 * X.shape[0] * cols.stop + 2.0 * FtF.nnz) * MX.shape[1] / 1e9)
     G[:k1, k1:] = X.T @ FtL
     G[k1:, :k1] = G[:k1, k1:].T
     G[k1:, k1:] = (Lam.T @ Lam).toarray()
-    if bar is not None:
-        bar.update((2.0 * X.shape[0] * k1 * k1 + 2.0 * FtF.nnz * k1) / 1e9)
     return G
 
 
 def _victim_rows(F: sp.csr_matrix, Lam: sp.csr_matrix, X: np.ndarray, pos: np.ndarray):
-    """Rows ``Y[pos] = [F[pos] X, Lam[pos]]`` of the victims, ``VICTIM_CHUNK`` at a time."""
-    for first in range(0, pos.size, VICTIM_CHUNK):
-        rows = pos[first:first + VICTIM_CHUNK]
-        yield first, np.hstack([F[rows] @ X, Lam[rows].toarray()])
+    """``(rows, scale, index)`` such that the victims' rows ``Y[pos] = [F[pos] X, Lam[pos]]``
+    are ``scale[a] * rows-chunk-row index[a]``, and a generator of the chunks of the distinct
+    rows (``VICTIM_CHUNK`` at a time).
+
+    A victim's value ``u_j`` has the row ``s_j e_{m_j}^T`` in ``F`` and, unless ``m_j`` is the
+    attacker, none in ``Lam``: such victims share the unit row ``[X[m], 0]`` of their
+    designated neighbour ``m`` (about ``n (1 - 1/e)`` distinct ones for ``n`` victims), so a
+    leverage is computed once per distinct row and scaled by ``s_j^2``."""
+    Fv, Lv = F[pos], Lam[pos]
+    unit = (np.diff(Fv.indptr) == 1) & (np.diff(Lv.indptr) == 0)
+    first = Fv.indptr[:-1]
+    columns, inverse = np.unique(Fv.indices[first[unit]], return_inverse=True)
+    other = np.flatnonzero(~unit)
+    RF = sp.vstack([sp.csr_matrix((np.ones(columns.size), (np.arange(columns.size), columns)),
+                                  shape=(columns.size, F.shape[1])), Fv[other]]).tocsr()
+    RL = sp.vstack([sp.csr_matrix((columns.size, Lam.shape[1])), Lv[other]]).tocsr()
+    scale = np.ones(pos.size)
+    scale[unit] = Fv.data[first[unit]]
+    index = np.empty(pos.size, dtype=np.int64)
+    index[unit] = inverse
+    index[other] = columns.size + np.arange(other.size)
+
+    def chunks():
+        for start in range(0, RF.shape[0], VICTIM_CHUNK):
+            rows = slice(start, start + VICTIM_CHUNK)
+            yield start, np.hstack([RF[rows] @ X, RL[rows].toarray()])
+
+    return RF.shape[0], scale, index, chunks()
 
 
 @limit_blas_threads
@@ -473,12 +593,15 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any,
     :func:`leakage_memory` exceeds it is refused before any work.
 
     Cost (float path, :func:`leakage_flops`): ``t`` sparse products with ``deg(i)`` columns,
-    a block Arnoldi basis of ``k <= min(n, deg(i)(t + 1))`` columns (O(n k^2)), the ``k x k``
-    Gram matrix from sparse products (O(n k^2)) and its Cholesky factor (O(k^3)), and
-    O(victims k^2) for the leverages; the ``2m x k`` observation matrix is never formed (its
-    blocked Householder QR, O(m k^2), is the fallback when the Gram matrix is too
-    ill-conditioned).  A run estimated longer than ``ESTIMATE_SECONDS`` shows a progress bar
-    with the estimate (``progress="auto"``; the estimate is also ``extra["estimated_seconds"]``).
+    a basis of ``k <= min(n, deg(i)(t + 1))`` columns (block Lanczos for symmetric ``W``,
+    O(n deg(i)^2) a round, with full Gram-Schmidt, O(n k deg(i)), for the rounds whose blocks
+    lose orthogonality; block Arnoldi, O(n k^2), otherwise), the upper block triangle of the
+    ``k x k`` Gram matrix from sparse products (about ``n k^2``) and its Cholesky factor
+    (O(k^3)), and O(k^2) per distinct victim row for the leverages; the ``2m x k``
+    observation matrix is never formed (its blocked Householder QR, O(m k^2), is the fallback
+    when the Gram matrix is too ill-conditioned).  A run estimated longer than
+    ``ESTIMATE_SECONDS`` shows a progress bar with the estimate (``progress="auto"``; the
+    estimate is also ``extra["estimated_seconds"]``).
 
     Parameters
     ----------
@@ -572,7 +695,7 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any,
         f"PPAC leakage at horizon {rounds} (attacker degree {nbrs.size}, {n} nodes)",
         "give a smaller horizon (the information stops growing by the last informative round, "
         "at most n - 1)")
-    flops = leakage_flops(*sizes, edges=g.num_edges)
+    flops = leakage_flops(*sizes, edges=g.num_edges, symmetric=is_symmetric(Wc))
     estimate = flops / _gemm_rate()
     mode = progress_mode(progress)
     bar = progress_bar("always" if mode == "auto" and estimate > ESTIMATE_SECONDS else mode,
@@ -599,7 +722,8 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any,
     if exact_rank is None or exact_rank == k:
         G = _gram(F, Lam, X, bar)
         if np.all(np.diag(G) > 0):
-            h, ratio = _leverages_from_gram(G, _victim_rows(F, Lam, X, pos), victims.size, bar)
+            count, scale, index, rows_of_y = _victim_rows(F, Lam, X, pos)
+            h, ratio = _leverages_from_gram(G, rows_of_y, count, bar)
             if ratio >= GRAM_MIN_SV_RATIO:
                 method += "; leverages from the Cholesky factor of the equilibrated Gram matrix"
                 accuracy = k * np.finfo(float).eps / ratio**2
@@ -608,10 +732,11 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any,
         del G  # before the Householder fallback allocates
     if h is None:
         R = _r_factor(F, Lam, X, bar)
-        h, rank, ratio = _leverages_from_r(R, _victim_rows(F, Lam, X, pos), victims.size,
-                                           exact_rank, unknown.size)
+        count, scale, index, rows_of_y = _victim_rows(F, Lam, X, pos)
+        h, rank, ratio = _leverages_from_r(R, rows_of_y, count, exact_rank, unknown.size)
         method += "; leverages from a blocked Householder QR"
         accuracy = k * np.finfo(float).eps / max(ratio, np.finfo(float).tiny)
+    h = scale**2 * h[index]  # the distinct rows' leverages, per victim
     if bar is not None:
         bar.close()
     nats = np.empty(victims.size)
