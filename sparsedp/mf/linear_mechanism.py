@@ -30,6 +30,8 @@ says so); explicit matrices are exact inputs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
@@ -37,6 +39,7 @@ from scipy.sparse.linalg import LinearOperator
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.certified_solve import OPERATOR_ASSEMBLY_MAX_DIM, _certified_dense_sandwich
 from sparsedp.gossip.target_block import TargetBlock
+from sparsedp.hints import ExactSearch
 from sparsedp.linalg import exact_rank
 from sparsedp.linalg.certified import gamma
 from sparsedp.linalg.threads import limit_blas_threads
@@ -49,8 +52,15 @@ DENSE_ENTRIES_MAX = 60_000_000  # entries of B materialised (an operator, the ex
 
 
 @limit_blas_threads
-def linear_mechanism_sensitivity(A, B, columns, *, participation_scheme="user-level",
-                                 gradients: str = "vector", exact="auto") -> MFResult:
+def linear_mechanism_sensitivity(
+    A: np.ndarray | sp.spmatrix | sp.sparray | LinearOperator,
+    B: np.ndarray | sp.spmatrix | sp.sparray | LinearOperator,
+    columns: Sequence[int] | np.ndarray,
+    *,
+    participation_scheme: str | participation.Participation = "user-level",
+    gradients: str = "vector",
+    exact: ExactSearch = "auto",
+) -> MFResult:
     """Certified bounds on ``sens^2`` of the target whose gradients enter ``O = A G + B Z``
     through the columns ``columns`` of A (module docstring).
 
@@ -191,10 +201,11 @@ def _block(B, G: np.ndarray, patterns, T: int, notes: list) -> TargetBlock:
     sandwich, lam = _certified_dense_sandwich(K, G, dK)
     if lam > 0:
         return _certified(sandwich, lam, K.shape[0], K.shape[0], T, notes)
-    too_large = B.shape[0] * B.shape[1] > DENSE_ENTRIES_MAX
-    dense = None if too_large else B.toarray() if sp.issparse(B) else B
-    keep = None if too_large else exact_rank.independent_rows(dense)
-    in_range = None if keep is None else _in_range(dense, G, int(keep.sum()))
+    keep, in_range = None, None
+    if B.shape[0] * B.shape[1] <= DENSE_ENTRIES_MAX:
+        dense = B.toarray() if sp.issparse(B) else np.asarray(B)
+        keep = exact_rank.independent_rows(dense)
+        in_range = None if keep is None else _in_range(dense, G, int(keep.sum()))
     if keep is None or in_range is None:
         notes.append("B B^T is singular to working precision and the exact row reduction is "
                      "too large: lower bounds only")

@@ -22,15 +22,18 @@ vectors (``T^2 n^2`` work).  The accounting of the result (any trust model) is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from sparsedp import validation
 from sparsedp.errors import ParameterError, ResourceLimitError
+from sparsedp.hints import GossipMatrix, Progress
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.mf.algorithms import Algorithm, mf_d_sgd
 from sparsedp.mf.optimise import Factorisation, optimise_correlation
+from sparsedp.mf.participation import Participation
 from sparsedp.mf.utility import EXACT_GENERAL_MAX_WORK, WORKLOADS, gram_from_traces
 from sparsedp.progress import progress_bar
 
@@ -164,8 +167,10 @@ class LocalCorrelations:
 
 
 @limit_blas_threads
-def optimise_local_correlations(W, T: int, scheme, *, workload: str = "post-average",
-                                progress=None, **options) -> LocalCorrelations:
+def optimise_local_correlations(W: GossipMatrix, T: int,
+                                scheme: str | tuple[int, int] | Participation, *,
+                                workload: str = "post-average", progress: Progress = None,
+                                **options: Any) -> LocalCorrelations:
     """MAFALDA-L-SGD: MAFALDA's optimum for every node's own ``H_i`` (module docstring).
 
     Parameters
