@@ -57,6 +57,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from sparsedp.errors import ParameterError
+from sparsedp.reprs import short_repr
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,8 @@ class Algorithm:
     band: int | None = None  # square root: the band width of the encoder (None: not banded)
     causal: bool = False  # square root: lower-triangular Toeplitz encoder (Kalinin-Lampert)
     reset_period: int | None = None
+
+    __repr__ = short_repr
 
     def noise_matrix(self, T: int) -> np.ndarray:
         """``L = C^+`` for a T-step run: T x T, or n x T x T for a per-node correlation."""

@@ -36,6 +36,7 @@ from sparsedp.mf.optimise import Factorisation, optimise_correlation
 from sparsedp.mf.participation import Participation
 from sparsedp.mf.utility import EXACT_GENERAL_MAX_WORK, WORKLOADS, gram_from_traces
 from sparsedp.progress import progress_bar
+from sparsedp.reprs import short_repr
 
 BLOCK = 128  # basis vectors per Krylov block
 SAME_GRAM = 1e-12  # nodes whose H_i agree to this (relative, entrywise) share one optimisation
@@ -134,6 +135,8 @@ class LocalCorrelations:
     factorisations: tuple
     workload: str
     distinct: int
+
+    __repr__ = short_repr
 
     @property
     def noise(self) -> np.ndarray:
