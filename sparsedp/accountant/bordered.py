@@ -66,7 +66,7 @@ class BorderedFactor:
         self.ones = 0.0  # ||Y^ 1||^2 = 1^T M^ 1 (the c = 1 value, uncertified)
         self.history = np.zeros(0)  # certified upper bound on Delta_t^2, t = 1..rounds
 
-    def append(self, mu: list, a: list, offset: int) -> None:
+    def append(self, mu: np.ndarray, a: np.ndarray, offset: int) -> None:
         """Border with round ``rounds + 1``; ``mu``, ``a``: the unshifted lags, at least
         ``2 (T + offset) - 1`` and ``T + offset`` of them for the new T."""
         t, m = self.rounds, self.m
@@ -74,7 +74,7 @@ class BorderedFactor:
         self._grow(N + m, t + 1)
         # block row t of K^: K[t, 0] = mu_t, K[t, s] = K[t-1, s-1] + mu_(t+s) (shifted lags)
         first = t + 2 * offset
-        row = np.hstack(mu[first:first + t + 1])  # mu_(t+s), s = 0..t
+        row = np.array(mu[first:first + t + 1].transpose(1, 0, 2).reshape(m, N + m))  # mu_(t+s)
         row[:, m:] += self.K_row
         self.K_row = row
         self.K_row_sums[:N] += row[:, :N].sum(axis=0)
@@ -95,7 +95,7 @@ class BorderedFactor:
         self.L[N:N + m, N:N + m] = diagonal
         self.L_frobenius2 += float((l_row**2).sum() + (diagonal**2).sum())
         # block row t of G: G[t, k] = a_(t-k) (shifted), k = 0..t
-        g = np.stack([a[t - k + offset] for k in range(t + 1)], axis=1)
+        g = a[offset:t + offset + 1][::-1].T.copy()
         if t:
             g[:, :t] -= l_row @ self.Y[:N, :t]
         y = scipy.linalg.solve_triangular(diagonal, g, lower=True, check_finite=False)

@@ -54,6 +54,7 @@ from sparsedp.linalg.moments import LagSequence
 from sparsedp.linalg.operators import GossipSystem
 from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import matrix_facts
+from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.privacy import gaussian_epsilon
 from sparsedp.privacy.interop import gaussian_dp_event
 from sparsedp.reprs import short_repr
@@ -143,6 +144,7 @@ class Accountant:
 
     # -- recording rounds ------------------------------------------------------------------
 
+    @limit_blas_threads
     def step(self, k: int = 1) -> None:
         """Record ``k`` more rounds (``k >= 1``) and extend the bounds to them."""
         k = validation.rounds(k)
@@ -187,6 +189,7 @@ class Accountant:
         :func:`sparsedp.privacy.interop.gaussian_dp_event`): compose it with other events."""
         return gaussian_dp_event(self.upper, self.sigma)
 
+    @limit_blas_threads
     def interval(self) -> SensitivityResult:
         """Every bound on ``Delta_T^2`` at the recorded T, with kinds, as
         :func:`sparsedp.squared_sensitivity` (``method="structured"``) gives them, plus the
@@ -197,6 +200,7 @@ class Accountant:
             self._interval = self._evaluate(self.rounds)
         return self._interval
 
+    @limit_blas_threads
     def rounds_within(self, epsilon: float, delta: float, *,
                       limit: int = ROUNDS_WITHIN_LIMIT) -> int:
         """The largest number of rounds T (counted from the start, at most ``limit``) whose
@@ -223,7 +227,7 @@ class Accountant:
     def _evaluate(self, T: int) -> SensitivityResult:
         p, m = self.offset, self.model.observers.size
         lags = LagSequence(
-            mu=np.stack(self._lags.mu[:2 * (T + p) - 1]), a=np.stack(self._lags.a[:T + p]),
+            mu=self._lags.mu[:2 * (T + p) - 1].copy(), a=self._lags.a[:T + p].copy(),
             eps=np.zeros(m), eps_target=0.0, exact_lags=2 * (T + p) - 1, products=T + p - 1,
             frontier_products=0)
         if p:

@@ -40,30 +40,47 @@ class LagStream:
         n, m = W.shape[0], observed.size
         self.V = np.zeros((n, m))
         self.V[observed, np.arange(m)] = 1.0
-        self.mu = [self.V.T @ self.V]
-        self.a = [self.V[self.target].copy()]
+        self._mu = np.zeros((1, m, m))
+        self._a = np.zeros((1, m))
+        self._mu[0] = self.V.T @ self.V
+        self._a[0] = self.V[self.target]
+        self.products = 0  # P
 
     @property
-    def products(self) -> int:
-        """Sparse products done so far (P)."""
-        return len(self.a) - 1
+    def mu(self) -> np.ndarray:
+        """``mu_0 .. mu_(2P)``, shape (2P + 1, m, m)."""
+        return self._mu[:2 * self.products + 1]
+
+    @property
+    def a(self) -> np.ndarray:
+        """``a_0 .. a_P``, shape (P + 1, m)."""
+        return self._a[:self.products + 1]
 
     def extend_to(self, products: int) -> None:
         """Propagate until ``products`` products are done (nothing when already there)."""
+        if products > self.products and products + 1 > self._a.shape[0]:
+            size = max(products + 1, 2 * self._a.shape[0])  # capacity doubles
+            self._mu = np.concatenate([self._mu, np.zeros((2 * size - 1 - self._mu.shape[0],)
+                                                          + self._mu.shape[1:])])
+            self._a = np.concatenate([self._a, np.zeros((size - self._a.shape[0],)
+                                                        + self._a.shape[1:])])
         shift = 1.0 / self.W.shape[0]
         while self.products < products:
             self.V, cross, gram, _ = kernels.spmm_fused(self.W, self.V, shift,
                                                         backend=self.backend)
-            self.mu.append(0.5 * (cross + cross.T))
-            self.mu.append(gram)
-            self.a.append(self.V[self.target].copy())
+            P = self.products
+            self._mu[2 * P + 1] = 0.5 * (cross + cross.T)
+            self._mu[2 * P + 2] = gram
+            self._a[P + 1] = self.V[self.target]
+            self.products = P + 1
 
     def state(self) -> dict:
         """The stream as plain arrays (:func:`sparsedp.accountant.checkpoint.save`)."""
-        return {"lags_V": self.V, "lags_mu": np.stack(self.mu), "lags_a": np.stack(self.a)}
+        return {"lags_V": self.V, "lags_mu": self.mu, "lags_a": self.a}
 
     def restore(self, state: dict) -> None:
         """Continue from :meth:`state`'s arrays (bit for bit)."""
         self.V = np.array(state["lags_V"], dtype=np.float64)
-        self.mu = list(np.array(state["lags_mu"], dtype=np.float64))
-        self.a = list(np.array(state["lags_a"], dtype=np.float64))
+        self._mu = np.array(state["lags_mu"], dtype=np.float64)
+        self._a = np.array(state["lags_a"], dtype=np.float64)
+        self.products = self._a.shape[0] - 1
