@@ -17,11 +17,11 @@ import networkx as nx
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from tests.conftest import slow_after
 
 import sparsedp
 from sparsedp.accountant import load, save
 from sparsedp.errors import ParameterError
+from tests.conftest import slow_after
 
 VIEWS = ("secure-summation", "neighbourhood", "secure-summation-v1", "target-v1")
 
