@@ -210,3 +210,39 @@ def test_kill_9_and_restart_from_the_checkpoint_gives_identical_answers(tmp_path
     whole = subprocess.run([sys.executable, str(script), str(straight), str(T)], env=env,
                            capture_output=True, text=True, check=True)
     assert json.loads(resumed.stdout) == json.loads(whole.stdout)
+
+
+def test_simulator_stops_at_the_accountants_budget():
+    from sparsedp.learning import linear_regression, simulate, split_uniform, synthetic_regression
+
+    W = sparsedp.gossip_matrix(nx.cycle_graph(8), scheme="metropolis")
+    X, y = synthetic_regression(400, d=3)
+    data = split_uniform(X[:320], y[:320], X[320:], y[320:], 8)
+    accountant = sparsedp.Accountant(W, 0, [4], sigma=1.0)
+    budget = (1.0, 1e-5)
+    affordable = sparsedp.Accountant(W, 0, [4], sigma=1.0).rounds_within(*budget, limit=40)
+    assert 0 < affordable < 40
+    r = simulate(W.toarray(), data, linear_regression(), 40, participation=(4, 10),
+                 progress=False, accountant=accountant, budget=budget)
+    assert accountant.rounds == affordable == r.steps[-1]
+    assert accountant.epsilon(1e-5) <= 1.0
+    accountant.step()
+    assert accountant.epsilon(1e-5) > 1.0  # one more round would have broken the budget
+    assert any("stopped at the accountant's budget" in note for note in r.notes)
+    with pytest.raises(ParameterError, match="spent already"):
+        simulate(W.toarray(), data, linear_regression(), 40, participation=(4, 10),
+                 progress=False, accountant=accountant, budget=budget)
+
+
+def test_budget_command_prints_the_largest_rounds(capsys):
+    from sparsedp.cli.main import main
+
+    assert main(["budget", "--generator", "ring:12", "--target", "0", "--observer", "6",
+                 "--epsilon", "1", "--delta", "1e-5", "--sigma", "1", "--limit", "60",
+                 "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    W = sparsedp.gossip_matrix(nx.cycle_graph(12))
+    expected = sparsedp.Accountant(W, 0, [6], sigma=1.0).rounds_within(1.0, 1e-5, limit=60)
+    assert record["budgets"] == [{"family": "gossip", "view": "secure-summation", "target": 0,
+                                  "observers": [6], "rounds": expected,
+                                  "reached_limit": expected == 60}]
