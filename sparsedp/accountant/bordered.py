@@ -42,6 +42,25 @@ from sparsedp.errors import ParameterError
 from sparsedp.linalg.certified import UNIT_ROUNDOFF, gamma
 
 
+PANEL = 256  # rows per panel of the forward substitution (_forward_solve)
+
+
+def _forward_solve(L: np.ndarray, N: int, B: np.ndarray) -> np.ndarray:
+    """``L[:N, :N]^{-1} B`` by panels of ``PANEL`` rows: a matrix product with the rows
+    already solved (BLAS reads the strided panel of the capacity-sized L in place) and a
+    triangular solve of the panel's diagonal block.  Every entry is still the substitution
+    formula, its inner product split in two (the backward error of the module docstring);
+    no ``N x N`` copy, which ``solve_triangular`` makes of a non-contiguous block."""
+    X = np.array(B, dtype=np.float64)
+    for start in range(0, N, PANEL):
+        stop = min(N, start + PANEL)
+        if start:
+            X[start:stop] -= L[start:stop, :start] @ X[:start]
+        X[start:stop] = scipy.linalg.solve_triangular(L[start:stop, start:stop], X[start:stop],
+                                                      lower=True, check_finite=False)
+    return X
+
+
 class BorderedFactor:
     """The block-bordered factorisation of one view and its running sums (module docstring).
 
@@ -79,11 +98,7 @@ class BorderedFactor:
         self.K_row = row
         self.K_row_sums[:N] += row[:, :N].sum(axis=0)
         self.K_row_sums[N:N + m] = row.sum(axis=1)
-        if t:
-            l_row = scipy.linalg.solve_triangular(self.L[:N, :N], row[:, :N].T, lower=True,
-                                                  check_finite=False).T
-        else:
-            l_row = np.zeros((m, 0))
+        l_row = _forward_solve(self.L, N, row[:, :N].T).T
         pivot = row[:, N:] - l_row @ l_row.T
         try:
             diagonal = np.linalg.cholesky(0.5 * (pivot + pivot.T))
