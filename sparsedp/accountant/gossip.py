@@ -186,7 +186,25 @@ class Accountant:
 
     def to_dp_event(self):
         """The T rounds so far as one ``dp_accounting`` event (certified upper bound;
-        :func:`sparsedp.privacy.interop.gaussian_dp_event`): compose it with other events."""
+        :func:`sparsedp.privacy.interop.gaussian_dp_event`): compose it with other events.
+
+        Examples
+        --------
+        A gossip phase of 40 rounds, then a second, independent run of it, then a release
+        by a Gaussian mechanism of noise multiplier 8 (e.g. a public-data fine-tuning step
+        that reads the private data once), composed by ``dp_accounting``'s PLD accountant:
+
+        >>> import dp_accounting, networkx as nx, sparsedp
+        >>> from dp_accounting.pld import pld_privacy_accountant
+        >>> W = sparsedp.gossip_matrix(nx.cycle_graph(8))
+        >>> acc = sparsedp.Accountant(W, target=0, observers=[3], sigma=4.0)
+        >>> acc.step(40)
+        >>> pld = pld_privacy_accountant.PLDAccountant()
+        >>> _ = pld.compose(dp_accounting.SelfComposedDpEvent(acc.to_dp_event(), 2))
+        >>> _ = pld.compose(dp_accounting.GaussianDpEvent(noise_multiplier=8.0))
+        >>> round(pld.get_epsilon(1e-5), 2)
+        2.6
+        """
         return gaussian_dp_event(self.upper, self.sigma)
 
     @limit_blas_threads
