@@ -41,7 +41,6 @@ import scipy.linalg
 from sparsedp.errors import ParameterError
 from sparsedp.linalg.certified import UNIT_ROUNDOFF, gamma
 
-
 PANEL = 256  # rows per panel of the forward substitution (_forward_solve)
 
 
