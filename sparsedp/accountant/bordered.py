@@ -44,20 +44,38 @@ from sparsedp.linalg.certified import UNIT_ROUNDOFF, gamma
 PANEL = 256  # rows per panel of the forward substitution (_forward_solve)
 
 
-def _forward_solve(L: np.ndarray, N: int, B: np.ndarray) -> np.ndarray:
+def _forward_solve(L: np.ndarray, N: int, B: np.ndarray, blocks: dict) -> np.ndarray:
     """``L[:N, :N]^{-1} B`` by panels of ``PANEL`` rows: a matrix product with the rows
     already solved (BLAS reads the strided panel of the capacity-sized L in place) and a
-    triangular solve of the panel's diagonal block.  Every entry is still the substitution
-    formula, its inner product split in two (the backward error of the module docstring);
-    no ``N x N`` copy, which ``solve_triangular`` makes of a non-contiguous block."""
+    triangular solve of the panel's diagonal block (``blocks``: Fortran-ordered copies of
+    the complete diagonal blocks, which never change, made once).  Every entry is still the
+    substitution formula, its inner product split in parts (the backward error of the module
+    docstring); no ``N x N`` copy, which ``solve_triangular`` makes of a non-contiguous
+    block."""
     X = np.array(B, dtype=np.float64)
     for start in range(0, N, PANEL):
         stop = min(N, start + PANEL)
         if start:
             X[start:stop] -= L[start:stop, :start] @ X[:start]
-        X[start:stop] = scipy.linalg.solve_triangular(L[start:stop, start:stop], X[start:stop],
-                                                      lower=True, check_finite=False)
+        block = blocks.get(start)
+        if block is None or block.shape[0] != stop - start:
+            block = np.asfortranarray(L[start:stop, start:stop])
+            if stop - start == PANEL:
+                blocks[start] = block
+        X[start:stop] = scipy.linalg.solve_triangular(block, X[start:stop], lower=True,
+                                                      check_finite=False)
     return X
+
+
+def _lower_product(l_row: np.ndarray, Y: np.ndarray, N: int, t: int, m: int) -> np.ndarray:
+    """``l_row @ Y[:N, :t]`` reading only the non-zero part of Y (rows of round r are zero
+    beyond column r), one panel of ``PANEL`` rows at a time."""
+    out = np.zeros((l_row.shape[0], t))
+    for start in range(0, N, PANEL):
+        stop = min(N, start + PANEL)
+        columns = min(t, (stop - 1) // m + 1)
+        out[:, :columns] += l_row[:, start:stop] @ Y[start:stop, :columns]
+    return out
 
 
 class BorderedFactor:
@@ -83,6 +101,7 @@ class BorderedFactor:
         self.Y_frobenius2 = 0.0  # ||Y^||_F^2 = trace(M^)
         self.ones = 0.0  # ||Y^ 1||^2 = 1^T M^ 1 (the c = 1 value, uncertified)
         self.history = np.zeros(0)  # certified upper bound on Delta_t^2, t = 1..rounds
+        self._blocks: dict = {}  # complete diagonal blocks of L (_forward_solve)
 
     def append(self, mu: np.ndarray, a: np.ndarray, offset: int) -> None:
         """Border with round ``rounds + 1``; ``mu``, ``a``: the unshifted lags, at least
@@ -97,7 +116,7 @@ class BorderedFactor:
         self.K_row = row
         self.K_row_sums[:N] += row[:, :N].sum(axis=0)
         self.K_row_sums[N:N + m] = row.sum(axis=1)
-        l_row = _forward_solve(self.L, N, row[:, :N].T).T
+        l_row = _forward_solve(self.L, N, row[:, :N].T, self._blocks).T
         pivot = row[:, N:] - l_row @ l_row.T
         try:
             diagonal = np.linalg.cholesky(0.5 * (pivot + pivot.T))
@@ -111,7 +130,7 @@ class BorderedFactor:
         # block row t of G: G[t, k] = a_(t-k) (shifted), k = 0..t
         g = a[offset:t + offset + 1][::-1].T.copy()
         if t:
-            g[:, :t] -= l_row @ self.Y[:N, :t]
+            g[:, :t] -= _lower_product(l_row, self.Y, N, t, m)
         y = scipy.linalg.solve_triangular(diagonal, g, lower=True, check_finite=False)
         self.Y[N:N + m, :t + 1] = y
         self.rows_l1 += float((np.abs(y).sum(axis=1) ** 2).sum())
