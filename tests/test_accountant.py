@@ -246,3 +246,33 @@ def test_budget_command_prints_the_largest_rounds(capsys):
     assert record["budgets"] == [{"family": "gossip", "view": "secure-summation", "target": 0,
                                   "observers": [6], "rounds": expected,
                                   "reached_limit": expected == 60}]
+
+
+@pytest.mark.parametrize("seed", [0, 2, 3])
+def test_bordered_factor_against_a_dense_factorisation(seed):
+    """The incremental factor and Y against K_T, G_T assembled from the lags by the engine
+    (k_from_moments, toeplitz_blocks) and a dense Cholesky and triangular solve; the running
+    sums against their definitions."""
+    import scipy.linalg
+
+    from sparsedp.linalg.operators import k_from_moments, toeplitz_blocks
+
+    W, target, observers, view = _random_case(seed)
+    accountant = sparsedp.Accountant(W, target, observers, sigma=1.0, view=view)
+    T, p = 25, accountant.offset
+    accountant.step(T)
+    m = accountant.model.observers.size
+    mu = accountant._lags.mu[2 * p:2 * p + 2 * T - 1]
+    K, G = k_from_moments(mu, T), toeplitz_blocks(accountant._lags.a[p:p + T])
+    factor = accountant._factor
+    L, Y = factor.L[:m * T, :m * T], factor.Y[:m * T, :T]
+    L_dense = np.linalg.cholesky(K)
+    assert np.allclose(L, L_dense, rtol=1e-10, atol=1e-12)
+    assert np.allclose(Y, scipy.linalg.solve_triangular(L_dense, G, lower=True), rtol=1e-9,
+                       atol=1e-12)
+    assert factor.rows_l1 == pytest.approx(float((np.abs(Y).sum(axis=1) ** 2).sum()), rel=1e-12)
+    assert factor.Y_frobenius2 == pytest.approx(float((Y**2).sum()), rel=1e-12)
+    assert factor.K_row_sums[:m * T].max() == pytest.approx(K.sum(axis=1).max(), rel=1e-12)
+    M = Y.T @ Y
+    # at least the entrywise bound, or T (M_T <= I caps it)
+    assert factor.history[-1] >= min(np.abs(M).sum(), T) * (1 - 1e-12)

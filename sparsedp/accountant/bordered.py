@@ -137,7 +137,10 @@ class BorderedFactor:
         self.Y_frobenius2 += float((y**2).sum())
         self.ones += float((y.sum(axis=1) ** 2).sum())
         self.rounds = t + 1
-        self.history = np.append(self.history, self.certified_upper())
+        # Delta_t^2 is non-decreasing in t, so the running maximum is still a bound (and
+        # rounds_within may bisect)
+        previous = float(self.history[-1]) if self.history.size else 0.0
+        self.history = np.append(self.history, max(previous, self.certified_upper()))
 
     def certified_upper(self) -> float:
         """The certified upper bound on ``Delta_T^2`` at ``T = rounds`` (module docstring);
