@@ -37,6 +37,8 @@ class LagStream:
     def __init__(self, W: sp.csr_matrix, observed: np.ndarray, target: int,
                  backend: str = "auto"):
         self.W, self.target, self.backend = W, int(target), backend
+        listed = observed.tolist()
+        self.target_column = listed.index(self.target) if self.target in listed else None
         n, m = W.shape[0], observed.size
         self.V = np.zeros((n, m))
         self.V[observed, np.arange(m)] = 1.0
@@ -53,7 +55,12 @@ class LagStream:
 
     @property
     def a(self) -> np.ndarray:
-        """``a_0 .. a_P``, shape (P + 1, m)."""
+        """``a_0 .. a_P``, shape (P + 1, m): the target's row of ``V_l``, or, when the target
+        is an observed row (the neighbourhood view of one of its neighbours), the column of
+        ``mu_l`` it owns, as the engine reads it (the same numbers to rounding, and then the
+        same bits as the one-shot query's)."""
+        if self.target_column is not None:
+            return self._mu[:self.products + 1, :, self.target_column]
         return self._a[:self.products + 1]
 
     def extend_to(self, products: int) -> None:
@@ -64,15 +71,18 @@ class LagStream:
                                                           + self._mu.shape[1:])])
             self._a = np.concatenate([self._a, np.zeros((size - self._a.shape[0],)
                                                         + self._a.shape[1:])])
-        shift = 1.0 / self.W.shape[0]
-        while self.products < products:
-            self.V, cross, gram, _ = kernels.spmm_fused(self.W, self.V, shift,
-                                                        backend=self.backend)
-            P = self.products
-            self._mu[2 * P + 1] = 0.5 * (cross + cross.T)
-            self._mu[2 * P + 2] = gram
-            self._a[P + 1] = self.V[self.target]
-            self.products = P + 1
+        steps = products - self.products
+        if steps <= 0:
+            return
+        # the engine's own kernel (small chains: one serial numba call), so that the lags,
+        # and with them the interval's sign searches, are the one-shot query's bit for bit
+        self.V, cross, gram, _, rows = kernels.propagate_fused(
+            self.W, self.V, 1.0 / self.W.shape[0], steps, self.target, backend=self.backend)
+        P = self.products
+        self._mu[2 * P + 1:2 * products + 1:2] = 0.5 * (cross + cross.transpose(0, 2, 1))
+        self._mu[2 * P + 2:2 * products + 2:2] = gram
+        self._a[P + 1:products + 1] = rows
+        self.products = products
 
     def state(self) -> dict:
         """The stream as plain arrays (:func:`sparsedp.accountant.checkpoint.save`)."""
