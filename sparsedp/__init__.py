@@ -15,6 +15,7 @@ numerical engine), ``privacy`` (mechanism-level accounting), one subpackage per 
 (``gossip``, ``randomwalk``, ``ppac``, ``mf``), ``cli``, and ``testing`` (dense references).
 """
 
+from sparsedp.accountant import Accountant
 from sparsedp.errors import (
     GossipMatrixError,
     GraphError,
@@ -85,6 +86,7 @@ from sparsedp.version import package_version
 __version__ = package_version()  # pyproject.toml's, from the installed metadata
 
 __all__ = [
+    "Accountant",
     "Bound",
     "ClosedForm",
     "GossipMatrixError",

@@ -24,7 +24,8 @@ import sparsedp
 import sparsedp.errors
 
 OPTIONFLAGS = doctest.ELLIPSIS
-NEEDS = {"sparsedp.privacy.interop": "dp_accounting",  # examples that need an optional extra
+NEEDS = {"sparsedp.privacy.interop": "dp_accounting",
+         "sparsedp.accountant.gossip": "dp_accounting",  # examples that need an optional extra
          "sparsedp.tables": "pandas", "sparsedp.maps.privacy_map": "pandas",
          "sparsedp.maps.store": "pyarrow"}
 SECTION = re.compile(r"^(?P<indent>[ \t]*)(?P<name>[A-Z][A-Za-z ]+)\n(?P=indent)-{3,}[ \t]*$",

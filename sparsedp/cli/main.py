@@ -33,7 +33,7 @@ import warnings
 
 import sparsedp
 from sparsedp import resources
-from sparsedp.cli import account, audit, mafalda, maps, mf, ppac, randomwalk
+from sparsedp.cli import account, audit, budget, mafalda, maps, mf, ppac, randomwalk
 from sparsedp.errors import SparseDPError
 from sparsedp.plain import plain
 
@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     mafalda.add_parser(sub)
     maps.add_parser(sub)
     audit.add_parser(sub)
+    budget.add_parser(sub)
     _show_defaults(parser)
     return parser
 

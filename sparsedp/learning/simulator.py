@@ -165,7 +165,8 @@ def _noise_std(sens2: float, delta_per_step: float, mu: float) -> float:
 @limit_blas_threads
 def simulate(W, data: NodeData, model: Model, T: int, *, participation=(20, 19),
              lr: float = 0.05, clip: float | None = 1.0, noise=None, mu=None, epsilon=None,
-             delta=None, seed=0, eval_every: int = 10, progress=None) -> SimulationResult:
+             delta=None, seed=0, eval_every: int = 10, progress=None, accountant=None,
+             budget=None) -> SimulationResult:
     """Run MF-D-SGD and return the test loss over steps (module docstring).
 
     Parameters
@@ -182,6 +183,11 @@ def simulate(W, data: NodeData, model: Model, T: int, *, participation=(20, 19),
     seed : seed of the initialisation and the noise.
     eval_every : test loss every this many steps (and at the end).
     progress : tqdm bar (``None`` automatic).
+    accountant : an online accountant (:class:`sparsedp.Accountant`, or any object with
+        ``step()``, ``rounds`` and ``rounds_within(epsilon, delta, limit=)``), stepped once
+        per step (one gossip round); with ``budget``, the run stops before the first step
+        that would take the accountant's certified epsilon over it.
+    budget : ``(epsilon, delta)`` for the accountant.
 
     Raises
     ------
@@ -205,20 +211,22 @@ def simulate(W, data: NodeData, model: Model, T: int, *, participation=(20, 19),
     """
     run = RunSpec(noise=noise, mu=mu, epsilon=epsilon, delta=delta)
     return simulate_runs(W, data, model, T, [run], participation=participation, lr=lr,
-                         clip=clip, seed=seed, eval_every=eval_every, progress=progress)[0]
+                         clip=clip, seed=seed, eval_every=eval_every, progress=progress,
+                         accountant=accountant, budget=budget)[0]
 
 
 @limit_blas_threads
 def simulate_runs(W, data: NodeData, model: Model, T: int, runs: Sequence[RunSpec], *,
                   participation=(20, 19), lr: float = 0.05, clip: float | None = 1.0, seed=0,
-                  eval_every: int = 10, progress=None) -> list[SimulationResult]:
+                  eval_every: int = 10, progress=None, accountant=None,
+                  budget=None) -> list[SimulationResult]:
     """Run several MF-D-SGD configurations together (module docstring, "Many runs at once").
 
     Every run shares ``W``, ``data``, ``model``, ``lr``, ``clip``, the seed (the same
     initialisation and the same draw Z) and the schedule; each has its own correlation and
     privacy target (:class:`RunSpec`).  Returns one :class:`SimulationResult` per run, in order,
     each equal bit for bit to :func:`simulate` of that run alone.  Parameters and errors as
-    :func:`simulate`.
+    :func:`simulate` (an accountant with a budget stops every run at the same step).
 
     Examples
     --------
@@ -267,11 +275,18 @@ def simulate_runs(W, data: NodeData, model: Model, T: int, runs: Sequence[RunSpe
                              correlations)
     batches = [(np.repeat(data.X[:, j * B:(j + 1) * B], R, axis=0),
                 np.repeat(data.y[:, j * B:(j + 1) * B], R, axis=0)) for j in range(b)]
+    last = T - 1
+    if accountant is not None and budget is not None:  # the budget's last affordable step
+        affordable = accountant.rounds_within(*budget, limit=accountant.rounds + T)
+        last = min(T, affordable - accountant.rounds) - 1
+        if last < 0:
+            raise ParameterError(f"the budget {tuple(budget)} is spent already: the "
+                                 f"accountant's {accountant.rounds} rounds use it up")
     steps, losses = [], []
     node_losses = None
     bar = progress_bar(progress, total=T, unit="step",
                        desc=f"MF-D-SGD {model.name}" + (f" x {R} runs" if R > 1 else ""))
-    for t in range(T):
+    for t in range(last + 1):
         Xb, yb = batches[t % b]
         step = model.clipped_mean(theta.reshape(n * R, P), Xb, yb, clip).reshape(n, R, P)
         for r, plan in enumerate(plans):
@@ -280,7 +295,9 @@ def simulate_runs(W, data: NodeData, model: Model, T: int, runs: Sequence[RunSpe
         step *= -lr
         step += theta
         theta = (W @ step.reshape(n, R * P)).reshape(n, R, P)
-        if (t + 1) % eval_every == 0 or t == T - 1:
+        if accountant is not None:
+            accountant.step()
+        if (t + 1) % eval_every == 0 or t == last:
             node_losses = np.ascontiguousarray(
                 model.test_loss(theta.reshape(n * R, P), data.X_test, data.y_test)
                 .reshape(n, R).T)
@@ -298,6 +315,9 @@ def simulate_runs(W, data: NodeData, model: Model, T: int, runs: Sequence[RunSpe
             eps = gdp_epsilon(plan["mu"], validation.probability_delta(run.delta))
         notes = (f"cyclic({k},{b}): batches of {B} records per node, Delta = 2 clip / B"
                  if run.private else "non-private: no noise",)
+        if last < T - 1:
+            notes += (f"stopped at the accountant's budget {tuple(budget)} after {last + 1} "
+                      f"of {T} steps",)
         results.append(SimulationResult(
             steps=np.array(steps), test_loss=losses[:, r].copy(),
             final_node_losses=node_losses[r].copy(), theta=theta[:, r].copy(), mu=plan["mu"],

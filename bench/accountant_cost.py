@@ -1,0 +1,96 @@
+"""What tracking privacy every round costs, against one from-scratch query (issue 34).
+
+"Tracking" here: an :class:`sparsedp.Accountant` for one (target, observer) pair is stepped
+every round for T rounds and asked ``epsilon(delta)`` every ``--every`` rounds (its running
+certified bound), and asked for the full ``interval()`` once, at the end.  The reference is
+one :func:`sparsedp.squared_sensitivity` at T (default method: its propagation stops where
+the chain has mixed), in the same process, after one warm-up query (numba compilation out).
+Graphs: ER (average degree 20) and the bench's Chung-Lu power-law graph
+(``bench/realistic.py``), n = 10^4 by default; the target is node 0 and the observer the
+node farthest from it in index order among its non-neighbours.  Writes
+``accountant_cost.json`` (:mod:`outputs`): seconds of each part, the ratio, and the bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import networkx as nx
+import numpy as np
+from outputs import add_output_options, output_path
+from realistic import chung_lu
+from timing import matvec_seconds, timed
+
+import sparsedp
+from sparsedp.graphs import as_graph
+
+
+def _graphs(n: int, seed: int) -> dict:
+    er = as_graph(nx.fast_gnp_random_graph(n, 20 / n, seed=seed), largest_component=True)
+    return {"er": er, "chung-lu": chung_lu(n, seed)}
+
+
+def _track(W, target: int, observer: int, T: int, every: int, sigma: float, delta: float):
+    accountant = sparsedp.Accountant(W, target, [observer], sigma=sigma)
+    epsilons = []
+    for t in range(1, T + 1):
+        accountant.step()
+        if t % every == 0:
+            epsilons.append(accountant.epsilon(delta))
+    return accountant, epsilons
+
+
+def _cpu_timed(f):
+    """``(wall seconds, CPU seconds of this process, value)`` of one call: on a shared
+    machine the CPU time is the steadier measure (the wall clock waits for cores)."""
+    cpu = time.process_time()
+    wall, value = timed(f)
+    return wall, time.process_time() - cpu, value
+
+
+def measure(W, T: int, every: int, sigma: float, delta: float) -> dict:
+    target = 0
+    neighbours = set(W[target].indices.tolist())
+    observer = next(i for i in range(W.shape[0] - 1, 0, -1) if i not in neighbours)
+    sparsedp.squared_sensitivity(W, target, [observer], 20)  # warm-up (compilation)
+    one_shot_s, one_shot_cpu, one_shot = _cpu_timed(
+        lambda: sparsedp.squared_sensitivity(W, target, [observer], T))
+    track_s, track_cpu, (accountant, epsilons) = _cpu_timed(
+        lambda: _track(W, target, observer, T, every, sigma, delta))
+    interval_s, interval_cpu, interval = _cpu_timed(accountant.interval)
+    return {
+        "n": W.shape[0], "nnz": int(W.nnz), "T": T, "every": every, "target": target,
+        "observer": observer, "matvec_s": matvec_seconds(W, np.ones(W.shape[0])),
+        "one_shot_s": one_shot_s, "tracking_s": track_s, "final_interval_s": interval_s,
+        "ratio_tracking": track_s / one_shot_s,
+        "ratio_tracking_with_final_interval": (track_s + interval_s) / one_shot_s,
+        "one_shot_cpu_s": one_shot_cpu, "tracking_cpu_s": track_cpu,
+        "final_interval_cpu_s": interval_cpu, "ratio_tracking_cpu": track_cpu / one_shot_cpu,
+        "one_shot": [one_shot.lower, one_shot.upper], "one_shot_method": one_shot.method,
+        "accountant_running_upper": accountant.upper,
+        "accountant_interval": [interval.lower, interval.upper],
+        "epsilon_final": epsilons[-1] if epsilons else None,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=10_000)
+    ap.add_argument("--T", type=int, default=1000)
+    ap.add_argument("--every", type=int, default=10)
+    ap.add_argument("--sigma", type=float, default=1.0)
+    ap.add_argument("--delta", type=float, default=1e-6)
+    ap.add_argument("--seed", type=int, default=1)
+    add_output_options(ap)
+    args = ap.parse_args()
+    record = {name: measure(sparsedp.gossip_matrix(graph), args.T, args.every, args.sigma,
+                            args.delta)
+              for name, graph in _graphs(args.n, args.seed).items()}
+    output_path(args, "accountant_cost.json").write_text(json.dumps(record, indent=1))
+    print(json.dumps(record, indent=1))
+
+
+if __name__ == "__main__":
+    main()

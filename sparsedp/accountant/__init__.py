@@ -1,0 +1,11 @@
+"""Online privacy accounting for training loops (issue 34): an accountant that a
+decentralized-learning framework steps every round, with incremental certified bounds,
+budgets, checkpoints and ``dp_accounting`` composition (``docs/accountant.md``).
+
+Gossip averaging, one (target, observers) pair: :class:`~sparsedp.accountant.gossip.Accountant`.
+"""
+
+from sparsedp.accountant.checkpoint import load, save
+from sparsedp.accountant.gossip import Accountant
+
+__all__ = ["Accountant", "load", "save"]

@@ -1,0 +1,83 @@
+"""``sparsedp budget``: how many rounds a privacy budget affords (issue 34).
+
+For each view asked (``--view``, repeatable; default secure summation) the largest number of
+gossip rounds T whose certified epsilon at ``--delta`` stays within ``--epsilon`` at noise
+``--sigma``, for one target against one observer set
+(:meth:`sparsedp.Accountant.rounds_within`, at most ``--limit`` rounds examined).  Only the
+gossip family is offered; the others (matrix factorisation, random walks) are not yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from sparsedp import defaults, validation
+from sparsedp.accountant import Accountant
+from sparsedp.accountant.gossip import ROUNDS_WITHIN_LIMIT
+from sparsedp.cli.graph_input import add_graph_options, load_graph, target_and_observers
+from sparsedp.gossip.views import VIEWS, VIEWS_WITHOUT_OBSERVERS
+from sparsedp.graphs.weights import SCHEMES, gossip_matrix
+
+DEFAULT_GRAPH_NODES = 2000
+
+
+def add_parser(sub) -> None:
+    """The ``budget`` subcommand."""
+    parser = sub.add_parser(
+        "budget", help="the largest number of rounds within an (epsilon, delta) budget",
+        description="For each view, the largest number of rounds of noisy gossip averaging "
+        "whose certified epsilon stays within the budget (one target, one observer set).")
+    add_graph_options(parser)
+    parser.add_argument("--scheme", default="metropolis", choices=SCHEMES,
+                        help="gossip weights (the accountant needs a symmetric W)")
+    parser.add_argument("--target", help="node id whose privacy is accounted (default: last "
+                                         "node)")
+    parser.add_argument("--observer", action="append", dest="observers", metavar="ID",
+                        help="observing node id; repeat for a coalition (default: first node)")
+    parser.add_argument("--view", action="append", dest="views", choices=VIEWS,
+                        help="threat model; repeat for several (default: secure-summation)")
+    parser.add_argument("--epsilon", type=float, required=True, help="the epsilon budget")
+    parser.add_argument("--delta", type=float, default=defaults.DELTA, help="target delta")
+    parser.add_argument("--sigma", type=float, required=True,
+                        help="noise standard deviation per round")
+    parser.add_argument("--limit", type=int, default=ROUNDS_WITHIN_LIMIT,
+                        help="most rounds examined")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(run=budget, report=format_report)
+
+
+def budget(args: argparse.Namespace) -> dict:
+    """The largest affordable T per view; the JSON-ready record."""
+    start = time.perf_counter()
+    epsilon = validation.nonnegative("epsilon", args.epsilon)
+    delta = validation.probability_delta(args.delta)
+    graph, name = load_graph(args, DEFAULT_GRAPH_NODES)
+    W = gossip_matrix(graph, scheme=args.scheme)
+    rows = []
+    for view in args.views or [defaults.VIEW]:
+        args.view = view
+        target, observers = target_and_observers(graph, args, VIEWS_WITHOUT_OBSERVERS)
+        accountant = Accountant(W, target, observers, sigma=args.sigma, view=view)
+        rounds = accountant.rounds_within(epsilon, delta, limit=args.limit)
+        rows.append({"family": "gossip", "view": view, "target": graph.id_of(target),
+                     "observers": [graph.id_of(i) for i in accountant.model.observers],
+                     "rounds": rounds, "reached_limit": rounds == args.limit})
+    return {"graph": {"source": name, "nodes": graph.n, "edges": graph.num_edges},
+            "scheme": args.scheme, "epsilon": epsilon, "delta": delta, "sigma": args.sigma,
+            "limit": args.limit, "budgets": rows,
+            "elapsed_seconds": time.perf_counter() - start}
+
+
+def format_report(record: dict) -> str:
+    g = record["graph"]
+    lines = [f"graph     {g['source']}: {g['nodes']} nodes, {g['edges']} edges; "
+             f"{record['scheme']} weights",
+             f"budget    epsilon = {record['epsilon']:g}, delta = {record['delta']:g}, "
+             f"sigma = {record['sigma']:g} ({record['elapsed_seconds']:.2f} s)"]
+    for row in record["budgets"]:
+        rounds = (f">= {row['rounds']} (the limit)" if row["reached_limit"]
+                  else str(row["rounds"]))
+        lines.append(f"{row['family']:<9} {row['view']}: target {row['target']}: "
+                     f"at most {rounds} rounds")
+    return "\n".join(lines)
