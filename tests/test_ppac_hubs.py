@@ -221,3 +221,16 @@ def test_a_decided_message_span_keeps_its_accuracy_across_scales():
     for r in (a, b):
         assert r.extra["borderline_directions"] == [] and r.relative_accuracy < 1e-9
     assert _relative_gap(a, b) <= 10 * (a.relative_accuracy + b.relative_accuracy)
+
+
+def test_a_float_basis_narrower_than_the_exact_rank_claims_no_accuracy(monkeypatch):
+    """A float basis that dropped genuine directions (here forced by a drop threshold of
+    0.5) against the exact rank: the leverages use the columns there are (it used to raise
+    IndexError), and the result says the span is not decided, with no accuracy."""
+    monkeypatch.setattr(information, "KRYLOV_DROP", 0.5)
+    g, layout, W = instance(nx.convert_node_labels_to_integers(nx.grid_2d_graph(6, 6)))
+    r = leakage(layout, W, hub(g), 20, exact=True, progress=False)
+    columns = r.extra["basis_columns"]
+    assert r.rank == columns and r.relative_accuracy == math.inf
+    assert any(f"the float basis has {columns} columns, exact arithmetic says" in note
+               for note in r.notes)

@@ -40,7 +40,10 @@ Kinds.  Infinite values are ``"exact"`` when proved (a generalised leaf, or exac
 arithmetic); finite values are floating-point ``"estimate"``\\ s.  Which victims are finite is
 decided exactly (exact arithmetic on small graphs; otherwise the structural tests of
 :mod:`sparsedp.ppac.structure`, with a labelled numerical decision for the rare
-``"undetermined"`` pairs).
+``"undetermined"`` pairs).  ``relative_accuracy`` bounds the rounding error of the finite
+values for the float span of the observations; it is ``inf`` when that span is not decided in
+floating point (a Krylov direction of borderline size, or a float basis whose width differs
+from the exact rank): the leakage depends on the span only, so no accuracy can be claimed.
 """
 
 from __future__ import annotations
@@ -90,7 +93,7 @@ NUMERICAL_RECOVERY = 1e-9  # float decision for undetermined pairs: 1 - h_j belo
 BLOCK_ROWS = 1 << 16  # rows of Y per Householder QR block (fewer for wide Y)
 QR_BLOCK_ENTRIES = 1 << 24  # entries of one Householder block (128 MiB)
 KRYLOV_DROP = 1e-10  # relative norm below which a new Krylov direction is dropped
-KRYLOV_CLEAR = 1e3 * KRYLOV_DROP  # a direction kept or dropped with relative norm below this is borderline
+KRYLOV_CLEAR = 1e3 * KRYLOV_DROP  # a direction (kept or dropped) smaller than this is borderline
 KRYLOV_ROUNDING = 1e-13  # ... unless it is below this (rounding residue of a dependent one)
 REORTHOGONALISE = 0.5  # a second Gram-Schmidt pass when a column keeps less of its norm
 VICTIM_CHUNK = 4096  # victims' rows of Y formed at a time
@@ -527,7 +530,8 @@ def _leverages_from_r(R: np.ndarray, rows_of_y, victims: int, rank: int | None,
     (``rows`` rows).
 
     ``rank=None`` keeps the singular values above ``sv_max * max(rows, k) * eps`` (numpy's
-    matrix_rank rule for ``Y``); a given rank (known exactly) keeps that many.  Returns
+    matrix_rank rule for ``Y``); a given rank (known exactly) keeps that many, at most ``k``
+    (the float basis may lack directions of the exact span; the caller reports it).  Returns
     ``(h, rank, sv_rank / sv_max)``.
     """
     h = np.zeros(victims)
@@ -538,6 +542,7 @@ def _leverages_from_r(R: np.ndarray, rows_of_y, victims: int, rank: int | None,
         return h, 0, 0.0
     if rank is None:
         rank = int(np.sum(sv > sv[0] * max(rows, R.shape[1]) * np.finfo(float).eps))
+    rank = min(rank, sv.size)
     for first, Yv in rows_of_y:
         Z = (Yv @ Vt[:rank].T) / sv[:rank]
         h[first:first + Yv.shape[0]] = np.einsum("ij,ij->i", Z, Z)
@@ -788,16 +793,17 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any,
 
 def _undecided_span_note(borderline: np.ndarray, exact_rank: int | None, k: int) -> str:
     """Why the finite values carry no accuracy: the float message span is not certified."""
+    why = []
     if borderline.size:
-        why = (f"{borderline.size} Krylov direction(s) of relative size "
-               f"{borderline.min():.0e} to {borderline.max():.0e}, between "
-               f"{KRYLOV_ROUNDING:g} and {KRYLOV_CLEAR:g}, may be genuine or rounding")
-    else:
-        why = f"the float basis has {k} columns, exact arithmetic says {exact_rank}"
+        why.append(f"{borderline.size} Krylov direction(s) of relative size "
+                   f"{borderline.min():.0e} to {borderline.max():.0e}, between "
+                   f"{KRYLOV_ROUNDING:g} and {KRYLOV_CLEAR:g}, may be genuine or rounding")
+    if exact_rank is not None and exact_rank != k:
+        why.append(f"the float basis has {k} columns, exact arithmetic says {exact_rank}")
     return ("the span of the attacker's observations is not decided in floating point ("
-            f"{why}); the leakage depends on that span only, so the finite values are "
-            "uncertified estimates (relative_accuracy = inf) that may change with the scale of "
-            "W; exact=True decides the rank on small graphs")
+            f"{'; '.join(why)}); the leakage depends on that span only, so the finite values "
+            "are uncertified estimates (relative_accuracy = inf) that may change with the "
+            "scale of W")
 
 
 def _attacker_and_victim(layout: PPACLayout, attacker: Any, victim: Any) -> tuple[int, int]:
