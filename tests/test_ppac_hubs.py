@@ -69,7 +69,7 @@ def test_a_saturating_hub_basis_stays_orthonormal_and_within_n():
     i = hub(g)
     nbrs = information._neighbours(layout, i)
     assert nbrs.size * 11 > g.n
-    X = information._message_vectors(W, nbrs, 10, information._attacker_deflation(layout, i))
+    X, _ = information._message_vectors(W, nbrs, 10, information._attacker_deflation(layout, i))
     assert X.shape[1] == g.n - 1
     np.testing.assert_allclose(X.T @ X, np.eye(X.shape[1]), atol=1e-10)
     assert np.all(X[i] == 0)
@@ -179,3 +179,58 @@ def test_lanczos_basis_gives_the_gram_schmidt_values(name, monkeypatch):
     assert lanczos.rank == full.rank
     np.testing.assert_array_equal(lanczos.kind, full.kind)
     np.testing.assert_allclose(lanczos.nats, full.nats, rtol=1e-10, atol=1e-14)
+
+
+def _grid_at_two_scales(horizon):
+    """Leakage to the grid's first degree-4 node at the scales ``c = 4`` and ``c = 5`` of
+    ``W = I - L / c``: ``span{W^tau e_l : tau <= t} = span{L^s e_l : s <= t}`` for every ``c``,
+    so the exact leakage is the same at both scales."""
+    g, layout, _ = instance(nx.convert_node_labels_to_integers(nx.grid_2d_graph(15, 15)))
+    i = hub(g)
+    return [leakage(layout, laplacian_consensus_matrix(g, scale=c), i, horizon, exact=False,
+                    progress=False) for c in (4, 5)]
+
+
+def _relative_gap(a, b) -> float:
+    finite = np.isfinite(a.nats) & np.isfinite(b.nats)
+    assert finite.any() and np.array_equal(finite, np.isfinite(b.nats))
+    return float(np.max(np.abs(a.nats - b.nats)[finite]) / np.max(a.nats[finite]))
+
+
+def test_an_undecided_message_span_claims_no_accuracy():
+    """Grid 15 x 15, t = 60: the Krylov directions of relative size 1e-11 to 1e-8 are genuine
+    or rounding depending on the scale of W, and the two scales' values differ by 2.4 % (they
+    claimed a relative accuracy of 5e-12).  The basis reports those directions, and the
+    result an infinite relative accuracy with a note, not an accuracy it does not have."""
+    a, b = _grid_at_two_scales(60)
+    gap = _relative_gap(a, b)
+    assert gap > 1e-3  # the inconsistency is real: float cannot decide this span
+    assert gap <= a.relative_accuracy + b.relative_accuracy
+    for r in (a, b):
+        assert r.relative_accuracy == math.inf
+        sizes = np.array(r.extra["borderline_directions"])
+        assert sizes.size and np.all((sizes > information.KRYLOV_ROUNDING)
+                                     & (sizes < information.KRYLOV_CLEAR))
+        assert any("not decided in floating point" in note for note in r.notes)
+
+
+def test_a_decided_message_span_keeps_its_accuracy_across_scales():
+    """Grid 15 x 15, t = 40: no borderline direction, a finite accuracy, and the two scales
+    agree within it (the invariance the t = 60 case breaks)."""
+    a, b = _grid_at_two_scales(40)
+    for r in (a, b):
+        assert r.extra["borderline_directions"] == [] and r.relative_accuracy < 1e-9
+    assert _relative_gap(a, b) <= 10 * (a.relative_accuracy + b.relative_accuracy)
+
+
+def test_a_float_basis_narrower_than_the_exact_rank_claims_no_accuracy(monkeypatch):
+    """A float basis that dropped genuine directions (here forced by a drop threshold of
+    0.5) against the exact rank: the leverages use the columns there are (it used to raise
+    IndexError), and the result says the span is not decided, with no accuracy."""
+    monkeypatch.setattr(information, "KRYLOV_DROP", 0.5)
+    g, layout, W = instance(nx.convert_node_labels_to_integers(nx.grid_2d_graph(6, 6)))
+    r = leakage(layout, W, hub(g), 20, exact=True, progress=False)
+    columns = r.extra["basis_columns"]
+    assert r.rank == columns and r.relative_accuracy == math.inf
+    assert any(f"the float basis has {columns} columns, exact arithmetic says" in note
+               for note in r.notes)

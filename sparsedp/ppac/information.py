@@ -40,7 +40,10 @@ Kinds.  Infinite values are ``"exact"`` when proved (a generalised leaf, or exac
 arithmetic); finite values are floating-point ``"estimate"``\\ s.  Which victims are finite is
 decided exactly (exact arithmetic on small graphs; otherwise the structural tests of
 :mod:`sparsedp.ppac.structure`, with a labelled numerical decision for the rare
-``"undetermined"`` pairs).
+``"undetermined"`` pairs).  ``relative_accuracy`` bounds the rounding error of the finite
+values for the float span of the observations; it is ``inf`` when that span is not decided in
+floating point (a Krylov direction of borderline size, or a float basis whose width differs
+from the exact rank): the leakage depends on the span only, so no accuracy can be claimed.
 """
 
 from __future__ import annotations
@@ -90,6 +93,8 @@ NUMERICAL_RECOVERY = 1e-9  # float decision for undetermined pairs: 1 - h_j belo
 BLOCK_ROWS = 1 << 16  # rows of Y per Householder QR block (fewer for wide Y)
 QR_BLOCK_ENTRIES = 1 << 24  # entries of one Householder block (128 MiB)
 KRYLOV_DROP = 1e-10  # relative norm below which a new Krylov direction is dropped
+KRYLOV_CLEAR = 1e3 * KRYLOV_DROP  # a direction (kept or dropped) smaller than this is borderline
+KRYLOV_ROUNDING = 1e-13  # ... unless it is below this (rounding residue of a dependent one)
 REORTHOGONALISE = 0.5  # a second Gram-Schmidt pass when a column keeps less of its norm
 VICTIM_CHUNK = 4096  # victims' rows of Y formed at a time
 SPARSE_BYTES = 400  # per source: the sparse factors C, F, Lam, F^T F and their index arrays
@@ -294,8 +299,8 @@ def _attacker_deflation(layout: PPACLayout, i: int) -> np.ndarray:
 
 @limit_blas_threads
 def _message_vectors(W: sp.csr_matrix, nbrs: np.ndarray, rounds: int,
-                     deflated: np.ndarray, bar=None) -> np.ndarray:
-    """Basis (n x k, orthonormal up to ``LANCZOS_ORTHOGONALITY``) of
+                     deflated: np.ndarray, bar=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(X, borderline)``: ``X`` a basis (n x k, orthonormal up to ``LANCZOS_ORTHOGONALITY``) of
     ``span{(W^T)^tau e_l : tau <= rounds, l in nbrs} + span{e_d : d in deflated}`` with the
     coordinates ``deflated`` removed (zero rows; see :func:`_attacker_deflation`, the unit
     vectors ``e_d`` must lie in that span).
@@ -328,6 +333,14 @@ def _message_vectors(W: sp.csr_matrix, nbrs: np.ndarray, rounds: int,
     what to drop: a direction whose norm after orthogonalisation is below ``KRYLOV_DROP`` times
     its norm before is dropped (the space is numerically invariant).  ``bar`` advances by the
     operations of each block.
+
+    ``borderline``: the relative norms (pivoted QR's ``|R_kk|`` over the block's largest norm
+    before orthogonalisation) of the directions, kept or dropped, between ``KRYLOV_ROUNDING``
+    and ``KRYLOV_CLEAR``.  Such a direction may be a genuine new direction of the exact span
+    or the rounding residue of a dependent one: the dimension, and the span built on it, are
+    then not decided by floating point (the leakage depends on the span only, not on the size
+    of its directions).  Blocks accepted by :func:`_full_rank_qr` have every direction above
+    ``1e3 KRYLOV_DROP = KRYLOV_CLEAR``.
     """
     n = W.shape[0]
     WT = W.T.tocsr()
@@ -338,6 +351,7 @@ def _message_vectors(W: sp.csr_matrix, nbrs: np.ndarray, rounds: int,
     probes = np.random.default_rng(0).standard_normal((X.shape[1], SKETCH_COLUMNS))
     sketch = X[:, :start.size] @ probes[:start.size]  # X Omega, grown with X
     done, last, previous = start.size, slice(0, start.size), slice(0, 0)
+    borderline: list[float] = []
     for _ in range(rounds):
         if last.stop == last.start or done == X.shape[1]:
             break
@@ -369,7 +383,10 @@ def _message_vectors(W: sp.csr_matrix, nbrs: np.ndarray, rounds: int,
                 width = Qv.shape[1]
             else:
                 Qv, R, _ = sla.qr(V, mode="economic", pivoting=True, check_finite=False)
-                width = int(np.sum(np.abs(np.diag(R)) > drop))
+                sizes = np.abs(np.diag(R)) / max(before.max(), np.finfo(float).tiny)
+                width = int(np.sum(sizes > KRYLOV_DROP))
+                borderline += sizes[(sizes > KRYLOV_ROUNDING)
+                                    & (sizes < KRYLOV_CLEAR)].tolist()
         width = min(width, X.shape[1] - done)
         X[:, done:done + width] = Qv[:, :width]
         X[deflated, done:done + width] = 0.0  # zero in exact arithmetic; rounding made them not
@@ -378,7 +395,7 @@ def _message_vectors(W: sp.csr_matrix, nbrs: np.ndarray, rounds: int,
             bar.update(flops / 1e9)
         previous, last = last, slice(done, done + width)
         done += width
-    return X[:, :done]
+    return X[:, :done], np.array(borderline)
 
 
 def _full_rank_qr(V: np.ndarray, drop: float) -> np.ndarray | None:
@@ -513,7 +530,8 @@ def _leverages_from_r(R: np.ndarray, rows_of_y, victims: int, rank: int | None,
     (``rows`` rows).
 
     ``rank=None`` keeps the singular values above ``sv_max * max(rows, k) * eps`` (numpy's
-    matrix_rank rule for ``Y``); a given rank (known exactly) keeps that many.  Returns
+    matrix_rank rule for ``Y``); a given rank (known exactly) keeps that many, at most ``k``
+    (the float basis may lack directions of the exact span; the caller reports it).  Returns
     ``(h, rank, sv_rank / sv_max)``.
     """
     h = np.zeros(victims)
@@ -524,6 +542,7 @@ def _leverages_from_r(R: np.ndarray, rows_of_y, victims: int, rank: int | None,
         return h, 0, 0.0
     if rank is None:
         rank = int(np.sum(sv > sv[0] * max(rows, R.shape[1]) * np.finfo(float).eps))
+    rank = min(rank, sv.size)
     for first, Yv in rows_of_y:
         Z = (Yv @ Vt[:rank].T) / sv[:rank]
         h[first:first + Yv.shape[0]] = np.einsum("ij,ij->i", Z, Z)
@@ -702,7 +721,7 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any,
                        total=round(flops / 1e9, 1), unit="Gflop",
                        desc=f"PPAC leakage (attacker degree {nbrs.size}, estimated "
                             f"{estimate:.0f} s)")
-    X = _message_vectors(Wc, nbrs, rounds, deflated, bar)
+    X, borderline = _message_vectors(Wc, nbrs, rounds, deflated, bar)
     if informative is not None:  # exact arithmetic ran
         recoverable = np.isin(victims, informative.recoverable)
         status = np.where(recoverable, "recoverable", "private").astype(object)
@@ -757,7 +776,10 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any,
     if suspicious.any():
         notes.append(f"{int(suspicious.sum())} finite leakage(s) are too large to resolve in "
                      "floating point (1 - h at rounding level): their values are unreliable")
-    if accuracy > 1e-3:
+    if borderline.size or (exact_rank is not None and exact_rank != k):
+        accuracy = math.inf
+        notes.append(_undecided_span_note(borderline, exact_rank, k))
+    elif accuracy > 1e-3:
         notes.append(f"the observation matrix is ill-conditioned (sv_min / sv_max = {ratio:.1e}):"
                      f" finite values may be inaccurate (relative error about {accuracy:.0e})")
     if informative is not None:  # by label, as informative_sequence returns it
@@ -766,7 +788,22 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any,
                          status.astype(str), method, rank, ratio, accuracy, informative,
                          tuple(notes), time.perf_counter() - start,
                          {"estimated_seconds": estimate, "flops": flops,
-                          "basis_columns": k})
+                          "basis_columns": k, "borderline_directions": borderline.tolist()})
+
+
+def _undecided_span_note(borderline: np.ndarray, exact_rank: int | None, k: int) -> str:
+    """Why the finite values carry no accuracy: the float message span is not certified."""
+    why = []
+    if borderline.size:
+        why.append(f"{borderline.size} Krylov direction(s) of relative size "
+                   f"{borderline.min():.0e} to {borderline.max():.0e}, between "
+                   f"{KRYLOV_ROUNDING:g} and {KRYLOV_CLEAR:g}, may be genuine or rounding")
+    if exact_rank is not None and exact_rank != k:
+        why.append(f"the float basis has {k} columns, exact arithmetic says {exact_rank}")
+    return ("the span of the attacker's observations is not decided in floating point ("
+            f"{'; '.join(why)}); the leakage depends on that span only, so the finite values "
+            "are uncertified estimates (relative_accuracy = inf) that may change with the "
+            "scale of W")
 
 
 def _attacker_and_victim(layout: PPACLayout, attacker: Any, victim: Any) -> tuple[int, int]:
