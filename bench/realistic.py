@@ -309,7 +309,9 @@ def ppac(attacker: str, horizon: int):
         def run():
             r = sparsedp.ppac_leakage(layout, W, label, horizon, progress=False)
             return {"rank": int(r.rank), "method": r.method[:40],
-                    "relative_accuracy": float(r.relative_accuracy)}
+                    "relative_accuracy": (float(r.relative_accuracy)
+                                          if math.isfinite(r.relative_accuracy)
+                                          else "infinity")}  # strict JSON
         return run
     return prepare
 
