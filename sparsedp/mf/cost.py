@@ -33,7 +33,9 @@ SANDWICH_DOUBLES = 24  # per T x T entry: L, the certified sandwich and its boun
 GRAM_SQUARES = 10  # (R m)^2 arrays of the Gram assembly of B B^T at once (traced 4.9-7.6)
 GRAM_LAGS = 4  # (R, m, n) lag arrays at once (traced 2.5 where the lags dominate)
 OPERATOR_SQUARES = 16  # (R m)^2 arrays of the dense operator assembly (traced up to 12)
-TOEPLITZ_CORRELATIONS = ("independent", "anti", "square-root")  # one Toeplitz L for all nodes
+TOEPLITZ_CORRELATIONS = ("independent", "anti")  # an exactly Toeplitz L (SR/BSR's computed
+# inverse is not exactly Toeplitz: the operator assembly); the operator's estimate covers the
+# Gram's (GRAM_SQUARES <= OPERATOR_SQUARES, GRAM_LAGS <= R + 3 T), so any L is covered
 
 
 def closed_form(algorithm: Algorithm, trust_model: str) -> bool:
@@ -55,12 +57,14 @@ def shared_noise_memory(algorithm: Algorithm, T: int, n: int, observed: int) -> 
     """Bytes :func:`sparsedp.mf.blocks.shared_noise` and one target's sandwich hold at once,
     for ``R = K T`` rounds and ``m = observed`` rows (``R m`` rows of ``B B^T``), with margins
     over tracemalloc peaks on Chung-Lu graphs (n = 120, 240; hub and median attackers; T = 6,
-    12; AntiPGD, Muffliato-SGD(2, 3), MF-D-SGD with a dense lower-triangular L):
+    12; AntiPGD, Muffliato-SGD(2, 3), MF-D-SGD with a dense lower-triangular L; on the
+    karate club and a 60-node small world at T = 8, 16 also SR, BSR, resets, one L per node,
+    MF-D-SGD with K = 2: estimate / peak 1.4-5.3, ``tests/test_mf_cost.py``):
 
     * the target's gradient columns ``A_u`` (``R m x R`` and its ``R m x T`` copy):
       ``2 R m R`` doubles;
     * Toeplitz L (:meth:`sparsedp.mf.operators.MFSystem.toeplitz_noise`: independent noise,
-      AntiPGD, SR/BSR, one L for all nodes, no resets): :data:`GRAM_SQUARES` ``(R m)^2``
+      AntiPGD, no resets): :data:`GRAM_SQUARES` ``(R m)^2``
       doubles (``K``, ``K_abs`` when L has negative entries, the kept-row copy, its Cholesky
       factor and certificate work, the entrywise rounding bound; for K > 1 the structural
       and the final factorisation at once, with the pivoted Cholesky's copy: traced
