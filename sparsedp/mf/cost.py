@@ -16,14 +16,13 @@ patterns_memory`.  The gossip engine and the innovation form check their own, la
 when they are reached (``max_memory`` is passed on); the other dense assemblies are capped
 at ``OPERATOR_ASSEMBLY_MAX_DIM`` rows.  AntiPGD, MF-D-SGD and Muffliato-SGD under PNDP
 assemble ``B B^T`` on all ``R m`` observation rows (:func:`shared_noise_memory`).  These are
-margins over measured peaks (checked in
-``tests/test_mf_cost.py``): they decide refusals, never a reported bound.
+margins over measured peaks (checked in ``tests/test_mf_cost.py`` and
+``tests/test_memory_estimates.py``): they decide refusals, never a reported bound.
 """
 
 from __future__ import annotations
 
 from sparsedp import resources
-from sparsedp.gossip.cost import QUERY_OVERHEAD
 from sparsedp.mf.algorithms import Algorithm
 from sparsedp.mf.edge_secrets import OPERATOR_ASSEMBLY_MAX_DIM  # DECOR-PNDP's row cap
 from sparsedp.mf.participation import Participation, patterns_memory
@@ -33,6 +32,7 @@ SANDWICH_DOUBLES = 24  # per T x T entry: L, the certified sandwich and its boun
 GRAM_SQUARES = 10  # (R m)^2 arrays of the Gram assembly of B B^T at once (traced 4.9-7.6)
 GRAM_LAGS = 4  # (R, m, n) lag arrays at once (traced 2.5 where the lags dominate)
 OPERATOR_SQUARES = 16  # (R m)^2 arrays of the dense operator assembly (traced up to 12)
+FIXED_BYTES = 2**20  # what does not grow with R m (the system, small arrays, the result)
 TOEPLITZ_CORRELATIONS = ("independent", "anti")  # an exactly Toeplitz L (SR/BSR's computed
 # inverse is not exactly Toeplitz: the operator assembly); the operator's estimate covers the
 # Gram's (GRAM_SQUARES <= OPERATOR_SQUARES, GRAM_LAGS <= R + 3 T), so any L is covered
@@ -64,27 +64,26 @@ def shared_noise_memory(algorithm: Algorithm, T: int, n: int, observed: int) -> 
     * the target's gradient columns ``A_u`` (``R m x R`` and its ``R m x T`` copy):
       ``2 R m R`` doubles;
     * Toeplitz L (:meth:`sparsedp.mf.operators.MFSystem.toeplitz_noise`: independent noise,
-      AntiPGD, no resets): :data:`GRAM_SQUARES` ``(R m)^2``
-      doubles (``K``, ``K_abs`` when L has negative entries, the kept-row copy, its Cholesky
-      factor and certificate work, the entrywise rounding bound; for K > 1 the structural
-      and the final factorisation at once, with the pivoted Cholesky's copy: traced
-      4.9-7.6) and :data:`GRAM_LAGS` lag arrays ``(R, m, n)`` (the observer lags V kept for
-      ``A_u``, the noise lags and their update's temporary, again for ``K_abs``: traced 2.5
-      where they dominate);
+      AntiPGD, no resets): :data:`GRAM_SQUARES` ``(R m)^2`` doubles (``K``, ``K_abs`` when
+      L has negative entries, the kept-row copy, its Cholesky factor and certificate work,
+      the entrywise rounding bound; for K > 1 the structural and the final factorisation at
+      once, with the pivoted Cholesky's copy: traced 4.9-7.6) and :data:`GRAM_LAGS` lag
+      arrays ``(R, m, n)`` (the observer lags V kept for ``A_u``, the noise lags and their
+      update's temporary, again for ``K_abs``: traced 2.5 where they dominate);
     * any other L (:meth:`~sparsedp.mf.operators.MFSystem._operator_K`, the operator on
       ``R m`` unit vectors): :data:`OPERATOR_SQUARES` ``(R m)^2`` doubles (the unit vectors,
       the product, its symmetrisation, the same for ``K_abs``, the factorisations) and
       ``(R + 3 T) n R m`` doubles (the adjoint's ``(R, n, R m)`` output, the mixing's two
       ``(T, n, R m)`` arrays and their contraction's copy: traced 3.1-3.8 ``T n R m``).
 
-    Plus :data:`~sparsedp.gossip.cost.QUERY_OVERHEAD` for what does not grow."""
+    Plus :data:`FIXED_BYTES` for what does not grow."""
     rounds = algorithm.K * T
     size = rounds * observed
     if algorithm.correlation in TOEPLITZ_CORRELATIONS and algorithm.reset_period is None:
         doubles = GRAM_SQUARES * size * size + GRAM_LAGS * size * n
     else:
         doubles = OPERATOR_SQUARES * size * size + (rounds + 3 * T) * n * size
-    return 8 * (doubles + 2 * size * rounds) + QUERY_OVERHEAD
+    return 8 * (doubles + 2 * size * rounds) + FIXED_BYTES
 
 
 def request_memory(algorithm: Algorithm, trust_model: str, scheme: Participation, T: int,
