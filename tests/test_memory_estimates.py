@@ -5,7 +5,8 @@ file) and their ER twins, at a small n.
 Two kinds of estimate: :func:`sparsedp.estimate_cost` (what a single gossip query would
 hold, before solving), and the budget checks that every heavy job makes before it allocates
 (``resources.require_within``: maps, the per-target worst case, PPAC, matrix
-factorisation, the audit).  The peak is traced by ``tracemalloc`` (numpy's buffers included;
+factorisation: DP-D-SGD, AntiPGD and Muffliato-SGD(2) under PNDP, the audit).  The peak is
+traced by ``tracemalloc`` (numpy's buffers included;
 memory that numba kernels allocate outside numpy is not traced).  The first graph and its
 twin run in the default tier, the others in the slow tier.
 """
@@ -24,6 +25,7 @@ from tests.conftest import bench_module, slow_after
 realistic = bench_module("realistic")
 N = 240
 T = 30
+MF_T = 12  # matrix factorisation: B B^T has K T m rows
 
 
 def _graphs() -> list[str]:
@@ -111,6 +113,12 @@ def _jobs(graph, roles) -> dict:
         jobs[f"ppac {role}"] = (functools.partial(
             sparsedp.ppac_leakage, layout, W_ppac, graph.id_of(getattr(roles, role)), 6,
             progress=False), None)
+    for algorithm in (sparsedp.mf.dp_d_sgd(), sparsedp.mf.antipgd(),
+                      sparsedp.mf.muffliato_sgd(2)):
+        for role in ("hub", "median"):
+            jobs[f"mf {algorithm.name} {role}"] = (functools.partial(
+                sparsedp.mf_sensitivity, W, roles.target, [getattr(roles, role)], MF_T,
+                algorithm=algorithm, progress=False), None)
     return jobs
 
 

@@ -141,3 +141,26 @@ def test_optimiser_and_utility_estimates_cover_their_peaks():
     for method in ("exact", "estimate"):
         assert utility_memory(30, W.nnz, 60, method, True, 50) >= _peak(
             lambda m=method: utility_gram(W, 60, method=m, probes=50, progress=False))
+
+
+@pytest.mark.parametrize("case", ["antipgd", "muffliato-sgd(2)", "mf-d-sgd", "mf-d-sgd K=2",
+                                  "per-node", "square-root", "resets"])
+def test_operator_path_estimate_covers_the_shared_assembly(case):
+    """Under PNDP, correlated noise or K > 1 assembles B B^T on all K T m observation rows
+    (:func:`sparsedp.mf.cost.shared_noise_memory`, Gram or operator assembly): the check made
+    before it is at or above the traced peak (it was the T x T part only, 100x below)."""
+    W = sparsedp.gossip_matrix(nx.Graph(nx.karate_club_graph().edges()),
+                               scheme="row-normalised-self-loops")
+    T, hub = 16, 33
+    algorithm = {
+        "antipgd": antipgd(), "muffliato-sgd(2)": sparsedp.mf.muffliato_sgd(2),
+        "mf-d-sgd": mf_d_sgd(_noise(T)), "mf-d-sgd K=2": mf_d_sgd(_noise(T), K=2),
+        "per-node": mf_d_sgd(np.stack([_noise(T)] * 34)),
+        "square-root": sparsedp.mf.algorithms.square_root(),
+        "resets": sparsedp.mf.algorithms.with_resets(antipgd(), 3),
+    }[case]
+    peak = _peak(lambda: mf_sensitivity(W, 0, [hub], T, algorithm=algorithm, progress=False))
+    observed = 18  # the hub's closed neighbourhood
+    assert request_memory(algorithm, "pndp", user_level(), T, 34, observed) >= peak
+    assert request_memory(algorithm, "pndp", user_level(), T, 34, observed) > 8 * (
+        algorithm.K * T * observed) ** 2  # B B^T itself is counted
