@@ -41,9 +41,11 @@ MULTIPLY_ADDS_PER_SECOND = 7e9  # GEMM: marginal observer of that map, 32.6 ms l
 BATCH_BYTES = 256 << 20  # lags and right-hand sides of one observer batch
 MAX_BATCH = 32
 #: T x T floats per target held by the secure-summation map's upper bounds: ``sum |M_T|``
-#: for every target at once (entrywise: traced 1.3-1.5), the per-pair bounds (certified:
-#: traced 3.1-3.2); chung-lu and geometric graphs, n = 400-1200, T = 20-40.
-UPPER_SQUARES = {"none": 0.0, "entrywise": 2.5, "certified": 5.0}
+#: for every target at once (entrywise: traced 1.3-1.5 with the numba Gram reduction, up to
+#: 5.8 once; its numpy twin holds Y, the targets' Gram matrices and their absolute values),
+#: the per-pair bounds (certified: traced 3.1-3.2); chung-lu and geometric graphs,
+#: n = 240-1200, T = 20-40.
+UPPER_SQUARES = {"none": 0.0, "entrywise": 7.0, "certified": 6.0}
 ENTRYWISE_PAIR_SECONDS = 2e-6  # per target of an observer (its T x T Gram): 4e6 pairs, 25 s
 CERTIFIED_PAIR_SECONDS_T30 = 1.3e-3  # single-pair bounds at T = 30, O(T^3) beyond; its
 # Python overhead below (3.4 ms a pair at T = 10 on the loaded machine)
