@@ -14,7 +14,8 @@ Sides, each in its own process (``--child``) on ``--blas-threads`` BLAS threads 
 
 ``sparsedp``
     :func:`sparsedp.mf.distance_summary` over every target (``gradients="scalar"``,
-    ``exact=False``), its certified Theorem 7 value per target.
+    ``exact="auto"``: the exhaustive sign search for T <= 24, cheaper than the
+    diagonal-shift search there), its certified Theorem 7 value per target.
 ``mfdl``
     with ``--mfdl DIR`` (a checkout of github.com/dimiarbre/MFDL, commit c8529295): MFDL's
     own functions from ``MFDL/simulations/workloads_generator.py`` composed as its
@@ -139,7 +140,7 @@ def sparsedp_side(W: np.ndarray, algorithm: str, n: int, T: int, b: int | None) 
             "muffliato-sgd(2)": muffliato_sgd(2)}[algorithm]
     scheme = user_level() if b is None else cyclic(T // b, b)
     summary = distance_summary(W, [0], T, algorithm=algo, participation_scheme=scheme,
-                               gradients="scalar", exact=False, progress=False)
+                               gradients="scalar", exact="auto", progress=False)
     certified = all(r.thm7 is not None for r in summary.results)
     return {"targets": list(summary.targets), "certified": certified,
             "thm7": [np.nan if r.thm7 is None else r.thm7 for r in summary.results],
