@@ -13,6 +13,7 @@ import scipy.sparse as sp
 import sparsedp
 from sparsedp.mf import cyclic, mf_sensitivity, single_use, trust, user_level
 from sparsedp.mf.innovations import InnovationOperator, innovation_memory, preferred
+from sparsedp.mf.summary import distance_summary
 from sparsedp.testing import dense_mf_sensitivity
 from tests.conftest import slow_after
 from tests.test_mf import GRAPHS, _check_against, _graph
@@ -110,6 +111,23 @@ def test_auto_prefers_innovations_for_many_observed_rows():
     W = sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops")
     assert mf_sensitivity(W, 1, [0], 5).method == "innovations"
     assert mf_sensitivity(W, 1, [2], 5).method != "innovations"
+
+
+def test_auto_shares_the_gram_over_the_targets_of_a_summary():
+    """Amortised over a summary's targets the shared Gram wins where a single query takes the
+    innovation form (the hub above with 9999 targets; a 40-node star at T = 5); both are
+    certified, and the summary's values equal the single queries'."""
+    assert not preferred(10**4, 2 * 10**5, 188, 20, queries=9999)
+    W = sparsedp.gossip_matrix(nx.star_graph(39), scheme="row-normalised-self-loops")
+    assert preferred(40, W.nnz, 40, 5) and not preferred(40, W.nnz, 40, 5, queries=39)
+    summary = distance_summary(W, [0], 5, gradients="scalar")
+    singles = [mf_sensitivity(W, u, [0], 5, gradients="scalar") for u in summary.targets]
+    assert {r.method for r in singles} == {"innovations"}
+    assert "innovations" not in {r.method for r in summary.results}
+    for shared, single in zip(summary.results, singles, strict=True):
+        for field in ("thm7", "upper", "lower"):
+            assert getattr(shared, field) == pytest.approx(getattr(single, field),
+                                                           rel=1e-9, abs=1e-12)
 
 
 MEMORY_SCRIPT = """

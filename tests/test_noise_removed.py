@@ -12,7 +12,9 @@ import sparsedp
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.views import closed_neighbourhood, resolve_view
 from sparsedp.linalg import exact_rank
+from sparsedp.linalg.matrix_facts import reuse_scope
 from sparsedp.linalg.operators import GossipSystem
+from sparsedp.linalg.stochastic import lock_gossip_matrix
 from sparsedp.testing import brute_force_max, dense_H, dense_in_range, dense_M, dense_reference
 
 
@@ -175,6 +177,34 @@ def test_redundant_rows_are_exactly_the_dependent_ones(p):
         H = dense_H(W, S, T, power_offset=p)[:, np.tile(~np.isin(np.arange(9), R), T)]
         kept = ~system.redundant_rows().ravel()
         assert np.linalg.matrix_rank(H[kept]) == kept.sum() == np.linalg.matrix_rank(H)
+
+
+def test_target_independent_row_work_is_shared_within_a_reuse_scope():
+    """Inside a reuse scope the redundant-row decision and the neighbourhood view's rows are
+    formed once per (locked W, attacker set, T) and equal to the fresh computation; another
+    attacker set or T gets its own (the memo's key), and outside a scope nothing is kept."""
+    W = lock_gossip_matrix(sparsedp.gossip_matrix(_connected(3, 12, 0.35)))
+    S, R, T = [0, 2, 5, 7], [0, 2], 4
+
+    def fresh(observers, known, rounds):
+        return GossipSystem(W.copy(), observers, rounds, known_noise=known).redundant_rows()
+
+    def rows(observers, known, rounds):
+        return GossipSystem(W, observers, rounds, known_noise=known).redundant_rows()
+
+    assert rows(S, R, T) is not rows(S, R, T)
+    with reuse_scope():
+        first = rows(S, R, T)
+        assert rows(S, R, T) is first and not first.flags.writeable
+        assert np.array_equal(first, fresh(S, R, T))
+        for observers, known, rounds in [(S, [0], T), (S[:3], R, T), (S, R, T + 1)]:
+            assert np.array_equal(rows(observers, known, rounds),
+                                  fresh(observers, known, rounds))
+        neighbourhood = closed_neighbourhood(W, R)
+        assert closed_neighbourhood(W, R) is neighbourhood
+        assert np.array_equal(neighbourhood, closed_neighbourhood(W.copy(), R))
+        assert np.array_equal(closed_neighbourhood(W, [1]),
+                              closed_neighbourhood(W.copy(), [1]))
 
 
 def test_exact_rank_decides_what_floats_cannot():

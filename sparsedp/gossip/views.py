@@ -56,6 +56,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsedp.errors import ParameterError
+from sparsedp.linalg.matrix_facts import query_memo
 
 VIEWS = (
     "secure-summation",
@@ -139,8 +140,15 @@ def resolve_view(
 
 
 def closed_neighbourhood(pattern: sp.csr_matrix, nodes) -> np.ndarray:
-    """Sorted ``nodes`` together with every node adjacent to one of them (either direction)."""
+    """Sorted ``nodes`` together with every node adjacent to one of them (either direction);
+    formed once per (pattern, nodes) inside a
+    :func:`~sparsedp.linalg.matrix_facts.reuse_scope` (every target of an attacker set)."""
     nodes = np.asarray(nodes, dtype=np.int64)
+    return query_memo("closed neighbourhood", pattern, (nodes.tobytes(),),
+                      lambda: _closed_neighbourhood(pattern, nodes))
+
+
+def _closed_neighbourhood(pattern: sp.csr_matrix, nodes: np.ndarray) -> np.ndarray:
     out_neighbours = pattern[nodes].indices
     in_neighbours = pattern.T.tocsr()[nodes].indices
     return np.unique(np.concatenate([nodes, out_neighbours, in_neighbours])).astype(np.int64)

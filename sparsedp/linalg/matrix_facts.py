@@ -221,16 +221,30 @@ _MEMO: contextvars.ContextVar[dict | None] = contextvars.ContextVar("sparsedp_me
                                                                     default=None)
 
 
+# How many queries the current reuse scope expects to share its work (cost models amortise
+# the shared setup over them).
+_SCOPE_QUERIES: contextvars.ContextVar[int] = contextvars.ContextVar("sparsedp_scope_queries",
+                                                                     default=1)
+
+
 @contextlib.contextmanager
-def reuse_scope():
+def reuse_scope(queries: int = 1):
     """Within the block, the work that :func:`query_memo` keeps is shared by every query on
     the same locked W (e.g. the lags and K of one attacker set across all its targets); it is
-    freed when the block ends."""
+    freed when the block ends.  ``queries``: how many queries are expected to share it
+    (:func:`scope_queries`; a speed hint for the cost models, never a change of result)."""
     token = _MEMO.set({})
+    count = _SCOPE_QUERIES.set(max(1, int(queries)))
     try:
         yield
     finally:
+        _SCOPE_QUERIES.reset(count)
         _MEMO.reset(token)
+
+
+def scope_queries() -> int:
+    """The ``queries`` of the innermost :func:`reuse_scope` (1 outside any scope)."""
+    return _SCOPE_QUERIES.get() if _MEMO.get() is not None else 1
 
 
 def query_memo(kind: str, W, key: tuple, compute):

@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from sparsedp.linalg import exact_rank, kernels
+from sparsedp.linalg.matrix_facts import query_memo
 
 DEFAULT_MEMORY_BUDGET = 4 << 30  # bytes for the (T, n, r) intermediate of K
 # Column chunks of one K application: at least MIN_CHUNK_COLUMNS, more while an n x c block
@@ -194,8 +195,21 @@ class GossipSystem:
         arithmetic (:func:`sparsedp.linalg.exact_rank.independent_rows`); where that would be too
         much work, only rows that vanish on the pivot columns by the sparsity pattern are
         dropped (and :attr:`exact_rank_skipped` says so).  Time-varying W: the matrices of
-        each round.
+        each round.  The decision does not depend on the target: inside a
+        :func:`~sparsedp.linalg.matrix_facts.reuse_scope` it is made once per (W, observers,
+        known noise, T, p) and shared by every target's system (read-only).
         """
+        if self.time_varying:
+            return self._redundant_rows()
+        key = (self.observers.tobytes(), self.known_noise.tobytes(), self.T,
+               self.power_offset)
+        redundant, self.exact_rank_skipped = query_memo(
+            "gossip redundant rows", self.W, key,
+            lambda: (self._redundant_rows(), self.exact_rank_skipped))
+        return redundant
+
+    def _redundant_rows(self) -> np.ndarray:
+        """:meth:`redundant_rows`, computed (sets :attr:`exact_rank_skipped`)."""
         T, p = self.T, self.power_offset
         redundant = np.zeros((T, self.m), dtype=bool)
         self.exact_rank_skipped = False

@@ -50,7 +50,7 @@ from sparsedp.gossip.certified_solve import OPERATOR_ASSEMBLY_MAX_DIM, _certifie
 from sparsedp.gossip.target_block import TargetBlock, view_target_block
 from sparsedp.linalg import certified, exact_rank, gram
 from sparsedp.linalg.certified import frobenius, gamma
-from sparsedp.linalg.matrix_facts import query_memo
+from sparsedp.linalg.matrix_facts import query_memo, scope_queries
 from sparsedp.mf import innovations
 from sparsedp.mf.exact_rows import independent_observations, structural_observations
 from sparsedp.mf.operators import MFSystem
@@ -109,7 +109,7 @@ def gossip_block(W, target: int, obs: Observation, T: int, *, method: str, max_m
     """DP-D-SGD under PNDP: the innovation form (``method="innovations"``, or ``"auto"`` where
     :func:`sparsedp.mf.innovations.preferred`), else the gossip engine (module docstring)."""
     if method == "innovations" or (method == "auto" and innovations.preferred(
-            W.shape[0], W.nnz, obs.observed.size, T)):
+            W.shape[0], W.nnz, obs.observed.size, T, scope_queries())):
         sandwich, info = innovations.innovation_sandwich(W, target, obs, T,
                                                          max_memory=max_memory,
                                                          progress=progress)

@@ -71,12 +71,16 @@ RTOL = 1e-7  # block CG tolerance: the residual enters the bounds squared; on a 
 # the rounding allowance's, with 12 and 8 iterations
 
 
-def preferred(n: int, nnz: int, m: int, T: int) -> bool:
+def preferred(n: int, nnz: int, m: int, T: int, queries: int = 1) -> bool:
     """Whether the innovation form is expected to be cheaper than the gossip engine's dense
-    paths: their ``(m T)^2 n`` Gram flops (BLAS-3, ``GRAM_FLOPS_PER_CG_FLOP`` times faster
-    per flop) against ``EXPECTED_ITERATIONS`` block CG iterations of ``4 T^2 nnz`` flops.
-    Only a speed choice: both are certified and agree (``tests/test_mf.py``)."""
-    gram_flops = float(m * T) ** 2 * n / GRAM_FLOPS_PER_CG_FLOP
+    paths: their ``(m T)^2 n`` Gram flops, shared by the ``queries`` of one reuse scope
+    (every target of a summary), plus the per-target dense solve and residual, ``6 (m T)^2
+    T`` (BLAS-3 all, ``GRAM_FLOPS_PER_CG_FLOP`` times faster per flop) against
+    ``EXPECTED_ITERATIONS`` block CG iterations of ``4 T^2 nnz`` flops per target.  Only a
+    speed choice: both are certified and agree (``tests/test_mf.py``).  Measured on the
+    hub (degree 187) of ``powerlaw_cluster_graph(10^4, 10, 0.1)``, T = 20: 1.07 s per
+    target by the innovation form, 0.093 s by the shared Gram after 9.3 s of setup."""
+    gram_flops = float(m * T) ** 2 * (n / max(1, queries) + 6 * T) / GRAM_FLOPS_PER_CG_FLOP
     return gram_flops > EXPECTED_ITERATIONS * 4.0 * T * T * nnz
 
 

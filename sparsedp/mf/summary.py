@@ -78,7 +78,7 @@ def distance_summary(W, attackers, T: int, *, targets=None, progress=None,
     hops = np.atleast_2d(hops).min(axis=0)
     results, distances = [], []
     bar = progress_bar(progress, total=len(targets), desc="targets", unit="target")
-    with reuse_scope():  # the attackers' lags, K and its lambda_min serve every target
+    with reuse_scope(len(targets)):  # the attackers' lags, K and lambda_min: every target
         for u in targets:
             results.append(mf_sensitivity(W, u, list(attackers_t), T, **options))
             h = hops[int(u)]
