@@ -9,6 +9,7 @@ Graphs: ER (average degree 20) and the bench's Chung-Lu power-law graph
 (``bench/realistic.py``), n = 10^4 by default; the target is node 0 and the observer the
 node farthest from it in index order among its non-neighbours.  Writes
 ``accountant_cost.json`` (:mod:`outputs`): seconds of each part, the ratio, and the bounds.
+One BLAS thread for both sides (``--blas-threads``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 
 import networkx as nx
 import numpy as np
+from blas_pinning import add_blas_option, pinned_blas
 from outputs import add_output_options, output_path
 from realistic import chung_lu
 from timing import matvec_seconds, timed
@@ -84,10 +86,12 @@ def main() -> None:
     ap.add_argument("--delta", type=float, default=1e-6)
     ap.add_argument("--seed", type=int, default=1)
     add_output_options(ap)
+    add_blas_option(ap)
     args = ap.parse_args()
-    record = {name: measure(sparsedp.gossip_matrix(graph), args.T, args.every, args.sigma,
-                            args.delta)
-              for name, graph in _graphs(args.n, args.seed).items()}
+    with pinned_blas(args.blas_threads):
+        record = {name: measure(sparsedp.gossip_matrix(graph), args.T, args.every, args.sigma,
+                                args.delta)
+                  for name, graph in _graphs(args.n, args.seed).items()}
     output_path(args, "accountant_cost.json").write_text(json.dumps(record, indent=1))
     print(json.dumps(record, indent=1))
 
