@@ -8,7 +8,8 @@ hold, before solving), and the budget checks that every heavy job makes before i
 factorisation: DP-D-SGD, AntiPGD and Muffliato-SGD(2) under PNDP, the audit).  The peak is
 traced by ``tracemalloc`` (numpy's buffers included;
 memory that numba kernels allocate outside numpy is not traced).  The first graph and its
-twin run in the default tier, the others in the slow tier.
+twin run in the default tier (the budget checks: the first graph only), the others in the slow
+tier.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ def _jobs(graph, roles) -> dict:
     return jobs
 
 
-@pytest.mark.parametrize("name", slow_after(_graphs(), 2))
+@pytest.mark.parametrize("name", slow_after(_graphs(), 1))
 def test_every_budget_check_and_map_plan_is_at_or_above_the_traced_peak_of_its_call(
         name, monkeypatch):
     graph = _graph_of(name)
