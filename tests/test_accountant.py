@@ -278,3 +278,36 @@ def test_bordered_factor_against_a_dense_factorisation(seed):
     M = Y.T @ Y
     # at least the entrywise bound, or T (M_T <= I caps it)
     assert factor.history[-1] >= min(np.abs(M).sum(), T) * (1 - 1e-12)
+
+
+def _small_instance(seed: int):
+    """A connected small graph (G(n, 0.4), a Barabasi-Albert tree or a path, n = 6-13) and a
+    view, for the check against the exhaustive exact value."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(6, 14))
+    graph = [lambda: nx.gnp_random_graph(n, 0.4, seed=seed),
+             lambda: nx.barabasi_albert_graph(n, 1, seed=seed),
+             lambda: nx.path_graph(n)][seed % 3]()
+    view = ("secure-summation", "neighbourhood")[seed % 2]
+    return graph, view
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_every_answer_contains_the_exhaustive_exact_value(seed):
+    """The running ``upper`` and ``interval()`` after every round T = 1..10 contain the exact
+    squared sensitivity of the exhaustive sign search (``squared_sensitivity(exact=True)``)."""
+    graph, view = _small_instance(seed)
+    if not nx.is_connected(graph):
+        pytest.skip("disconnected draw")
+    W = sparsedp.gossip_matrix(graph)
+    target, observer = 0, graph.number_of_nodes() - 1
+    if view == "neighbourhood" and graph.has_edge(target, observer):
+        pytest.skip("the target among the observed set")
+    accountant = sparsedp.Accountant(W, target, [observer], sigma=1.0, view=view)
+    for T in range(1, 11):
+        accountant.step()
+        exact = sparsedp.squared_sensitivity(W, target, [observer], T, view=view, exact=True,
+                                             progress=False).exact
+        interval = accountant.interval()
+        assert accountant.upper >= exact * (1 - 1e-12), (T, accountant.upper, exact)
+        assert interval.lower <= exact * (1 + 1e-12) and interval.upper >= exact * (1 - 1e-12)
