@@ -2,10 +2,12 @@
 under PNDP, one process per side and row, one BLAS thread, peak memory, values compared.
 
     python bench/mf_peer.py [--rows quick|all] [--mfdl DIR [--mfdl-python PY]]
-                            [--max-mfdl-gb 6] [--blas-threads 1] [--record | --out FILE]
+                            [--max-mfdl-gb 6] [--match LABEL] [--blas-threads 1]
+                            [--record | --out FILE]
 
 Rows: the issue's table (D-SGD, AntiPGD, AntiPGD with cyclic participation b = 5 and
-Muffliato-SGD(2) on MFDL's ``"erdos"`` graphs: ``erdos_renyi_graph(n, log(n) / n)``, the
+Muffliato-SGD(2) and BSR, MFDL's banded square root with 5 epochs, on MFDL's ``"erdos"``
+graphs: ``erdos_renyi_graph(n, log(n) / n)``, the
 first connected seed, ``W = A / deg`` as ``get_communication_matrix``; user level unless
 said; T gradient steps).  ``--rows quick``: the rows with n <= 300.
 
@@ -65,7 +67,9 @@ ROWS = [
     ("AntiPGD", "antipgd", 1000, 20, None, "46 s"),
     ("AntiPGD cyclic b=5", "antipgd", 300, 30, 5, "3.1-3.4 s"),
 ] + [("Muffliato-SGD(2)", "muffliato-sgd(2)", n, T, None, "<= 16 s" if n <= 300 else "")
-     for n in (100, 300, 1000) for T in (10, 20, 30)]
+     for n in (100, 300, 1000) for T in (10, 20, 30)
+] + [("BSR (5 epochs: band T / 5)", "bsr", n, 30, None, "0.37-71 s") for n in (100, 300, 1000)]
+BSR_EPOCHS = 5
 # The exhaustive sign search (two per target, on the sandwich's ends) against the shift
 # search it replaces, all targets of attacker 0, one process: D-SGD n = 100, T = 10 0.30 s
 # with it and 0.82-0.92 s without; n = 1000, T = 20 14.5 s with it and 6.8-8.2 s without.
@@ -86,8 +90,27 @@ def mfdl_graph(n: int, seed: int = 0):
     return A / A.sum(axis=1, keepdims=True)
 
 
+def bsr_encoder(T: int, epochs: int) -> np.ndarray:
+    """MFDL's ``BSR_local_factorization(T, epochs)`` (which needs torch) transcribed: the
+    square root ``y`` of the all-ones prefix-sum workload by MFDL's recursion, ``C =
+    toeplitz(y)`` (symmetric), the entries ``C[i, j]`` with ``i - j >= T // epochs`` (at least
+    1) zeroed."""
+    from scipy.linalg import toeplitz
+
+    y = np.zeros(T)
+    y[0] = 1.0
+    for k in range(1, T):
+        y[k] = (1.0 - np.dot(y[1:k], y[1:k][::-1])) / (2 * y[0])
+    C = toeplitz(y)
+    C[np.subtract.outer(np.arange(T), np.arange(T)) >= max(1, T // epochs)] = 0.0
+    return C
+
+
 def noise_matrices(algorithm: str, T: int) -> tuple[int, np.ndarray, np.ndarray]:
     """``K``, the local noise correlation ``L`` (as applied) and ``C_local = L^{-1}``."""
+    if algorithm == "bsr":
+        C = bsr_encoder(T, BSR_EPOCHS)
+        return 1, np.linalg.inv(C), C
     if algorithm == "antipgd":
         return 1, np.eye(T) - np.eye(T, k=-1), np.tril(np.ones((T, T)))
     K = 2 if algorithm == "muffliato-sgd(2)" else 1
@@ -137,12 +160,13 @@ def transcription(W: np.ndarray, algorithm: str, n: int, T: int, b: int | None) 
 def sparsedp_side(W: np.ndarray, algorithm: str, n: int, T: int, b: int | None) -> dict:
     import scipy.sparse as sp
 
-    from sparsedp.mf import antipgd, cyclic, dp_d_sgd, muffliato_sgd, user_level
+    from sparsedp.mf import antipgd, banded_square_root, cyclic, dp_d_sgd, muffliato_sgd, user_level
     from sparsedp.mf.summary import distance_summary
 
     W = sp.csr_matrix(W)
     algo = {"dp-d-sgd": dp_d_sgd(), "antipgd": antipgd(),
-            "muffliato-sgd(2)": muffliato_sgd(2)}[algorithm]
+            "muffliato-sgd(2)": muffliato_sgd(2),
+            "bsr": banded_square_root(max(1, T // BSR_EPOCHS))}[algorithm]
     scheme = user_level() if b is None else cyclic(T // b, b)
     summary = distance_summary(W, [0], T, algorithm=algo, participation_scheme=scheme,
                                gradients="scalar", exact="auto" if T <= EXHAUSTIVE_T_MAX
@@ -252,12 +276,13 @@ def main() -> None:
     ap.add_argument("--mfdl", help="a checkout of MFDL (its MFDL/ package inside)")
     ap.add_argument("--mfdl-python", help="the interpreter for MFDL's side (Python >= 3.12)")
     ap.add_argument("--max-mfdl-gb", type=float, default=6.0)
+    ap.add_argument("--match", default="", help="only the rows whose label contains this")
     add_output_options(ap)
     add_blas_option(ap)
     args = ap.parse_args()
     records = []
     for label, algorithm, n, T, b, published in ROWS:
-        if args.rows == "quick" and n > 300:
+        if (args.rows == "quick" and n > 300) or args.match not in label:
             continue
         spec = {"algorithm": algorithm, "n": n, "T": T, "b": b, "mfdl": args.mfdl,
                 "blas_threads": args.blas_threads}
