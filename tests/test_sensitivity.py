@@ -289,7 +289,7 @@ def test_estimate_cost_is_what_the_solve_uses_and_refuses(view, T, method):
 
 
 def test_estimate_cost_of_a_closed_form_is_its_overhead_and_no_products():
-    from sparsedp.gossip.cost import QUERY_OVERHEAD
+    from sparsedp.resources import QUERY_OVERHEAD
 
     W = gossip_matrix(nx.karate_club_graph())
     plan = sparsedp.estimate_cost(W, 5, [5], 10, noise_removed=True)

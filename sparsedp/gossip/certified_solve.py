@@ -236,7 +236,6 @@ def _structured_sandwich(
     level = _first_level(truncation_rtol) if truncate else None
     budget = _first_budget(system) if truncate else None
     previous = None  # (mixing level, widening) at the previous stop that reached its level
-    solved: _LagSolve | None = None
     try:
         while True:
             lags = _shifted(propagator.advance(level, budget).result(), p, T)
@@ -246,7 +245,7 @@ def _structured_sandwich(
             model = _truncation_model(lags, T)
             tightening = _truncation_too_coarse(model, lambda_lb)
             if tightening is None:
-                solved = None  # one solve alive at a time: the previous stop's is stale
+                solved: _LagSolve | None = None  # one solve alive at a time: drop the stale one
                 widening, lower, solved = _predicted_widening(lags, T, model)
                 floor = at_level and previous is not None and widening > 0.5 * previous[1]
                 if widening <= truncation_rtol * lower or floor:

@@ -22,8 +22,9 @@ import scipy.sparse as sp
 from sparsedp.linalg import gram, kernels
 from sparsedp.linalg.operators import CHUNK_BLOCK_ENTRIES, DEFAULT_MEMORY_BUDGET, MIN_CHUNK_COLUMNS
 from sparsedp.reprs import short_repr
+from sparsedp.resources import QUERY_OVERHEAD
 
-__all__ = ["QUERY_OVERHEAD", "Cost", "method_cost", "minimal_memory", "sparse_rate",
+__all__ = ["Cost", "method_cost", "minimal_memory", "sparse_rate",
            "structured_memory"]
 
 
@@ -42,12 +43,6 @@ class Cost:
     def to_dict(self) -> dict:
         return {"method": self.method, "memory_bytes": self.memory,
                 "sparse_products": self.sparse_products, "note": self.note}
-
-
-#: What any query holds besides the arrays that grow with n, m and T (small arrays, the
-#: result, a closed form's length-T arrays): traced peaks of 85-350 KiB.  Added to every
-#: estimate; all of a closed-form answer's.
-QUERY_OVERHEAD = 2**20
 
 
 def minimal_memory(T: int, m: int = 1) -> int:

@@ -51,7 +51,6 @@ from sparsedp.gossip.certified_solve import (
     solve,
 )
 from sparsedp.gossip.cost import (
-    QUERY_OVERHEAD,
     Cost,
     banded_memory,
     method_cost,
@@ -78,6 +77,7 @@ from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.plain import plain
 from sparsedp.privacy.interop import gaussian_dp_event
 from sparsedp.reprs import short_repr
+from sparsedp.resources import QUERY_OVERHEAD
 
 METHODS = ("auto", "structured", "gram", "dense", "matrix-free", "banded")
 PRECONDITIONERS = ("auto", "innovation", "stationary", "gram")
@@ -414,7 +414,7 @@ def estimate_cost(
     (:func:`sparsedp.gossip.cost.method_cost`), the memory budget, whether the request fits
     and the largest T that does.  Closed-form answers (local DP, target in the known noise,
     different components) cost no products and
-    :data:`sparsedp.gossip.cost.QUERY_OVERHEAD`.  The arguments are checked as by
+    :data:`sparsedp.resources.QUERY_OVERHEAD`.  The arguments are checked as by
     :func:`squared_sensitivity`; a T that fits no method raises ``ResourceLimitError``.
 
     Parameters

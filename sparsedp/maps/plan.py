@@ -27,9 +27,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsedp.errors import ParameterError, ResourceLimitError
-from sparsedp.gossip.cost import QUERY_OVERHEAD
 from sparsedp.graphs.graph import as_graph
 from sparsedp.maps.selection import select_nodes
+from sparsedp.resources import QUERY_OVERHEAD
 
 __all__ = ["DEFAULT_MAX_PAIRS", "MapPlan", "map_plan", "require_pairs"]
 
@@ -225,7 +225,7 @@ def default_batch(n: int, T: int, observers: int) -> int:
 def gossip_map_memory(n: int, targets: int, T: int, upper: str, batch: int) -> int:
     """Bytes the secure-summation map holds besides its table: the lags and right-hand sides
     of one observer batch (``3 b T n`` floats) and the upper bounds' T x T work per target
-    (:data:`UPPER_SQUARES`), plus :data:`sparsedp.gossip.cost.QUERY_OVERHEAD`."""
+    (:data:`UPPER_SQUARES`), plus :data:`sparsedp.resources.QUERY_OVERHEAD`."""
     return int(8 * (3 * batch * T * n + UPPER_SQUARES[upper] * targets * T * T)
                + QUERY_OVERHEAD)
 
@@ -234,7 +234,7 @@ def neighbourhood_map_memory(n: int, m: int, T: int) -> int:
     """Bytes the neighbourhood map holds besides its table, for closed neighbourhoods of at
     most m nodes: ``8 (2 T m n + 4 (mT)^2)`` (the set's lags and right-hand sides; its K,
     factor and solves; traced 0.73-0.93 of it) plus
-    :data:`sparsedp.gossip.cost.QUERY_OVERHEAD`."""
+    :data:`sparsedp.resources.QUERY_OVERHEAD`."""
     return 8 * (2 * T * m * n + 4 * (m * T) ** 2) + QUERY_OVERHEAD
 
 
@@ -243,7 +243,7 @@ def worst_case_memory(n: int, targets: int, observers: int, T: int, batch: int,
     """Bytes of :func:`sparsedp.per_target_worst_case`: one observer batch's lags
     (``3 b T n`` floats), 64 bytes per target, and with refinement or the exhaustive search
     (``kept``) a T x T matrix per observer, plus
-    :data:`sparsedp.gossip.cost.QUERY_OVERHEAD`."""
+    :data:`sparsedp.resources.QUERY_OVERHEAD`."""
     return (3 * 8 * batch * T * n + 64 * targets + (8 * T * T * observers if kept else 0)
             + QUERY_OVERHEAD)
 

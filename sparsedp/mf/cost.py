@@ -32,7 +32,6 @@ SANDWICH_DOUBLES = 24  # per T x T entry: L, the certified sandwich and its boun
 GRAM_SQUARES = 10  # (R m)^2 arrays of the Gram assembly of B B^T at once (traced 4.9-7.6)
 GRAM_LAGS = 4  # (R, m, n) lag arrays at once (traced 2.5 where the lags dominate)
 OPERATOR_SQUARES = 16  # (R m)^2 arrays of the dense operator assembly (traced up to 12)
-FIXED_BYTES = 2**20  # what does not grow with R m (the system, small arrays, the result)
 TOEPLITZ_CORRELATIONS = ("independent", "anti")  # an exactly Toeplitz L (SR/BSR's computed
 # inverse is not exactly Toeplitz: the operator assembly); the operator's estimate covers the
 # Gram's (GRAM_SQUARES <= OPERATOR_SQUARES, GRAM_LAGS <= R + 3 T), so any L is covered
@@ -76,14 +75,14 @@ def shared_noise_memory(algorithm: Algorithm, T: int, n: int, observed: int) -> 
       ``(R + 3 T) n R m`` doubles (the adjoint's ``(R, n, R m)`` output, the mixing's two
       ``(T, n, R m)`` arrays and their contraction's copy: traced 3.1-3.8 ``T n R m``).
 
-    Plus :data:`FIXED_BYTES` for what does not grow."""
+    Plus :data:`sparsedp.resources.QUERY_OVERHEAD` for what does not grow."""
     rounds = algorithm.K * T
     size = rounds * observed
     if algorithm.correlation in TOEPLITZ_CORRELATIONS and algorithm.reset_period is None:
         doubles = GRAM_SQUARES * size * size + GRAM_LAGS * size * n
     else:
         doubles = OPERATOR_SQUARES * size * size + (rounds + 3 * T) * n * size
-    return 8 * (doubles + 2 * size * rounds) + FIXED_BYTES
+    return 8 * (doubles + 2 * size * rounds) + resources.QUERY_OVERHEAD
 
 
 def request_memory(algorithm: Algorithm, trust_model: str, scheme: Participation, T: int,
