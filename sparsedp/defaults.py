@@ -43,6 +43,8 @@ COLUMN_METHOD = "chebyshev"
 WALK_TOL = 1e-10
 ROW_NORMS = "exact"
 
+GOSSIP_GRADIENTS = "scalar"  # squared_sensitivity: the papers' per-round values in [-1, 1]
+
 # Matrix factorisation (mf_sensitivity, mf_map, sparsedp mf, mafalda).
 MF_ROUNDS = 20
 MF_SCHEME = "row-normalised-self-loops"  # the 1/(d + 1) weights of the paper's Fig. 2
@@ -50,6 +52,7 @@ ALGORITHM = "dp-d-sgd"
 TRUST_MODEL = "pndp"
 PARTICIPATION = "user-level"
 GRADIENTS = "vector"
+GRADIENT_MODELS = ("vector", "scalar")  # mf_sensitivity, squared_sensitivity(gradients=)
 MAFALDA_ROUNDS = 380          # the paper's learning setting, T = k b
 MAFALDA_PARTICIPATION = "20,19"
 H_METHOD = "auto"

@@ -68,6 +68,11 @@ def add_parser(sub) -> None:
                           "stationary, or auto (gram when it fits in memory)")
     acc.add_argument("--exact", type=exact_flag, default=defaults.EXACT,
                      help="exhaustive search over sign vectors: auto (T <= 24), true, false")
+    acc.add_argument("--gradients", default=defaults.GOSSIP_GRADIENTS,
+                     choices=defaults.GRADIENT_MODELS,
+                     help="the target's per-round contribution: scalar (a value in [-1, 1], "
+                          "the papers' model) or vector (d coordinates clipped in norm: the "
+                          "SDP value)")
     acc.add_argument("--truncation-rtol", type=float, default=defaults.TRUNCATION_RTOL,
                      help="structured path: widening allowed by the mixing truncation, "
                           "relative to the lower bound")
@@ -114,6 +119,7 @@ def account(args: argparse.Namespace) -> dict:
         noise_removed=args.noise_removed,
         method=args.method,
         exact=args.exact,
+        gradients=args.gradients,
         progress=args.progress,
         truncation_rtol=args.truncation_rtol,
         preconditioner=args.preconditioner,
@@ -127,6 +133,7 @@ def account(args: argparse.Namespace) -> dict:
         "noise_removed": result.noise_removed,
         "observers": [graph.id_of(i) for i in result.observers],
         "rounds": args.rounds,
+        "gradients": args.gradients,
         "sigma": args.sigma,
         "delta": args.delta,
         "squared_sensitivity_lower": result.lower,

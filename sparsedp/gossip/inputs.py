@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
-from sparsedp import resources
+from sparsedp import defaults, resources
 from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.linalg.sign_bounds import Bound
 from sparsedp.linalg.stochastic import check_gossip_matrix, input_dtype, input_rounding
@@ -74,10 +74,16 @@ def _is_matrix_sequence(W) -> bool:
 _require_fits = resources.require_fits  # the refusal naming the largest T that fits
 
 
-def _resolve_exact(exact, T: int) -> bool:
+def _resolve_exact(exact, T: int, gradients: str = "scalar") -> bool:
+    if gradients not in defaults.GRADIENT_MODELS:
+        raise ParameterError(f"gradients must be one of {defaults.GRADIENT_MODELS}, got "
+                             f"{gradients!r}")
     if exact == "auto":
-        return T <= EXHAUSTIVE_AUTO_MAX_T
+        return gradients == "scalar" and T <= EXHAUSTIVE_AUTO_MAX_T
     if exact is True:
+        if gradients != "scalar":
+            raise ParameterError("exact=True is the exhaustive sign search, exact only for "
+                                 "gradients='scalar'")
         if T > EXHAUSTIVE_MAX_T:
             raise ParameterError(
                 f"exact=True enumerates 2^(T-1) sign vectors and is limited to "

@@ -30,6 +30,10 @@ The bounds are computed by :func:`sparsedp.linalg.sign_bounds.evaluate_bounds`; 
 gives the formulas and soundness arguments.
 The reported ``lower`` is the best lower bound, ``upper`` the best certified upper bound,
 ``gap`` their difference.
+With ``gradients="vector"`` (d-dimensional contributions clipped in norm) the exact value is
+the SDP ``max <M_T, X>`` over Gram matrices of unit vectors: the sign bounds are lower bounds,
+the upper bounds above hold as they are, and the SDP primal and dual
+(:func:`sparsedp.linalg.vector_bounds.for_vector_gradients`) close the interval.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ from sparsedp.linalg import gram
 from sparsedp.linalg.matrix_facts import one_query
 from sparsedp.linalg.operators import GossipSystem
 from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
+from sparsedp.linalg.vector_bounds import for_vector_gradients, rank_for
 from sparsedp.linalg.stochastic import matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.plain import plain
@@ -179,6 +184,7 @@ def squared_sensitivity(
     noise_removed: bool = False,
     method: str = defaults.METHOD,
     exact: ExactSearch = defaults.EXACT,
+    gradients: str = defaults.GOSSIP_GRADIENTS,
     rtol: float = 1e-10,
     maxiter: int = 5000,
     progress: bool | None = None,
@@ -237,7 +243,17 @@ def squared_sensitivity(
         operator to the ``m T`` unit vectors, ``G_T`` from the operator, dense Cholesky —
         any W, also time-varying; the engine's own dense reference, independent of the lags.
     exact : ``"auto"`` (exhaustive search when ``T <= 24``), ``True`` (force; refused for
-        ``T > 30``) or ``False``.
+        ``T > 30``) or ``False``; scalar gradients only.
+    gradients : what the target contributes each round.  ``"scalar"`` (default; the papers'
+        model): a value in [-1, 1], ``Delta^2 = max_(c in {-1,1}^T) c^T M_T c``.
+        ``"vector"``: a d-dimensional vector clipped to norm 1 (decentralized SGD with
+        norm clipping), ``Delta^2 = max <M_T, X>`` over Gram matrices of unit vectors, the
+        SDP that the sign vectors only bound from below (:mod:`sparsedp.linalg.vector_bounds`):
+        it equals the scalar value where the sign bounds meet (e.g. ``M_T >= 0``
+        entrywise), and otherwise the SDP primal (a lower bound for gradients with at least
+        ``ceil(sqrt(2 T)) + 1`` coordinates) and dual (certified upper) close the interval
+        that the sign problem's integrality gap leaves open (adjacent pairs on clustered
+        graphs, ``docs/bounds.md``).
     rtol : relative residual tolerance of the CG solve (its error is carried into the bounds
         either way).
     maxiter : iteration limit of that CG solve (matrix-free path).
@@ -305,7 +321,7 @@ def squared_sensitivity(
     >>> round(r.exact, 6)
     0.062024
     """
-    do_exact = _resolve_exact(exact, validation.rounds(T))
+    do_exact = _resolve_exact(exact, validation.rounds(T), gradients)
     if not validation.nonnegative("truncation_rtol", truncation_rtol) > 0:
         raise ParameterError(f"truncation_rtol must be > 0, got {truncation_rtol!r}")
     if method == "banded":
@@ -323,6 +339,11 @@ def squared_sensitivity(
         return _nothing_learned(target, model, T)
     solver_info["estimated_memory_bytes"] = plan.cost.memory
     bounds, signs = evaluate_bounds(sandwich, do_exact, backend)
+    if gradients == "vector":
+        bounds = for_vector_gradients(bounds, sandwich, backend)
+        notes.append(f"gradients='vector': Delta^2 is the SDP max <M_T, X> over Gram matrices "
+                     f"of unit vectors; the sdp_primal lower bound holds for gradients with at "
+                     f"least {rank_for(T)} coordinates, the sign bounds for any")
     if not solver_info["upper_certified"]:
         bounds = _lower_bounds_only(bounds)
         notes.append(

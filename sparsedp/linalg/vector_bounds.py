@@ -37,7 +37,9 @@ al.'s sensitivity with clipped d-dimensional gradients is this value.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import warnings
 
 import numpy as np
 import scipy.linalg
@@ -52,6 +54,7 @@ BARRIER_RTOL = 1e-10  # its duality gap T mu, relative
 BARRIER_NEWTON, BARRIER_MAX_STEPS = 50, 400
 SWEEP_WORK = 2e10  # multiply-adds of the mixing method: SWEEP_WORK / (T^2 r) sweeps, clipped
 MIN_SWEEPS, MAX_SWEEPS = 50, 2000
+VECTOR_SETTLED_GAP = 1e-8  # relative gap of the sign bounds below which the SDP is not solved
 
 
 def rank_for(T: int) -> int:
@@ -94,6 +97,36 @@ def vector_bounds(sandwich: MatrixSandwich, backend: str = "auto") -> list[Bound
             Bound("sdp_dual", upper, "certified upper", dual)]
 
 
+def for_vector_gradients(bounds: list[Bound], sandwich: MatrixSandwich,
+                         backend: str = "auto") -> list[Bound]:
+    """The sign problem's bounds re-read for d-dimensional gradients clipped in norm, whose
+    exact value is the SDP ``max <M, X>`` (module docstring), with the SDP bounds added
+    where they can narrow the interval.
+
+    A sign vector is a feasible point (``x_t = c_t e_1``), so every sign bound of kind
+    ``lower`` stays a lower bound, and the exhaustive maximum becomes one too
+    (``exhaustive_signs``, kind ``lower``); its certified upper end (``exhaustive_upper``)
+    bounds the sign maximum only and is dropped.  Every other certified upper bound of
+    :func:`sparsedp.linalg.sign_bounds.evaluate_bounds` holds for ``<M, X>`` (spectral:
+    ``tr X = T``; diagonal shift: the SDP dual; entrywise: ``|X_st| <= 1``; local DP:
+    ``M <= I``).  When the remaining interval is open by more than ``VECTOR_SETTLED_GAP``
+    (relative; below it the sandwich's own rounding is of the same order and the SDP solve,
+    seconds at T = 1000, could not narrow it), :func:`vector_bounds` adds ``sdp_primal`` and
+    ``sdp_dual``."""
+    out = []
+    for b in bounds:
+        if b.name == "exhaustive_upper":
+            continue
+        if b.name == "exhaustive":
+            b = dataclasses.replace(b, name="exhaustive_signs", kind="lower")
+        out.append(b)
+    lower = max((b.value for b in out if b.kind == "lower"), default=0.0)
+    upper = min((b.value for b in out if b.kind == "certified upper"), default=np.inf)
+    if upper - lower > VECTOR_SETTLED_GAP * abs(upper):
+        out += vector_bounds(sandwich, backend)
+    return out
+
+
 def _barrier(M: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
     """Primal-dual point of ``max <M, X>, X PSD, diag X = 1`` by the log-barrier method on
     the dual ``min sum d, S = diag(d) - M PSD``: Newton steps on ``sum d - mu log det S``
@@ -125,8 +158,12 @@ def _barrier(M: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
             for _ in range(BARRIER_NEWTON):
                 S_inv = scipy.linalg.cho_solve(factor, identity, check_finite=False)
                 gradient = 1.0 - mu * np.diag(S_inv)
-                step = -scipy.linalg.solve(mu * S_inv * S_inv, gradient, assume_a="pos",
-                                           check_finite=False)
+                # ill-conditioned near the optimum; the step need not be exact (the bounds
+                # built from d and V are certified whatever they are)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+                    step = -scipy.linalg.solve(mu * S_inv * S_inv, gradient, assume_a="pos",
+                                               check_finite=False)
                 decrement = float(-gradient @ step)
                 if decrement <= 1e-3 * mu:
                     break

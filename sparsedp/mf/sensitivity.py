@@ -37,16 +37,16 @@ from sparsedp.errors import ParameterError
 from sparsedp.gossip.target_block import TargetBlock, sub_sandwich
 from sparsedp.hints import ExactSearch, GossipMatrix, MemorySize, Nodes
 from sparsedp.linalg.matrix_facts import one_query, query_memo
-from sparsedp.linalg.sign_bounds import SETTLED_GAP, Bound, evaluate_bounds
+from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.linalg.threads import limit_blas_threads
-from sparsedp.linalg.vector_bounds import vector_bounds
+from sparsedp.linalg.vector_bounds import for_vector_gradients
 from sparsedp.mf import algorithms, blocks, cost, participation, trust
 from sparsedp.mf.edge_secrets import decor_block, decor_pndp_block
 from sparsedp.mf.message_noise import zip_dl_block
 from sparsedp.mf.result import MFResult
 
-GRADIENTS = ("vector", "scalar")
+GRADIENTS = defaults.GRADIENT_MODELS
 EXHAUSTIVE_AUTO_MAX = 24
 EXHAUSTIVE_MAX = 30
 
@@ -218,8 +218,8 @@ def _pattern_bounds(block: TargetBlock, pattern: np.ndarray, do_exact: bool, gra
     assert block.sandwich is not None, "a block without a closed form holds its sandwich"
     sandwich = sub_sandwich(block.sandwich, pattern)
     bounds, _ = evaluate_bounds(sandwich, do_exact)
-    if gradients == "vector" and _unsettled(bounds):
-        bounds += vector_bounds(sandwich)
+    if gradients == "vector":
+        bounds = for_vector_gradients(bounds, sandwich)
     estimate = bool(block.solver.get("estimate"))
     out = []
     for b in bounds:
@@ -233,21 +233,8 @@ def _pattern_bounds(block: TargetBlock, pattern: np.ndarray, do_exact: bool, gra
             continue
         if b.kind == "exact" and (estimate or not block.upper_certified):
             b = dataclasses.replace(b, kind="lower")
-        if gradients == "vector":
-            if b.name == "exhaustive_upper":
-                continue
-            if b.name == "exhaustive":
-                b = dataclasses.replace(b, name="exhaustive_signs", kind="lower")
         out.append(b)
     return out
-
-
-def _unsettled(bounds: list[Bound]) -> bool:
-    """Whether the sign bounds leave a relative gap above ``SETTLED_GAP`` (then the SDP
-    bounds of :mod:`sparsedp.linalg.vector_bounds` may narrow it)."""
-    lower = max((b.value for b in bounds if b.kind in ("lower", "exact")), default=0.0)
-    upper = min((b.value for b in bounds if b.kind == "certified upper"), default=np.inf)
-    return upper - lower > SETTLED_GAP * abs(upper)
 
 
 def _combine(per_pattern: list[list[Bound]]) -> list[Bound]:
