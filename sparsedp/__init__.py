@@ -16,6 +16,7 @@ numerical engine), ``privacy`` (mechanism-level accounting), one subpackage per 
 """
 
 from sparsedp.accountant import Accountant
+from sparsedp.accountant.randomwalk import RandomWalkAccountant
 from sparsedp.errors import (
     GossipMatrixError,
     GraphError,
@@ -97,6 +98,7 @@ __all__ = [
     "NodeLabelError",
     "PairwiseLoss",
     "PrivacyMap",
+    "RandomWalkAccountant",
     "WorstCase",
     "ParameterError",
     "SensitivityResult",
