@@ -16,6 +16,7 @@ numerical engine), ``privacy`` (mechanism-level accounting), one subpackage per 
 """
 
 from sparsedp.accountant import Accountant
+from sparsedp.accountant.mf import MFAccountant
 from sparsedp.accountant.randomwalk import RandomWalkAccountant
 from sparsedp.errors import (
     GossipMatrixError,
@@ -93,6 +94,7 @@ __all__ = [
     "GossipMatrixError",
     "Graph",
     "GraphError",
+    "MFAccountant",
     "MFResult",
     "NodeIndexError",
     "NodeLabelError",

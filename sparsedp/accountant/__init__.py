@@ -7,7 +7,8 @@ Gossip averaging, one (target, observers) pair: :class:`~sparsedp.accountant.gos
 
 from sparsedp.accountant.checkpoint import load, save
 from sparsedp.accountant.gossip import Accountant
+from sparsedp.accountant.mf import MFAccountant
 from sparsedp.accountant.randomwalk import RandomWalkAccountant
 
 __all__ = ["Accountant", "load", "save"]
-__all__ += ["RandomWalkAccountant"]
+__all__ += ["MFAccountant", "RandomWalkAccountant"]
