@@ -211,7 +211,7 @@ def test_rw_loss_is_the_one_shot_series_at_every_step(seed):
     _check_rw_every_step(seed, 200 if seed >= 4 else 30)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 3])  # not 2: the coalition's loss is clipped early
+@pytest.mark.parametrize("seed", [0, 1, 4, 5])  # not 2, 3: clipped or local-DP losses are flat
 def test_rw_rounds_within_is_the_brute_force_largest_T(seed):
     W, options = _rw_case(seed)
     delta, limit = 1e-5, 60
