@@ -260,3 +260,23 @@ def test_rw_refuses_what_random_walk_rdp_refuses():
         sparsedp.RandomWalkAccountant(W, 0, sigma=3.0, receivers=[0, 3])
     with pytest.raises(ParameterError, match="no walk steps recorded"):
         sparsedp.RandomWalkAccountant(W, 0, sigma=3.0).epsilon(1e-5)
+
+
+def test_budget_command_prints_a_line_per_family(capsys):
+    import json
+
+    from sparsedp.cli.main import main
+
+    assert main(["budget", "--generator", "ring:12", "--target", "0", "--observer", "6",
+                 "--epsilon", "6", "--delta", "1e-5", "--sigma", "3", "--limit", "300",
+                 "--family", "gossip", "--family", "mf", "--family", "random-walk",
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["budgets"]
+    W = sparsedp.gossip_matrix(nx.cycle_graph(12))
+    mf = sparsedp.MFAccountant(W, 0, [6], sigma=3.0).rounds_within(6.0, 1e-5, limit=300)
+    walk = sparsedp.RandomWalkAccountant(W, 0, sigma=3.0, coalition=[6])
+    assert [row["family"] for row in rows] == ["gossip", "mf", "random-walk"]
+    assert rows[1] == {"family": "mf", "view": "dp-d-sgd, pndp-eq12", "target": 0,
+                       "observers": [6], "rounds": mf, "reached_limit": mf == 300}
+    assert rows[2]["rounds"] == walk.rounds_within(6.0, 1e-5, limit=300)
+    assert 0 < mf < 300 and 0 < rows[2]["rounds"] < 300
