@@ -14,18 +14,18 @@ contributions, ``"estimate"`` with the expected ``T / n``).
 What each answer costs (n nodes, nnz(W) non-zeros, R receivers):
 
 =========================  =================================================================
-``step(k)``                k sparse products and ``O(n + nnz(W))`` for the loss of each round
-``loss``, ``rdp``          ``O(n)`` (``O(nnz(W))`` with ``sender_known``)
-``epsilon``                one RDP -> (epsilon, delta) conversion over the orders
-``rounds_within``          one conversion per round examined (bisection over the recorded
-                           rounds); rounds beyond are walked ahead, not recorded
+``step(k)``                k sparse products (and two vector operations each)
+``loss``, ``rdp``          ``O(n)`` (``O(nnz(W))`` with ``sender_known``), cached until the
+                           next step
+``epsilon``                the loss and one RDP -> (epsilon, delta) conversion per receiver
+``rounds_within``          one step and one conversion per step examined: ahead of the recorded
+                           steps (not recording them), or from the start again when the budget
+                           is already exceeded
 =========================  =================================================================
 """
 
 from __future__ import annotations
 
-import bisect
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -116,7 +116,6 @@ class RandomWalkAccountant:
         x = np.zeros(n)
         x[self.source] = 1.0
         self._walk_state = (x, np.zeros(n), 0)  # x_T = W^T e_u, the series, T
-        self.worst = np.zeros(0)  # the largest receiver loss (RDP at alpha) at t = 1..rounds
         self.loss_at(1)  # checks the nodes of the options (on a zero series)
         self._loss: PairwiseLoss | None = None
 
@@ -130,14 +129,9 @@ class RandomWalkAccountant:
     def step(self, k: int = 1) -> None:
         """Record ``k`` more walk steps (``k >= 1``): ``k`` sparse products."""
         k = validation.rounds(k)
-        x, total, T = self._walk_state
-        worst = []
         for _ in range(k):
-            x, total, T = _walk(self.W, x, total, T)
-            self._loss = self.loss_at(T, total)
-            worst.append(float(self._loss.rdp.max()))
-        self._walk_state = (x, total, T)
-        self.worst = np.concatenate([self.worst, worst])
+            self._walk_state = _walk(self.W, *self._walk_state)
+        self._loss = None
 
     def loss_at(self, T: int, series: np.ndarray | None = None) -> PairwiseLoss:
         """The loss after ``T`` steps from the series ``sum_(t <= T) (W^t)_(u .) / t``
@@ -153,8 +147,11 @@ class RandomWalkAccountant:
     def loss(self) -> PairwiseLoss:
         """The loss at the recorded T, equal to :func:`sparsedp.random_walk_rdp`'s
         (``method="series"``) with the same options."""
-        if self._loss is None:
+        x, series, T = self._walk_state
+        if T == 0:
             raise ParameterError("no walk steps recorded yet: call step() first")
+        if self._loss is None:
+            self._loss = self.loss_at(T, series)
         return self._loss
 
     def rdp(self, alpha: float) -> float:
@@ -177,21 +174,19 @@ class RandomWalkAccountant:
         delta = validation.probability_delta(delta)
         limit = validation.rounds(limit)
 
-        def within(t: int, worst: float) -> bool:
-            loss = self.loss_at(t)  # the worst receiver's loss, as a one-value loss
-            one = dataclasses.replace(loss, rdp=np.array([worst]),
-                                      receivers=loss.receivers[:1], clipped=loss.clipped[:1])
-            return float(one.epsilon(delta)[0]) <= epsilon
+        def within(T: int, series: np.ndarray) -> bool:
+            return float(self.loss_at(T, series).epsilon(delta).max()) <= epsilon
 
-        recorded = min(self.rounds, limit)
-        if recorded and not within(recorded, float(self.worst[recorded - 1])):
-            return bisect.bisect_left(range(1, recorded + 1), True,
-                                      key=lambda t: not within(t, float(self.worst[t - 1])))
-        x, total, T = self._walk_state
-        while T < limit:
-            x, total, T = _walk(self.W, x, total, T)
-            if not within(T, float(self.loss_at(T, total).rdp.max())):
-                return T - 1
+        state = self._walk_state
+        if state[2] > limit or (state[2] and not within(state[2], state[1])):
+            # over budget within the recorded steps: walk again from the start
+            x = np.zeros(self.W.shape[0])
+            x[self.source] = 1.0
+            state = (x, np.zeros_like(x), 0)
+        while state[2] < limit:
+            state = _walk(self.W, *state)
+            if not within(state[2], state[1]):
+                return state[2] - 1
         return limit
 
     # -- checkpoints -----------------------------------------------------------------------
@@ -203,7 +198,7 @@ class RandomWalkAccountant:
                  "W_indptr": self.W.indptr, "W_shape": np.asarray(self.W.shape),
                  "source": self.source, "sigma": self.sigma, "alpha": self.alpha,
                  "sender_known": self.options["sender_known"], "clip": self.options["clip"],
-                 "walk_x": x, "walk_series": total, "rounds": T, "worst": self.worst}
+                 "walk_x": x, "walk_series": total, "rounds": T}
         for name in ("contributions", "receivers", "coalition"):
             value = self.options[name]
             state[f"{name}_given"] = value is not None
@@ -224,9 +219,6 @@ class RandomWalkAccountant:
         T = int(state["rounds"])
         accountant._walk_state = (np.array(state["walk_x"], dtype=np.float64),
                                   np.array(state["walk_series"], dtype=np.float64), T)
-        accountant.worst = np.array(state["worst"], dtype=np.float64)
-        if T:
-            accountant._loss = accountant.loss_at(T, accountant._walk_state[1])
         return accountant
 
 
