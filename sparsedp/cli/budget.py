@@ -3,8 +3,7 @@
 For each view asked (``--view``, repeatable; default secure summation) the largest number of
 gossip rounds T whose certified epsilon at ``--delta`` stays within ``--epsilon`` at noise
 ``--sigma``, for one target against one observer set
-(:meth:`sparsedp.Accountant.rounds_within`, at most ``--limit`` rounds examined).  Only the
-gossip family is offered; the others (matrix factorisation, random walks) are not yet.
+(:meth:`sparsedp.Accountant.rounds_within`, at most ``--limit`` rounds examined).
 
 ``--family mf`` (:class:`sparsedp.MFAccountant`: ``--algorithm``, ``--trust-model``; the
 observers are the attackers) and ``--family random-walk``
