@@ -7,6 +7,15 @@ with identical answers; the cases not offered are refused by name."""
 
 from __future__ import annotations
 
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -282,3 +291,61 @@ def test_budget_command_prints_a_line_per_family(capsys):
                        "observers": [6], "rounds": mf, "reached_limit": mf == 300}
     assert rows[2]["rounds"] == walk.rounds_within(6.0, 1e-5, limit=300)
     assert 0 < mf < 300 and 0 < rows[2]["rounds"] < 300
+
+
+CHILD = textwrap.dedent("""
+    import json, pathlib, sys
+    import networkx as nx, numpy as np, sparsedp
+    from sparsedp.accountant import save
+    folder, family, T = pathlib.Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    checkpoint = folder / "acc.npz"
+    kind = {"mf": sparsedp.MFAccountant, "random-walk": sparsedp.RandomWalkAccountant}[family]
+    if checkpoint.exists():
+        with np.load(checkpoint, allow_pickle=False) as data:
+            accountant = kind.from_state({key: data[key] for key in data.files})
+    else:
+        W = sparsedp.gossip_matrix(nx.random_regular_graph(4, 40, seed=5), scheme="metropolis")
+        accountant = (sparsedp.MFAccountant(W, 3, [17, 21], sigma=2.0) if family == "mf" else
+                      sparsedp.RandomWalkAccountant(W, 3, sigma=3.0, receivers=[17, 21]))
+    while accountant.rounds < T:
+        accountant.step()
+        save(accountant, checkpoint)
+        (folder / "rounds").write_text(str(accountant.rounds))
+    answers = {"epsilon": accountant.epsilon(1e-6),
+               "rounds_within": accountant.rounds_within(4.0, 1e-6, limit=2 * T)}
+    if family == "mf":
+        answers.update(history=accountant.history.tolist(), lower=accountant.interval().lower)
+    else:
+        answers.update(rdp=accountant.loss.rdp.tolist())
+    print(json.dumps(answers))
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["mf", "random-walk"])
+def test_kill_9_and_restart_from_the_checkpoint_gives_identical_answers(family, tmp_path):
+    T = 120
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "PYTHONPATH": str(pathlib.Path(sparsedp.__file__).parents[1])}
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
+    straight.mkdir()
+    interrupted.mkdir()
+    child = subprocess.Popen([sys.executable, str(script), str(interrupted), family, str(T)],
+                             env=env, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        progress = interrupted / "rounds"
+        if progress.exists() and int(progress.read_text() or 0) >= 30:
+            break
+        time.sleep(0.01)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    killed_at = int((interrupted / "rounds").read_text())
+    assert killed_at < T
+    resumed = subprocess.run([sys.executable, str(script), str(interrupted), family, str(T)],
+                             env=env, capture_output=True, text=True, check=True)
+    whole = subprocess.run([sys.executable, str(script), str(straight), family, str(T)],
+                           env=env, capture_output=True, text=True, check=True)
+    assert json.loads(resumed.stdout) == json.loads(whole.stdout)
