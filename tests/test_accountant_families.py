@@ -110,6 +110,15 @@ def test_mf_running_bound_is_tight_far_from_the_attackers():
     accountant.step(30)
     one_shot = mf_sensitivity(W, 0, [6], 30, trust_model="pndp-eq12")
     assert one_shot.lower <= accountant.history[-1] <= one_shot.upper * (1 + 1e-6)
+    # once the interval is asked, the answers are the one-shot result's own
+    assert accountant.epsilon(1e-6) > one_shot.epsilon(2.0, 1e-6)  # the running bound
+    result = accountant.interval()
+    assert accountant.upper == result.upper == one_shot.upper
+    assert accountant.epsilon(1e-6) == one_shot.epsilon(2.0, 1e-6)
+    assert accountant.rdp(4.0) == one_shot.rdp(4.0, 2.0)
+    pytest.importorskip("dp_accounting")
+    assert accountant.to_dp_event().noise_multiplier == pytest.approx(
+        2.0 / np.sqrt(one_shot.upper), rel=1e-15)
 
 
 def _brute_force(make, epsilon: float, delta: float, limit: int) -> int:

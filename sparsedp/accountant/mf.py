@@ -64,7 +64,7 @@ from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.mf import algorithms, participation, trust
 from sparsedp.mf.result import MFResult
 from sparsedp.mf.sensitivity import GRADIENTS, mf_sensitivity
-from sparsedp.privacy import gaussian_epsilon
+from sparsedp.privacy import gaussian_epsilon, rdp_epsilon
 from sparsedp.privacy.interop import gaussian_dp_event
 from sparsedp.reprs import short_repr
 
@@ -219,11 +219,9 @@ class MFAccountant:
         return gaussian_epsilon(self.upper, self.sigma, validation.probability_delta(delta))
 
     def rdp(self, alpha: float) -> float:
-        """Renyi DP of order ``alpha > 1``: ``alpha upper / (2 sigma^2)``."""
-        alpha = validation.real("alpha", alpha)
-        if not alpha > 1:
-            raise ParameterError(f"the Renyi order alpha must be > 1, got {alpha!r}")
-        return alpha * self.upper / (2.0 * self.sigma**2)
+        """Renyi DP of order ``alpha > 1``: ``alpha upper / (2 sigma^2)``
+        (:func:`sparsedp.rdp_epsilon`, as :meth:`sparsedp.mf.MFResult.rdp`)."""
+        return float(rdp_epsilon(self.upper, self.sigma, alpha))
 
     def to_dp_event(self) -> Any:
         """The T steps so far as one ``dp_accounting`` Gaussian event (certified upper bound;
