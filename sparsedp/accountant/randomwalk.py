@@ -113,11 +113,15 @@ class RandomWalkAccountant:
         self.options = {"contributions": contributions, "receivers": receivers,
                         "coalition": coalition, "sender_known": bool(sender_known),
                         "clip": bool(clip)}
-        x = np.zeros(n)
-        x[self.source] = 1.0
-        self._walk_state = (x, np.zeros(n), 0)  # x_T = W^T e_u, the series, T
+        self._walk_state = self._start()  # x_T = W^T e_u, the series, T
         self.loss_at(1)  # checks the nodes of the options (on a zero series)
         self._loss: PairwiseLoss | None = None
+
+    def _start(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """The walk before its first step: ``x_0 = e_u``, a zero series, T = 0."""
+        x = np.zeros(self.W.shape[0])
+        x[self.source] = 1.0
+        return x, np.zeros_like(x), 0
 
     @property
     def rounds(self) -> int:
@@ -179,10 +183,7 @@ class RandomWalkAccountant:
 
         state = self._walk_state
         if state[2] > limit or (state[2] and not within(state[2], state[1])):
-            # over budget within the recorded steps: walk again from the start
-            x = np.zeros(self.W.shape[0])
-            x[self.source] = 1.0
-            state = (x, np.zeros_like(x), 0)
+            state = self._start()  # over budget within the recorded steps: walk again
         while state[2] < limit:
             state = _walk(self.W, *state)
             if not within(state[2], state[1]):
