@@ -16,6 +16,8 @@ numerical engine), ``privacy`` (mechanism-level accounting), one subpackage per 
 """
 
 from sparsedp.accountant import Accountant
+from sparsedp.accountant.mf import MFAccountant
+from sparsedp.accountant.randomwalk import RandomWalkAccountant
 from sparsedp.errors import (
     GossipMatrixError,
     GraphError,
@@ -92,11 +94,13 @@ __all__ = [
     "GossipMatrixError",
     "Graph",
     "GraphError",
+    "MFAccountant",
     "MFResult",
     "NodeIndexError",
     "NodeLabelError",
     "PairwiseLoss",
     "PrivacyMap",
+    "RandomWalkAccountant",
     "WorstCase",
     "ParameterError",
     "SensitivityResult",

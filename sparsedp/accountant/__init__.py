@@ -3,9 +3,14 @@ decentralized-learning framework steps every round, with incremental certified b
 budgets, checkpoints and ``dp_accounting`` composition (``docs/accountant.md``).
 
 Gossip averaging, one (target, observers) pair: :class:`~sparsedp.accountant.gossip.Accountant`.
+Matrix factorisation: :class:`~sparsedp.accountant.mf.MFAccountant`; random walks:
+:class:`~sparsedp.accountant.randomwalk.RandomWalkAccountant`.
 """
 
 from sparsedp.accountant.checkpoint import load, save
 from sparsedp.accountant.gossip import Accountant
+from sparsedp.accountant.mf import MFAccountant
+from sparsedp.accountant.randomwalk import RandomWalkAccountant
 
 __all__ = ["Accountant", "load", "save"]
+__all__ += ["MFAccountant", "RandomWalkAccountant"]

@@ -3,8 +3,12 @@
 For each view asked (``--view``, repeatable; default secure summation) the largest number of
 gossip rounds T whose certified epsilon at ``--delta`` stays within ``--epsilon`` at noise
 ``--sigma``, for one target against one observer set
-(:meth:`sparsedp.Accountant.rounds_within`, at most ``--limit`` rounds examined).  Only the
-gossip family is offered; the others (matrix factorisation, random walks) are not yet.
+(:meth:`sparsedp.Accountant.rounds_within`, at most ``--limit`` rounds examined).
+
+``--family mf`` (:class:`sparsedp.MFAccountant`: ``--algorithm``, ``--trust-model``; the
+observers are the attackers) and ``--family random-walk``
+(:class:`sparsedp.RandomWalkAccountant`: the observers are one coalition of receivers,
+``--contributions`` caps the target's) add a line each.
 """
 
 from __future__ import annotations
@@ -15,11 +19,14 @@ import time
 from sparsedp import defaults, validation
 from sparsedp.accountant import Accountant
 from sparsedp.accountant.gossip import ROUNDS_WITHIN_LIMIT
+from sparsedp.accountant.mf import RECEIVED_ROWS, MFAccountant
+from sparsedp.accountant.randomwalk import RandomWalkAccountant
 from sparsedp.cli.graph_input import add_graph_options, load_graph, target_and_observers
 from sparsedp.gossip.views import VIEWS, VIEWS_WITHOUT_OBSERVERS
 from sparsedp.graphs.weights import SCHEMES, gossip_matrix
 
 DEFAULT_GRAPH_NODES = 2000
+FAMILIES = ("gossip", "mf", "random-walk")
 
 
 def add_parser(sub) -> None:
@@ -43,6 +50,15 @@ def add_parser(sub) -> None:
                         help="noise standard deviation per round")
     parser.add_argument("--limit", type=int, default=ROUNDS_WITHIN_LIMIT,
                         help="most rounds examined")
+    parser.add_argument("--family", action="append", dest="families", choices=FAMILIES,
+                        help="protocol family; repeat for several (default: gossip)")
+    parser.add_argument("--algorithm", default=defaults.ALGORITHM,
+                        help="--family mf: dp-d-sgd, or muffliato-sgd(K) under ldp")
+    parser.add_argument("--trust-model", default=RECEIVED_ROWS[0],
+                        choices=(*RECEIVED_ROWS, "ldp"), help="--family mf: trust model")
+    parser.add_argument("--contributions", type=float,
+                        help="--family random-walk: cap on the target's contributions "
+                             "(default: the expected T/n, an estimate)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=budget, report=format_report)
 
@@ -55,7 +71,8 @@ def budget(args: argparse.Namespace) -> dict:
     graph, name = load_graph(args, DEFAULT_GRAPH_NODES)
     W = gossip_matrix(graph, scheme=args.scheme)
     rows = []
-    for view in args.views or [defaults.VIEW]:
+    families = args.families or ["gossip"]
+    for view in (args.views or [defaults.VIEW]) if "gossip" in families else []:
         args.view = view
         target, observers = target_and_observers(graph, args, VIEWS_WITHOUT_OBSERVERS)
         accountant = Accountant(W, target, observers, sigma=args.sigma, view=view)
@@ -63,10 +80,39 @@ def budget(args: argparse.Namespace) -> dict:
         rows.append({"family": "gossip", "view": view, "target": graph.id_of(target),
                      "observers": [graph.id_of(i) for i in accountant.model.observers],
                      "rounds": rounds, "reached_limit": rounds == args.limit})
+    rows += _other_families(graph, W, args, families, epsilon, delta)
     return {"graph": {"source": name, "nodes": graph.n, "edges": graph.num_edges},
             "scheme": args.scheme, "epsilon": epsilon, "delta": delta, "sigma": args.sigma,
             "limit": args.limit, "budgets": rows,
             "elapsed_seconds": time.perf_counter() - start}
+
+
+def _other_families(graph, W, args: argparse.Namespace, families: list[str], epsilon: float,
+                    delta: float) -> list[dict]:
+    """The lines of ``--family mf`` and ``--family random-walk``."""
+    rows = []
+    args.view = defaults.VIEW  # the observers as given (or the first node)
+    for family in families:
+        target, observers = target_and_observers(graph, args, ())
+        accountant: MFAccountant | RandomWalkAccountant
+        if family == "mf":
+            if args.trust_model == "ldp":
+                observers = []  # every message is public
+            accountant = MFAccountant(W, target, observers or None, sigma=args.sigma,
+                                      algorithm=args.algorithm, trust_model=args.trust_model)
+            what = f"{accountant.algorithm.name}, {args.trust_model}"
+        elif family == "random-walk":
+            accountant = RandomWalkAccountant(W, target, sigma=args.sigma, coalition=observers,
+                                              contributions=args.contributions)
+            what = "random walk" + (", expected contributions (an estimate)"
+                                    if args.contributions is None else "")
+        else:
+            continue
+        rounds = accountant.rounds_within(epsilon, delta, limit=args.limit)
+        rows.append({"family": family, "view": what, "target": graph.id_of(target),
+                     "observers": [graph.id_of(i) for i in observers],
+                     "rounds": rounds, "reached_limit": rounds == args.limit})
+    return rows
 
 
 def format_report(record: dict) -> str:

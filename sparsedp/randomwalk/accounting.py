@@ -157,6 +157,16 @@ def _contributions(contributions: Any, T: int, n: int) -> tuple[float, str, str]
     return N, "upper", f"N_u = {N:g} contributions (a cap enforced by the protocol)"
 
 
+def check_options(contributions: Any, receivers: Any, coalition: Any, sender_known: bool,
+                  T: int, n: int) -> None:
+    """ParameterError for :func:`random_walk_rdp`'s invalid ``contributions`` or a coalition
+    combined with ``receivers`` or ``sender_known`` (the nodes are checked by
+    :func:`series_loss`)."""
+    if coalition is not None and (sender_known or receivers is not None):
+        raise ParameterError("coalition cannot be combined with receivers or sender_known")
+    _contributions(contributions, T, n)
+
+
 def _neighbour_max(M: sp.csr_matrix, values: np.ndarray) -> np.ndarray:
     """``max_{w ~ v, w != v} values[w]`` for every v (every node has a neighbour: W is
     irreducible with n >= 2)."""
@@ -288,11 +298,27 @@ def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float = de
     sigma = validation.sigma(sigma)
     alpha = renyi_order(alpha)
     require_noise_condition(sigma, alpha)
-    N, kind, note = _contributions(contributions, T, n)
-    if coalition is not None and (sender_known or receivers is not None):
-        raise ParameterError("coalition cannot be combined with receivers or sender_known")
+    check_options(contributions, receivers, coalition, sender_known, T, n)  # before the walk
     values, err, how = _per_contribution(M, u, T, sigma, alpha, method, column_method, tol,
                                          interval, progress)
+    return series_loss(M, u, T, sigma, alpha, values, err, how, contributions=contributions,
+                       receivers=receivers, coalition=coalition, sender_known=sender_known,
+                       clip=clip)
+
+
+def series_loss(M: sp.csr_matrix, u: int, T: int, sigma: float, alpha: float,
+                values: np.ndarray, err: float, how: str, *, contributions: Any = None,
+                receivers: Any = None, coalition: Any = None, sender_known: bool = False,
+                clip: bool = True) -> PairwiseLoss:
+    """The :class:`PairwiseLoss` of :func:`random_walk_rdp` from the per-contribution loss
+    ``values`` of every node (``(alpha / sigma^2)`` times the series or its log-Green bound,
+    ``err`` its numerical error bound, ``how`` its description): the contributions, the
+    sender-known variant, the coalition or receivers and the local-DP clip.  Shared with the
+    online accountant (:mod:`sparsedp.accountant.randomwalk`), which extends the series one
+    step per round; arguments as :func:`random_walk_rdp`'s, already checked except the
+    options (``contributions``, ``receivers``, ``coalition``: :func:`check_options`)."""
+    n = M.shape[0]
+    N, kind, note = _contributions(contributions, T, n)
     ldp = alpha / (2.0 * sigma * sigma)
     notes = [note]
     mechanism = "random walk"

@@ -1,0 +1,340 @@
+"""An online accountant for matrix-factorisation decentralized learning (issue 34): one
+target against one attacker set, stepped every gradient step, for the algorithms, trust
+models and participation schemes whose ``M_T = A_u^T (B_T B_T^T)^+ A_u`` grows by appending
+rows.
+
+The one-shot reference is :func:`sparsedp.mf.mf_sensitivity`.  What is incremental:
+
+* DP-D-SGD (one gossip round per step, independent noise) under ``"pndp-eq12"`` and
+  ``"pndp-eq12-no-own"``: the attackers see the messages they receive and know no noise, so
+  ``M_T`` is the gossip secure-summation view of those rows (the path
+  :func:`sparsedp.mf.blocks.gossip_block` takes).  Round T + 1 appends the observed rows of
+  round T + 1 (every row kept: no noise is known, so ``B_T B_T^T = K_T`` is positive definite
+  with its analytic ``lambda_min`` bound) and the target's new column: one sparse product for
+  the lags (:class:`sparsedp.accountant.lags.LagStream`) and one block row of the Cholesky
+  factor of ``K_T`` and of ``Y_T = L^{-1} A_u`` (:class:`sparsedp.accountant.bordered.
+  BorderedFactor`), whose certified running bound ``sum_r ||Y_r||_1^2`` (rounding charged)
+  bounds ``x^T M_pi x`` for every pattern pi and every ``||x_t|| <= 1``, vector gradients
+  included (``||sum_(t in pi) Y_rt x_t|| <= sum_t |Y_rt|``).  With independent noise
+  ``M_T <= I``, so the longest pattern ``|pi|`` caps it.
+* Any algorithm with independent noise (DP-D-SGD, Muffliato-SGD(K)) under ``"ldp"``:
+  ``M_T = I`` and ``sens^2 = |pi|`` exactly, nothing to factorise.
+
+Not offered (ParameterError naming them): the ``"pndp"`` and ``"secldp"`` trust models
+beyond local DP's closed form (``"pndp"`` removes the attackers' known noise from B, which
+breaks the lag structure of ``K_T``), correlated noise (AntiPGD, MF-D-SGD, SR, BSR, resets),
+Muffliato-SGD(K) under PNDP (its row decisions need the whole horizon), DECOR and Zip-DL, and
+a W that is not exactly symmetric.
+
+The tight interval is :func:`sparsedp.mf.mf_sensitivity` itself at the recorded T, asked
+lazily (its lower bound is the one-shot query's), with the running bound added as the
+certified upper bound ``"incremental_rows"``.
+
+What each answer costs (T steps, m observed rows, nnz(W) non-zeros):
+
+=========================  =================================================================
+``step(k)``                k sparse products with the n x m block, ``O(m^2 T^2)`` flops each
+                           (``O(1)`` under local DP)
+``upper``, ``epsilon``,    ``O(1)``: the running bound (or the interval's upper bound, when
+``rdp``, ``to_dp_event``   :meth:`~MFAccountant.interval` was asked at this T)
+``interval()``             lazy: one :func:`sparsedp.mf.mf_sensitivity` query at this T; cached
+``rounds_within``          ``O(1)`` per step already computed; steps beyond are computed ahead
+=========================  =================================================================
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from sparsedp import defaults, validation
+from sparsedp.accountant.bordered import BorderedFactor
+from sparsedp.accountant.lags import LagStream
+from sparsedp.errors import ParameterError
+from sparsedp.gossip.certified_solve import analytic_lambda_min_lower_bound
+from sparsedp.gossip.views import resolve_view
+from sparsedp.linalg.operators import GossipSystem
+from sparsedp.linalg.sign_bounds import Bound
+from sparsedp.linalg.stochastic import check_gossip_matrix, matrix_facts
+from sparsedp.linalg.threads import limit_blas_threads
+from sparsedp.mf import algorithms, participation, trust
+from sparsedp.mf.result import MFResult
+from sparsedp.mf.sensitivity import GRADIENTS, mf_sensitivity
+from sparsedp.privacy import gaussian_epsilon, rdp_epsilon
+from sparsedp.privacy.interop import gaussian_dp_event
+from sparsedp.reprs import short_repr
+
+ROUNDS_WITHIN_LIMIT = 4096  # default horizon of rounds_within
+RECEIVED_ROWS = ("pndp-eq12", "pndp-eq12-no-own")  # trust models of the bordered factor
+
+
+class MFAccountant:
+    """Matrix-factorisation privacy of one target against one attacker set, tracked step by
+    step (the offered cases: module docstring).
+
+    Parameters
+    ----------
+    W : square sparse matrix or array
+        The gossip matrix: non-negative, row-stochastic and, under the PNDP trust models,
+        exactly symmetric (e.g. :func:`sparsedp.gossip_matrix` with Metropolis weights).
+    target : int
+        Row of W whose record is protected.
+    attackers : iterable of int or None
+        The colluding attackers (``None`` for ``trust_model="ldp"``).
+    sigma : float
+        Noise standard deviation per step, in units of the per-step sensitivity.
+    algorithm : str or Algorithm
+        ``dp_d_sgd()`` (any offered trust model) or ``muffliato_sgd(K)`` (``"ldp"`` only), or
+        their names.
+    trust_model : str
+        ``"pndp-eq12"``, ``"pndp-eq12-no-own"`` or ``"ldp"``.
+    participation_scheme : str, tuple or Participation
+        As :func:`sparsedp.mf.mf_sensitivity` (default user level).
+    gradients : {"vector", "scalar"}
+        As :func:`sparsedp.mf.mf_sensitivity` (the running bound holds for both).
+    exact : {"auto", True, False}
+        Exhaustive sign search of :meth:`interval` (as :func:`~sparsedp.mf.mf_sensitivity`).
+    method : str
+        Solver path of :meth:`interval` (as :func:`~sparsedp.mf.mf_sensitivity`).
+    backend : str
+        Kernel backend of the sparse products, ``"auto" | "numba" | "numpy"``.
+
+    Raises
+    ------
+    ParameterError
+        Bad input, as :func:`sparsedp.mf.mf_sensitivity`, or a case the accountant does not
+        offer (module docstring), named in the message.
+    GossipMatrixError
+        W negative or not row-stochastic.
+
+    Examples
+    --------
+    >>> import networkx as nx, sparsedp
+    >>> from sparsedp.mf import mf_sensitivity
+    >>> W = sparsedp.gossip_matrix(nx.cycle_graph(8), scheme="metropolis")
+    >>> acc = sparsedp.MFAccountant(W, 0, [2], sigma=20.0, trust_model="pndp-eq12")
+    >>> acc.step(20)
+    >>> one_shot = mf_sensitivity(W, 0, [2], 20, trust_model="pndp-eq12")
+    >>> abs(acc.interval().lower - one_shot.lower) <= 1e-9 * one_shot.lower
+    True
+    >>> acc.upper >= one_shot.lower
+    True
+    >>> round(acc.epsilon(1e-5), 4)
+    0.3819
+    >>> acc.rounds_within(1.0, 1e-5)
+    102
+    """
+
+    __repr__ = short_repr
+
+    def __init__(self, W: Any, target: int, attackers: Any, *, sigma: float,
+                 algorithm: str | algorithms.Algorithm = defaults.ALGORITHM,
+                 trust_model: str = "pndp-eq12",
+                 participation_scheme: Any = defaults.PARTICIPATION,
+                 gradients: str = defaults.GRADIENTS, exact: Any = defaults.EXACT,
+                 method: str = defaults.METHOD, backend: str = "auto"):
+        self.algorithm = algorithms.resolve(algorithm)
+        self.scheme = participation.resolve(participation_scheme)
+        if gradients not in GRADIENTS:
+            raise ParameterError(f"gradients must be one of {GRADIENTS}, got {gradients!r}")
+        self.W = W = sp.csr_matrix(check_gossip_matrix(
+            W, require=("nonnegative", "row_stochastic")))
+        n = W.shape[0]
+        self.target = validation.node_index(target, n, "target")
+        self.observation = trust.resolve(trust_model, W, self.target, attackers)
+        self.attackers = None if attackers is None else self.observation.attackers
+        self.sigma = validation.sigma(sigma)
+        self.trust_model, self.gradients = trust_model, gradients
+        self.exact, self.method, self.backend = exact, method, backend
+        _require_offered(self.algorithm, trust_model)
+        self.rounds = 0
+        self.history = np.zeros(0)  # certified upper bound on sens^2 at t = 1..computed
+        self._interval: MFResult | None = None
+        self._lags: LagStream | None = None
+        self._factor: BorderedFactor | None = None
+        self.offset = 0
+        observed = self.observation.observed
+        if trust_model in RECEIVED_ROWS and observed.size:
+            if not matrix_facts(W).symmetric:
+                raise ParameterError(
+                    f"trust model {trust_model!r}: the accountant needs an exactly symmetric W "
+                    "(the structured form of K_T); use sparsedp.mf.mf_sensitivity per step")
+            model = resolve_view("secure-summation", W, self.target, observed, False)
+            system = GossipSystem([W], model.observers, 1, power_offset=model.power_offset)
+            lambda_lb = analytic_lambda_min_lower_bound(system)
+            if not lambda_lb:
+                raise ParameterError(f"trust model {trust_model!r}: no analytic "
+                                     "lambda_min(K_T) bound for this W: not offered")
+            self.offset = model.power_offset
+            self._lags = LagStream(W, model.observers, self.target, backend)
+            self._factor = BorderedFactor(model.observers.size, lambda_lb)
+
+    # -- recording steps -------------------------------------------------------------------
+
+    @limit_blas_threads
+    def step(self, k: int = 1) -> None:
+        """Record ``k`` more gradient steps (``k >= 1``) and extend the bounds to them."""
+        k = validation.rounds(k)
+        self._compute_to(self.rounds + k)
+        self.rounds += k
+        self._interval = None
+
+    def _compute_to(self, T: int) -> None:
+        """The running bound for T steps (computed ahead of the recorded steps if need
+        be): the bordered factor's, capped by the longest pattern (``M <= I``)."""
+        for t in range(self.history.size + 1, T + 1):
+            bound = float(self._longest_pattern(t))
+            if self._factor is not None and self._lags is not None:
+                self._lags.extend_to(t + self.offset - 1)
+                self._factor.append(self._lags.mu, self._lags.a, self.offset)
+                bound = min(bound, float(self._factor.history[t - 1]))
+            elif self.trust_model in RECEIVED_ROWS:
+                bound = 0.0  # the attackers observe no message: M = 0
+            self.history = np.append(self.history, bound)
+
+    def _longest_pattern(self, T: int) -> int:
+        """The most steps of one pattern within T steps (``T`` before a whole pattern fits)."""
+        return self.scheme.sizes(T)[1] if T >= self.scheme.shortest_run() else T
+
+    # -- answers ---------------------------------------------------------------------------
+
+    @property
+    def upper(self) -> float:
+        """The best certified upper bound on ``sens^2`` at the recorded T (0 at T = 0)."""
+        if self.rounds == 0:
+            return 0.0
+        bound = float(self.history[self.rounds - 1])
+        if self._interval is not None:
+            bound = min(bound, self._interval.upper)
+        return bound
+
+    def epsilon(self, delta: float) -> float:
+        """Tight epsilon at ``delta`` of the T steps recorded (one Gaussian mechanism of
+        squared sensitivity :attr:`upper` and noise ``sigma``, as
+        :meth:`sparsedp.mf.MFResult.epsilon`)."""
+        return gaussian_epsilon(self.upper, self.sigma, validation.probability_delta(delta))
+
+    def rdp(self, alpha: float) -> float:
+        """Renyi DP of order ``alpha > 1``: ``alpha upper / (2 sigma^2)``
+        (:func:`sparsedp.rdp_epsilon`, as :meth:`sparsedp.mf.MFResult.rdp`)."""
+        return float(rdp_epsilon(self.upper, self.sigma, alpha))
+
+    def to_dp_event(self) -> Any:
+        """The T steps so far as one ``dp_accounting`` Gaussian event (certified upper bound;
+        :func:`sparsedp.privacy.interop.gaussian_dp_event`)."""
+        return gaussian_dp_event(self.upper, self.sigma)
+
+    @limit_blas_threads
+    def interval(self) -> MFResult:
+        """Every bound on ``sens^2`` at the recorded T with kinds: :func:`sparsedp.mf.
+        mf_sensitivity`'s at this T, plus the running bound (``"incremental_rows"``, certified
+        upper); lazy (one one-shot query) and cached until the next step."""
+        if self.rounds == 0:
+            raise ParameterError("no steps recorded yet: call step() first")
+        if self._interval is None:
+            T = self.rounds
+            result = mf_sensitivity(
+                self.W, self.target, self.attackers, T, algorithm=self.algorithm,
+                trust_model=self.trust_model, participation_scheme=self.scheme,
+                gradients=self.gradients, exact=self.exact, method=self.method)
+            running = float(self.history[T - 1])
+            bound = Bound("incremental_rows", running, "certified upper",
+                          "sum_r ||(L^{-1} A_u)_r||_1^2 with the factorisation's rounding "
+                          "charged, capped by the longest pattern (sparsedp.accountant.mf)")
+            self._interval = dataclasses.replace(
+                result, upper=min(result.upper, running), bounds=result.bounds + (bound,))
+        return self._interval
+
+    @limit_blas_threads
+    def rounds_within(self, epsilon: float, delta: float, *,
+                      limit: int = ROUNDS_WITHIN_LIMIT) -> int:
+        """The largest number of steps T (counted from the start, at most ``limit``) whose
+        running certified bound keeps epsilon at ``delta`` within ``epsilon`` (the bound is
+        non-decreasing in T); steps beyond those recorded are computed ahead.  ``limit`` is
+        returned when the budget lasts that long."""
+        epsilon = validation.nonnegative("epsilon", epsilon)
+        delta = validation.probability_delta(delta)
+        limit = validation.rounds(limit)
+
+        def within(t: int) -> bool:
+            return gaussian_epsilon(float(self.history[t - 1]), self.sigma, delta) <= epsilon
+
+        while self.history.size < limit and (self.history.size == 0
+                                             or within(self.history.size)):
+            self._compute_to(self.history.size + 1)
+        horizon = min(self.history.size, limit)
+        return bisect.bisect_left(range(1, horizon + 1), True, key=lambda t: not within(t))
+
+    # -- checkpoints -----------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        """Everything needed to continue, as numpy arrays, numbers and strings (no pickle;
+        :func:`sparsedp.accountant.checkpoint.save` writes such a dict to ``.npz``)."""
+        scheme = self.scheme.to_dict()
+        state = {
+            "family": "mf", "W_data": self.W.data, "W_indices": self.W.indices,
+            "W_indptr": self.W.indptr, "W_shape": np.asarray(self.W.shape),
+            "target": self.target,
+            "attackers": (np.zeros(0, dtype=np.int64) if self.attackers is None
+                          else self.attackers),
+            "attackers_given": self.attackers is not None, "sigma": self.sigma,
+            "algorithm": self.algorithm.name, "trust_model": self.trust_model,
+            "participation": scheme["name"],
+            "participation_kb": np.asarray([scheme["k"] or 0, scheme["b"] or 0]),
+            "gradients": self.gradients, "exact": str(self.exact), "method": self.method,
+            "backend": self.backend, "rounds": self.rounds, "history": self.history,
+        }
+        if self._lags is not None and self._factor is not None:
+            state.update(self._lags.state())
+            state.update(self._factor.state())
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict) -> MFAccountant:
+        """The accountant of :meth:`state_dict` (plain arrays, e.g. loaded from ``.npz``):
+        it continues with answers identical to the original's."""
+        W = sp.csr_matrix((np.asarray(state["W_data"]), np.asarray(state["W_indices"]),
+                           np.asarray(state["W_indptr"])),
+                          shape=tuple(int(s) for s in np.asarray(state["W_shape"])))
+        name = str(state["participation"])
+        scheme = (participation.cyclic(*(int(v) for v in np.asarray(state["participation_kb"])))
+                  if name.startswith("cyclic") else name)
+        exact = {"True": True, "False": False}.get(str(state["exact"]), str(state["exact"]))
+        attackers = (np.asarray(state["attackers"]).tolist()
+                     if bool(state["attackers_given"]) else None)
+        accountant = cls(W, int(state["target"]), attackers, sigma=float(state["sigma"]),
+                         algorithm=str(state["algorithm"]),
+                         trust_model=str(state["trust_model"]), participation_scheme=scheme,
+                         gradients=str(state["gradients"]), exact=exact,
+                         method=str(state["method"]), backend=str(state["backend"]))
+        if accountant._lags is not None and accountant._factor is not None:
+            accountant._lags.restore(state)
+            accountant._factor.restore(state)
+        accountant.history = np.array(state["history"], dtype=np.float64)
+        accountant.rounds = int(state["rounds"])
+        return accountant
+
+
+def _require_offered(algorithm: algorithms.Algorithm, trust_model: str) -> None:
+    """ParameterError naming what the accountant does not offer (module docstring)."""
+    if not algorithm.independent_noise or algorithms.resolve(algorithm.name) != algorithm:
+        raise ParameterError(
+            f"the MF accountant does not offer algorithm {algorithm.name!r} (correlated or "
+            "reset noise, DECOR, Zip-DL): only DP-D-SGD and Muffliato-SGD(K) with independent "
+            "noise; use sparsedp.mf.mf_sensitivity per step")
+    if trust_model == "ldp":
+        return
+    if trust_model not in RECEIVED_ROWS:
+        raise ParameterError(
+            f"the MF accountant does not offer trust model {trust_model!r} (the known noise "
+            "of 'pndp' and 'secldp' breaks the lag structure of B B^T): use 'pndp-eq12', "
+            "'pndp-eq12-no-own' or 'ldp', or sparsedp.mf.mf_sensitivity per step")
+    if algorithm.K != 1:
+        raise ParameterError(
+            f"the MF accountant does not offer {algorithm.name!r} under {trust_model!r} "
+            "(K > 1 gossip rounds per step: its row decisions need the whole horizon); "
+            "only under 'ldp'")

@@ -1,0 +1,365 @@
+"""The online accountants of the other families (issue 34): matrix factorisation
+(sparsedp.MFAccountant) and random walks (sparsedp.RandomWalkAccountant).  At every step
+their answers contain the one-shot query's (mf_sensitivity: the interval's lower bound is its
+lower bound to 1e-9 relative, the certified upper bounds never below it; random_walk_rdp: the
+same loss bit for bit); rounds_within is the brute-force largest T; a checkpoint continues
+with identical answers; the cases not offered are refused by name."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsedp
+from sparsedp.errors import ParameterError
+from sparsedp.mf import antipgd, mf_sensitivity, muffliato_sgd
+from tests.conftest import slow_after
+
+TRUST = ("pndp-eq12", "pndp-eq12-no-own")
+SCHEMES = ("user-level", "single", (2, 3))
+
+
+def _random_graph(seed: int) -> sp.csr_matrix:
+    """Metropolis weights on the largest component of an ER graph of 12-40 nodes."""
+    rng = np.random.default_rng(seed)
+    G = nx.gnp_random_graph(int(rng.integers(12, 40)), float(rng.uniform(0.1, 0.3)), seed=seed)
+    G = nx.convert_node_labels_to_integers(G.subgraph(max(nx.connected_components(G),
+                                                          key=len)).copy())
+    return sp.csr_matrix(sparsedp.gossip_matrix(G, scheme="metropolis"))
+
+
+def _mf_case(seed: int) -> tuple[sp.csr_matrix, int, list[int], dict]:
+    """A graph, a target, one or two attackers (a neighbour of the target for every other
+    seed, so that the target's own messages are observed) and the accountant's options."""
+    W = _random_graph(seed)
+    rng = np.random.default_rng(seed + 1000)
+    n = W.shape[0]
+    target = int(rng.integers(n))
+    others = [i for i in range(n) if i != target]
+    attackers = [int(i) for i in rng.choice(others, 1 + seed % 2, replace=False)]
+    if seed % 2 == 0:
+        neighbours = [int(j) for j in W[target].indices if j != target]
+        attackers = [neighbours[0]]
+    options = {"trust_model": TRUST[seed % 2], "participation_scheme": SCHEMES[seed % 3],
+               "gradients": ("vector", "scalar")[(seed // 2) % 2]}
+    return W, target, attackers, options
+
+
+def _check_mf_every_step(seed: int, T: int) -> None:
+    """The running bound against the one-shot lower bound at every step; the interval at
+    every step up to T = 30 (the default tier), every tenth step and the last beyond (each
+    is one more one-shot query)."""
+    W, target, attackers, options = _mf_case(seed)
+    if T > 30:  # the slow tier: no exhaustive search (2^(t-1) sign vectors) up to t = 24
+        options["exact"] = False
+    accountant = sparsedp.MFAccountant(W, target, attackers, sigma=2.0, **options)
+    shortest = sparsedp.mf.participation.resolve(options["participation_scheme"]).shortest_run()
+    for t in range(1, T + 1):
+        accountant.step()
+        running = accountant.upper
+        if t < shortest:  # no whole pattern yet: the one-shot query refuses T
+            with pytest.raises(ParameterError, match="participation"):
+                accountant.interval()
+            continue
+        one_shot = mf_sensitivity(W, target, attackers, t, **options)
+        assert running >= one_shot.lower, (t, running, one_shot.lower)
+        if T > 30 and t % 10 and t < T:
+            continue
+        result = accountant.interval()
+        assert result.T == t
+        assert abs(result.lower - one_shot.lower) <= 1e-9 * max(one_shot.lower, 1e-300), t
+        assert result.upper >= one_shot.lower
+        assert result.upper == min(one_shot.upper, running)
+        assert any(b.name == "incremental_rows" for b in result.bounds)
+
+
+@pytest.mark.parametrize("seed", slow_after(range(20), keep=3))
+def test_mf_interval_contains_the_one_shot_value_at_every_step(seed):
+    _check_mf_every_step(seed, 200 if seed >= 3 and seed % 5 == 0 else 60 if seed >= 3
+                         else 20)
+
+
+def test_mf_under_local_dp_is_the_longest_pattern_exactly():
+    W = _random_graph(1)
+    accountant = sparsedp.MFAccountant(W, 0, None, sigma=2.0, algorithm=muffliato_sgd(3),
+                                       trust_model="ldp", participation_scheme=(2, 3))
+    for t in range(4, 12):
+        accountant.step(1 if accountant.rounds else t)
+        one_shot = mf_sensitivity(W, 0, None, accountant.rounds, algorithm=muffliato_sgd(3),
+                                  trust_model="ldp", participation_scheme=(2, 3))
+        assert accountant.upper == one_shot.lower == one_shot.upper == 2.0
+        assert accountant.interval().lower == 2.0
+
+
+def test_mf_running_bound_is_tight_far_from_the_attackers():
+    """Away from the attackers every row of L^{-1} A_u has one sign, so the running bound is
+    Theorem 7's entrywise sum, close to the one-shot upper bound."""
+    W = sp.csr_matrix(sparsedp.gossip_matrix(nx.cycle_graph(12), scheme="metropolis"))
+    accountant = sparsedp.MFAccountant(W, 0, [6], sigma=2.0)
+    accountant.step(30)
+    one_shot = mf_sensitivity(W, 0, [6], 30, trust_model="pndp-eq12")
+    assert one_shot.lower <= accountant.history[-1] <= one_shot.upper * (1 + 1e-6)
+    # once the interval is asked, the answers are the one-shot result's own
+    assert accountant.epsilon(1e-6) > one_shot.epsilon(2.0, 1e-6)  # the running bound
+    result = accountant.interval()
+    assert accountant.upper == result.upper == one_shot.upper
+    assert accountant.epsilon(1e-6) == one_shot.epsilon(2.0, 1e-6)
+    assert accountant.rdp(4.0) == one_shot.rdp(4.0, 2.0)
+    pytest.importorskip("dp_accounting")
+    assert accountant.to_dp_event().noise_multiplier == pytest.approx(
+        2.0 / np.sqrt(one_shot.upper), rel=1e-15)
+
+
+def _brute_force(make, epsilon: float, delta: float, limit: int) -> int:
+    """The largest T <= limit whose fresh accountant's epsilon stays within the budget."""
+    best = 0
+    for T in range(1, limit + 1):
+        accountant = make()
+        accountant.step(T)
+        if accountant.epsilon(delta) > epsilon:
+            break
+        best = T
+    return best
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_mf_rounds_within_is_the_brute_force_largest_T(seed):
+    W, target, attackers, options = _mf_case(seed)
+    options["participation_scheme"] = "user-level"  # the others' bounds stop at |pi| = k
+    sigma, delta, limit = 3.0, 1e-5, 50
+
+    def make():
+        return sparsedp.MFAccountant(W, target, attackers, sigma=sigma, **options)
+
+    probe = make()
+    probe.step(25)
+    epsilon = probe.epsilon(delta)
+    expected = _brute_force(make, epsilon, delta, limit)
+    assert 3 <= expected < limit
+    accountant = make()
+    accountant.step(3)
+    assert accountant.rounds_within(epsilon, delta, limit=limit) == expected
+    assert accountant.rounds == 3  # looking ahead records nothing
+    accountant.step(40)  # now the answer comes from the recorded steps (bisection)
+    assert accountant.rounds_within(epsilon, delta, limit=limit) == expected
+    true_T = mf_sensitivity(W, target, attackers, expected, **options)
+    assert sparsedp.gaussian_epsilon(true_T.lower, sigma, delta) <= epsilon
+    assert accountant.rounds_within(1e6, delta, limit=45) == 45
+
+
+def _through_npz(state: dict, path) -> dict:
+    """The state written to ``.npz`` and read back without pickle."""
+    np.savez(path, **{key: np.asarray(value) for key, value in state.items()})
+    with np.load(path, allow_pickle=False) as data:
+        return {key: data[key] for key in data.files}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_mf_checkpoint_continues_identically(seed, tmp_path):
+    W, target, attackers, options = _mf_case(seed)
+    original = sparsedp.MFAccountant(W, target, attackers, sigma=2.0, **options)
+    original.step(12)
+    restored = sparsedp.MFAccountant.from_state(_through_npz(original.state_dict(),
+                                                             tmp_path / "mf.npz"))
+    for accountant in (original, restored):
+        accountant.step(9)
+    assert restored.rounds == original.rounds == 21
+    np.testing.assert_array_equal(restored.history, original.history)
+    assert restored.epsilon(1e-6) == original.epsilon(1e-6)
+    assert restored.interval().lower == original.interval().lower
+    assert restored.interval().upper == original.interval().upper
+    assert (restored.rounds_within(5.0, 1e-6, limit=80)
+            == original.rounds_within(5.0, 1e-6, limit=80))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"trust_model": "pndp"}, "does not offer trust model 'pndp'"),
+    ({"trust_model": "secldp"}, "does not offer trust model 'secldp'"),
+    ({"algorithm": antipgd()}, "does not offer algorithm 'antipgd'"),
+    ({"algorithm": muffliato_sgd(2)}, r"does not offer 'muffliato-sgd\(2\)' under 'pndp-eq12'"),
+])
+def test_mf_cases_not_offered_are_refused_by_name(kwargs, message):
+    W = sparsedp.gossip_matrix(nx.cycle_graph(8), scheme="metropolis")
+    with pytest.raises(ParameterError, match=message):
+        sparsedp.MFAccountant(W, 0, [2], sigma=2.0, **kwargs)
+
+
+def test_mf_refuses_a_non_symmetric_W():
+    W = sparsedp.gossip_matrix(nx.path_graph(6), scheme="row-normalised-self-loops")
+    with pytest.raises(ParameterError, match="exactly symmetric W"):
+        sparsedp.MFAccountant(W, 0, [2], sigma=2.0)
+
+
+# -- random walks ------------------------------------------------------------------------
+
+RW_OPTIONS = (
+    {"receivers": [3], "contributions": 20},
+    {},  # every other node, expected contributions (an estimate)
+    {"coalition": [2, 5], "contributions": 7.5},
+    {"sender_known": True, "contributions": 4, "clip": False},
+)
+
+
+def _rw_case(seed: int) -> tuple[sp.csr_matrix, dict]:
+    W = _random_graph(seed)
+    return W, {"source": 0, "sigma": 3.0, "alpha": 2.0, **RW_OPTIONS[seed % len(RW_OPTIONS)]}
+
+
+def _check_rw_every_step(seed: int, T: int) -> None:
+    W, options = _rw_case(seed)
+    accountant = sparsedp.RandomWalkAccountant(W, **options)
+    for t in range(1, T + 1):
+        accountant.step()
+        one_shot = sparsedp.random_walk_rdp(W, T=t, method="series", **options)
+        loss = accountant.loss
+        np.testing.assert_array_equal(loss.rdp, one_shot.rdp)
+        np.testing.assert_array_equal(loss.receivers, one_shot.receivers)
+        assert (loss.kind, loss.local_dp, loss.method) == (one_shot.kind, one_shot.local_dp,
+                                                           one_shot.method)
+        assert accountant.epsilon(1e-6) == one_shot.epsilon(1e-6).max()
+        assert accountant.rdp(5.0) == one_shot.rdp_at(5.0).max()
+
+
+@pytest.mark.parametrize("seed", slow_after(range(20), keep=4))
+def test_rw_loss_is_the_one_shot_series_at_every_step(seed):
+    _check_rw_every_step(seed, 200 if seed >= 4 else 30)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 4, 5])  # not 2, 3: clipped or local-DP losses are flat
+def test_rw_rounds_within_is_the_brute_force_largest_T(seed):
+    W, options = _rw_case(seed)
+    delta, limit = 1e-5, 60
+    probe = sparsedp.RandomWalkAccountant(W, **options)
+    probe.step(20)
+    epsilon = probe.epsilon(delta)
+    best = 0
+    for T in range(1, limit + 1):  # fresh one-shot queries
+        if sparsedp.random_walk_rdp(W, T=T, method="series",
+                                    **options).epsilon(delta).max() > epsilon:
+            break
+        best = T
+    assert 1 <= best < limit
+    accountant = sparsedp.RandomWalkAccountant(W, **options)
+    accountant.step(2)
+    assert accountant.rounds_within(epsilon, delta, limit=limit) == best
+    assert accountant.rounds == 2
+    accountant.step(50)
+    assert accountant.rounds_within(epsilon, delta, limit=limit) == best
+    assert accountant.rounds_within(1e6, delta, limit=70) == 70
+
+
+@pytest.mark.parametrize("seed", [0, 2, 3])
+def test_rw_checkpoint_continues_identically(seed, tmp_path):
+    W, options = _rw_case(seed)
+    original = sparsedp.RandomWalkAccountant(W, **options)
+    original.step(11)
+    restored = sparsedp.RandomWalkAccountant.from_state(_through_npz(original.state_dict(),
+                                                                     tmp_path / "rw.npz"))
+    np.testing.assert_array_equal(restored.loss.rdp, original.loss.rdp)
+    for accountant in (original, restored):
+        accountant.step(13)
+    np.testing.assert_array_equal(restored.loss.rdp, original.loss.rdp)
+    assert restored.epsilon(1e-6) == original.epsilon(1e-6)
+    assert (restored.rounds_within(8.0, 1e-6, limit=90)
+            == original.rounds_within(8.0, 1e-6, limit=90))
+
+
+def test_rw_refuses_what_random_walk_rdp_refuses():
+    W = sparsedp.gossip_matrix(nx.cycle_graph(8))
+    with pytest.raises(ParameterError, match="sigma\\^2 >= 2 alpha"):
+        sparsedp.RandomWalkAccountant(W, 0, sigma=1.0, alpha=4.0)
+    with pytest.raises(ParameterError, match="coalition cannot be combined"):
+        sparsedp.RandomWalkAccountant(W, 0, sigma=3.0, coalition=[2], receivers=[3])
+    with pytest.raises(ParameterError, match="source"):
+        sparsedp.RandomWalkAccountant(W, 0, sigma=3.0, receivers=[0, 3])
+    with pytest.raises(ParameterError, match="no walk steps recorded"):
+        sparsedp.RandomWalkAccountant(W, 0, sigma=3.0).epsilon(1e-5)
+
+
+def test_budget_command_prints_a_line_per_family(capsys):
+    import json
+
+    from sparsedp.cli.main import main
+
+    assert main(["budget", "--generator", "ring:12", "--target", "0", "--observer", "6",
+                 "--epsilon", "6", "--delta", "1e-5", "--sigma", "3", "--limit", "300",
+                 "--family", "gossip", "--family", "mf", "--family", "random-walk",
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["budgets"]
+    W = sparsedp.gossip_matrix(nx.cycle_graph(12))
+    mf = sparsedp.MFAccountant(W, 0, [6], sigma=3.0).rounds_within(6.0, 1e-5, limit=300)
+    walk = sparsedp.RandomWalkAccountant(W, 0, sigma=3.0, coalition=[6])
+    assert [row["family"] for row in rows] == ["gossip", "mf", "random-walk"]
+    assert rows[1] == {"family": "mf", "view": "dp-d-sgd, pndp-eq12", "target": 0,
+                       "observers": [6], "rounds": mf, "reached_limit": mf == 300}
+    assert rows[2]["rounds"] == walk.rounds_within(6.0, 1e-5, limit=300)
+    assert 0 < mf < 300 and 0 < rows[2]["rounds"] < 300
+
+
+CHILD = textwrap.dedent("""
+    import json, pathlib, sys
+    import networkx as nx, numpy as np, sparsedp
+    from sparsedp.accountant import save
+    folder, family, T = pathlib.Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    checkpoint = folder / "acc.npz"
+    kind = {"mf": sparsedp.MFAccountant, "random-walk": sparsedp.RandomWalkAccountant}[family]
+    if checkpoint.exists():
+        with np.load(checkpoint, allow_pickle=False) as data:
+            accountant = kind.from_state({key: data[key] for key in data.files})
+    else:
+        W = sparsedp.gossip_matrix(nx.random_regular_graph(4, 40, seed=5), scheme="metropolis")
+        accountant = (sparsedp.MFAccountant(W, 3, [17, 21], sigma=2.0) if family == "mf" else
+                      sparsedp.RandomWalkAccountant(W, 3, sigma=3.0, receivers=[17, 21]))
+    while accountant.rounds < T:
+        accountant.step()
+        save(accountant, checkpoint)
+        (folder / "rounds").write_text(str(accountant.rounds))
+    answers = {"epsilon": accountant.epsilon(1e-6),
+               "rounds_within": accountant.rounds_within(4.0, 1e-6, limit=2 * T)}
+    if family == "mf":
+        answers.update(history=accountant.history.tolist(), lower=accountant.interval().lower)
+    else:
+        answers.update(rdp=accountant.loss.rdp.tolist())
+    print(json.dumps(answers))
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["mf", "random-walk"])
+def test_kill_9_and_restart_from_the_checkpoint_gives_identical_answers(family, tmp_path):
+    T = 120
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "PYTHONPATH": str(pathlib.Path(sparsedp.__file__).parents[1])}
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
+    straight.mkdir()
+    interrupted.mkdir()
+    child = subprocess.Popen([sys.executable, str(script), str(interrupted), family, str(T)],
+                             env=env, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        progress = interrupted / "rounds"
+        if progress.exists() and int(progress.read_text() or 0) >= 30:
+            break
+        time.sleep(0.01)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    killed_at = int((interrupted / "rounds").read_text())
+    assert killed_at < T
+    resumed = subprocess.run([sys.executable, str(script), str(interrupted), family, str(T)],
+                             env=env, capture_output=True, text=True, check=True)
+    whole = subprocess.run([sys.executable, str(script), str(straight), family, str(T)],
+                           env=env, capture_output=True, text=True, check=True)
+    assert json.loads(resumed.stdout) == json.loads(whole.stdout)
