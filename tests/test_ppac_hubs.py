@@ -315,3 +315,22 @@ def test_lanczos_resumes_after_a_reorthogonalised_block(monkeypatch):
     np.testing.assert_allclose(r.nats, full.nats, rtol=1e-10)
     dense = np.delete(_dense_leakage(layout, W, i, 6), i)
     np.testing.assert_allclose(r.nats, dense, rtol=1e-8)
+
+
+@pytest.mark.parametrize("block", [7, 40, 1024])
+def test_gram_gathers_the_unit_columns_rows(block, monkeypatch):
+    """The Gram matrix with the neighbours' unit columns gathered (blocks of 7 and 40 columns
+    straddle the end of the 50 unit columns) equals ``Y^T Y`` of the dense ``Y = [F X, Lam]``."""
+    monkeypatch.setattr(information, "GRAM_BLOCK", block)
+    g, layout, W = instance(nx.powerlaw_cluster_graph(200, 3, 0.1, seed=2))
+    i = hub(g)
+    nbrs = information._neighbours(layout, i)
+    deflated = information._attacker_deflation(layout, i)
+    X, _ = information._message_vectors(W, nbrs, 3, deflated)
+    units = information._start_coordinates(nbrs, deflated)
+    assert units.size == 50 and np.array_equal(X[:, :50], np.eye(g.n)[:, units])
+    std = layout.source_std(np.linspace(1, 2, g.n), np.linspace(0.5, 3, layout.num_sources))
+    _, F, Lam = information._whitened_parts(layout, i, std)
+    Y = np.hstack([F @ X, Lam.toarray()])
+    np.testing.assert_allclose(information._gram(F, Lam, X, units), Y.T @ Y,
+                               rtol=1e-12, atol=1e-12 * np.abs(Y.T @ Y).max())
