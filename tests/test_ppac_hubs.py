@@ -8,6 +8,7 @@ import tracemalloc
 import networkx as nx
 import numpy as np
 import pytest
+import scipy.linalg as sla
 
 from sparsedp.graphs.graph import as_graph
 from sparsedp.ppac import (
@@ -234,3 +235,102 @@ def test_a_float_basis_narrower_than_the_exact_rank_claims_no_accuracy(monkeypat
     assert r.rank == columns and r.relative_accuracy == math.inf
     assert any(f"the float basis has {columns} columns, exact arithmetic says" in note
                for note in r.notes)
+
+
+def _dense_krylov_basis(W, start, rounds):
+    """Independent reference: an orthonormal basis of ``span{(W^T)^tau e_l : l in start,
+    tau <= rounds}`` by dense block Gram-Schmidt, two full passes per block, dropping the
+    directions that keep less than 1e-8 of their norm (pivoted QR)."""
+    WT = W.toarray().T
+    X = np.eye(WT.shape[0])[:, start]
+    last = X
+    for _ in range(rounds):
+        V = WT @ last
+        before = np.linalg.norm(V, axis=0).max()
+        for _ in range(2):
+            V -= X @ (X.T @ V)
+        Q, R, _ = sla.qr(V, mode="economic", pivoting=True)
+        last = Q[:, np.abs(np.diag(R)) > 1e-8 * before]
+        X = np.hstack([X, last])
+    return X
+
+
+def _dense_leakage(layout, W, i, rounds):
+    """Leakage of every node's value to ``i`` (position) from the attacker's raw observations,
+    densely: its own value, the noise fragments it sent and received, the designated
+    fragments it received (``u_l`` minus ``l``'s noises) and the span of the message rows
+    ``C^T (W^T)^tau e_l`` (``l`` a neighbour or ``i`` itself), leverages from numpy's QR of
+    the whitened observation matrix (all 2m sources, unit standard deviations)."""
+    g = layout.graph
+    A, src_of = g.adjacency, layout.edge_source
+    C = layout.source_matrix().toarray()
+    nbrs = A.indices[A.indptr[i]:A.indptr[i + 1]]
+    columns = [C.T @ _dense_krylov_basis(W, np.append(nbrs, i), rounds)]
+    unit = np.eye(layout.num_sources)
+    known = [i] + [s for s in src_of[A.indptr[i]:A.indptr[i + 1]] if s >= 0]
+    for nb in nbrs:
+        row = src_of[A.indptr[nb]:A.indptr[nb + 1]]
+        if layout.designated_index[nb] == i:
+            columns.append((unit[:, nb] - unit[:, row[row >= 0]].sum(axis=1))[:, None])
+        else:
+            known.append(row[A.indices[A.indptr[nb]:A.indptr[nb + 1]] == i][0])
+    columns.append(unit[:, known])
+    Q, R, _ = sla.qr(np.hstack(columns), mode="economic", pivoting=True)
+    Q = Q[:, np.abs(np.diag(R)) > 1e-10 * np.abs(R[0, 0])]
+    h = np.einsum("ij,ij->i", Q[:g.n], Q[:g.n])
+    with np.errstate(divide="ignore"):  # the attacker's own value: h = 1
+        return -0.5 * np.log1p(-np.minimum(h, 1.0))
+
+
+def test_lanczos_resumes_after_a_reorthogonalised_block(monkeypatch):
+    """Hub of degree 62 on a 500-node power-law cluster graph, t = 6: the sketch rejects
+    Lanczos block 5 (re-orthogonalised against the whole basis) and block 6 is accepted by
+    Lanczos again (it used to go to Gram-Schmidt, as every block after the first rejected
+    one).  The basis (434 columns, not all of R^499) stays orthonormal and spans the dense
+    Gram-Schmidt reference's space;
+    the leakage agrees with full Gram-Schmidt (every block, forced) to 1e-10 and with an
+    independent dense computation from the attacker's raw observations to 1e-8."""
+    g, layout, W = instance(nx.powerlaw_cluster_graph(500, 3, 0.1, seed=3))
+    i = hub(g)
+    rounds = []
+    qr, spmm = information._full_rank_qr, information.spmm
+    monkeypatch.setattr(information, "spmm", lambda *a: rounds.append([]) or spmm(*a))
+    monkeypatch.setattr(information, "_full_rank_qr",
+                        lambda V, drop: rounds[-1].append(V.shape[1]) or qr(V, drop))
+    nbrs = information._neighbours(layout, i)
+    deflated = information._attacker_deflation(layout, i)
+    X, borderline = information._message_vectors(W, nbrs, 6, deflated)
+    # one QR per Lanczos block; two (Lanczos, then Gram-Schmidt) for block 5 only
+    assert [len(r) for r in rounds] == [1, 1, 1, 1, 2, 1] and borderline.size == 0
+    np.testing.assert_allclose(X.T @ X, np.eye(X.shape[1]), atol=1e-10)
+    reference = _dense_krylov_basis(W, np.append(nbrs, i), 6)  # e_i too: the deflation's
+    reference[deflated] = 0.0  # span, with the attacker's coordinate removed
+    assert X.shape[1] == 434 == np.linalg.matrix_rank(reference, tol=1e-8)
+    assert np.linalg.norm(reference - X @ (X.T @ reference)) < 1e-9
+    monkeypatch.undo()
+    r = leakage(layout, W, g.id_of(i), 6, exact=False, progress=False)
+    assert "Gram" in r.method and r.relative_accuracy < 1e-9
+    monkeypatch.setattr(information, "LANCZOS_ORTHOGONALITY", -1.0)
+    full = leakage(layout, W, g.id_of(i), 6, exact=False, progress=False)
+    np.testing.assert_allclose(r.nats, full.nats, rtol=1e-10)
+    dense = np.delete(_dense_leakage(layout, W, i, 6), i)
+    np.testing.assert_allclose(r.nats, dense, rtol=1e-8)
+
+
+@pytest.mark.parametrize("block", [7, 40, 1024])
+def test_gram_gathers_the_unit_columns_rows(block, monkeypatch):
+    """The Gram matrix with the neighbours' unit columns gathered (blocks of 7 and 40 columns
+    straddle the end of the 50 unit columns) equals ``Y^T Y`` of the dense ``Y = [F X, Lam]``."""
+    monkeypatch.setattr(information, "GRAM_BLOCK", block)
+    g, layout, W = instance(nx.powerlaw_cluster_graph(200, 3, 0.1, seed=2))
+    i = hub(g)
+    nbrs = information._neighbours(layout, i)
+    deflated = information._attacker_deflation(layout, i)
+    X, _ = information._message_vectors(W, nbrs, 3, deflated)
+    units = information._start_coordinates(nbrs, deflated)
+    assert units.size == 50 and np.array_equal(X[:, :50], np.eye(g.n)[:, units])
+    std = layout.source_std(np.linspace(1, 2, g.n), np.linspace(0.5, 3, layout.num_sources))
+    _, F, Lam = information._whitened_parts(layout, i, std)
+    Y = np.hstack([F @ X, Lam.toarray()])
+    np.testing.assert_allclose(information._gram(F, Lam, X, units), Y.T @ Y,
+                               rtol=1e-12, atol=1e-12 * np.abs(Y.T @ Y).max())
