@@ -42,7 +42,11 @@ from sparsedp import defaults, validation
 from sparsedp.accountant.bordered import BorderedFactor
 from sparsedp.accountant.lags import LagStream
 from sparsedp.errors import ParameterError
-from sparsedp.gossip.certified_solve import _lag_sandwich, analytic_lambda_min_lower_bound
+from sparsedp.gossip.certified_solve import (
+    _lag_sandwich,
+    analytic_lambda_min_lower_bound,
+    doubly_stochastic_to_rounding,
+)
 from sparsedp.gossip.inputs import _resolve_exact, gossip_sequence
 from sparsedp.gossip.sensitivity import (
     SensitivityResult,
@@ -50,7 +54,6 @@ from sparsedp.gossip.sensitivity import (
     _refuse_target_among_observers,
 )
 from sparsedp.gossip.views import VIEW_NOTES, resolve_view
-from sparsedp.linalg.moments import LagSequence
 from sparsedp.linalg.operators import GossipSystem
 from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import matrix_facts
@@ -138,7 +141,8 @@ class Accountant:
         self.lambda_lb = lambda_lb
         self.offset = self.model.power_offset
         self.rounds = 0
-        self._lags = LagStream(W, self.model.observers, self.target, backend)
+        self._lags = LagStream(W, self.model.observers, self.target, backend,
+                               truncate=doubly_stochastic_to_rounding(W))
         self._factor = BorderedFactor(self.model.observers.size, lambda_lb)
         self._interval: SensitivityResult | None = None
 
@@ -158,7 +162,8 @@ class Accountant:
             return
         self._lags.extend_to(T + self.offset - 1)
         while self._factor.rounds < T:
-            self._factor.append(self._lags.mu, self._lags.a, self.offset)
+            truncation = self._lags.truncation_error(self._factor.rounds + 1, self.offset)
+            self._factor.append(self._lags.mu, self._lags.a, self.offset, truncation)
 
     # -- answers ---------------------------------------------------------------------------
 
@@ -243,11 +248,8 @@ class Accountant:
         return first_over
 
     def _evaluate(self, T: int) -> SensitivityResult:
-        p, m = self.offset, self.model.observers.size
-        lags = LagSequence(
-            mu=self._lags.mu[:2 * (T + p) - 1].copy(), a=self._lags.a[:T + p].copy(),
-            eps=np.zeros(m), eps_target=0.0, exact_lags=2 * (T + p) - 1, products=T + p - 1,
-            frontier_products=0)
+        p = self.offset
+        lags = self._lags.sequence(T, p)
         if p:
             lags = lags.shifted(p, T)
         sandwich, _ = _lag_sandwich(lags, T, self.lambda_lb)
@@ -259,7 +261,7 @@ class Accountant:
             self.precision_notes)
         info = {"solver": "block-bordered Cholesky of K_T from the lags (incremental); "
                           "interval from the engine's dense sandwich",
-                "lambda_min_lower_bound": self.lambda_lb, "sparse_products": T + p - 1,
+                "lambda_min_lower_bound": self.lambda_lb, "sparse_products": lags.products,
                 "upper_certified": True}
         return _assemble(self.target, self.model, T, "accountant", sandwich, bounds, signs,
                          info, notes)
