@@ -7,5 +7,7 @@ Gossip averaging, one (target, observers) pair: :class:`~sparsedp.accountant.gos
 
 from sparsedp.accountant.checkpoint import load, save
 from sparsedp.accountant.gossip import Accountant
+from sparsedp.accountant.graph import GraphAccountant
 
 __all__ = ["Accountant", "load", "save"]
+__all__ += ["GraphAccountant"]
