@@ -2,7 +2,9 @@
 round, answering at any time with certified bounds (issue 34).
 
 :class:`Accountant` keeps what round T computed and extends it to round T + 1: one sparse
-product for the new lags (:class:`sparsedp.accountant.lags.LagStream`) and one block row of
+product for the new lags (:class:`sparsedp.accountant.lags.LagStream`; none once a chain long
+enough for the one-shot query to truncate has mixed, the truncation's error then charged to
+the running bound and to the interval) and one block row of
 the Cholesky factor of ``K_T`` and of ``Y_T = L^{-1} G_T``
 (:class:`sparsedp.accountant.bordered.BorderedFactor`), whose running sums give a certified
 upper bound on ``Delta_T^2`` after every step.  The tight interval (the one-shot query's own
@@ -14,7 +16,8 @@ bound is the one of :func:`sparsedp.squared_sensitivity` with ``method="structur
 What each answer costs (T rounds, m observed rows, nnz(W) non-zeros):
 
 =========================  =================================================================
-``step(k)``                k sparse products with the n x m block, ``O(m^2 T^2)`` flops each
+``step(k)``                k sparse products with the n x m block until the chain has mixed
+                           (then none), ``O(m^2 T^2)`` flops each
 ``upper``, ``epsilon``,    ``O(1)``: the running bound (or the interval's upper bound, when
 ``rdp``, ``to_dp_event``   :meth:`interval` was asked at this round)
 ``interval()``             lazy, ``O((m T)^3)``: the engine's sandwich and bound search at this
@@ -26,9 +29,8 @@ What each answer costs (T rounds, m observed rows, nnz(W) non-zeros):
 Supported: one constant, exactly symmetric W (the structured form) and the views whose
 ``lambda_min(K_T)`` has the analytic bound (every view of
 :mod:`sparsedp.gossip.views` except ``local-dp``, without ``noise_removed``; the v1 forms when W
-is diagonally dominant).  Time-varying or non-symmetric W, removed noise and the other tracked
-families (every target of one observer, every observer of one target, the matrix-factorisation
-algorithms, random walks) are not offered yet: ParameterError.
+is diagonally dominant).  Time-varying or non-symmetric W and removed noise are not offered:
+ParameterError.  Every node's worst case over the graph: :class:`sparsedp.GraphAccountant`.
 """
 
 from __future__ import annotations

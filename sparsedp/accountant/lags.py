@@ -13,7 +13,9 @@ charged ``gamma_(T+1)`` relative) the accountant's bounds share.
 Mixing truncation (``truncate=True``, W doubly stochastic to rounding): the engine's
 :class:`sparsedp.linalg.moments.LagPropagator` (with a column for the target, so ``a_l`` is
 known up to lag ``2P``) propagates until the chain has mixed to ``n max_a eps_a^2 <=
-MIXING_LEVEL``; from then on no round costs a sparse product: every later lag is ``fl(1/n)``,
+MIXING_LEVEL`` and the chain is long enough for the one-shot query to truncate too
+(``nnz(W) (m + 1) (P + 1) > SMALL_PROPAGATION_WORK``, so that on small graphs both compute
+every lag); from then on no round costs a sparse product: every later lag is ``fl(1/n)``,
 within ``eps_a eps_b + drift`` of the exact one (:mod:`sparsedp.linalg.moments`), an error
 that :meth:`LagStream.truncation_error` bounds in the norms the running bound charges
 (:meth:`sparsedp.accountant.bordered.BorderedFactor.append`) and that :meth:`LagStream.
@@ -28,11 +30,12 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from sparsedp.gossip.certified_solve import SMALL_PROPAGATION_WORK
 from sparsedp.linalg import kernels
 from sparsedp.linalg.certified import UNIT_ROUNDOFF
 from sparsedp.linalg.moments import LagPropagator, LagSequence
 
-MIXING_LEVEL = 1e-20  # n max_a eps_a^2 at which the truncating stream stops propagating
+MIXING_LEVEL = 1e-9  # n max_a eps_a^2 at which the truncating stream stops propagating
 FIRST_CAPACITY = 64  # rounds of lags the truncating stream's propagator first makes room for
 
 
@@ -74,10 +77,15 @@ class LagStream:
         self._mu[0] = self.V.T @ self.V
         self._a[0] = self.V[self.target]
 
+    def _may_truncate(self, products: int) -> bool:
+        """Whether lags for ``products`` products may be truncated (module docstring)."""
+        return self.W.nnz * (self.m + 1) * (products + 1) > SMALL_PROPAGATION_WORK
+
     @property
     def mixed(self) -> bool:
         """Whether the truncating stream has stopped propagating (every later lag ``1/n``)."""
-        return self.propagator is not None and self.propagator.mixing_level <= MIXING_LEVEL
+        return (self.propagator is not None and self._may_truncate(self.products)
+                and self.propagator.mixing_level <= MIXING_LEVEL)
 
     @property
     def mu(self) -> np.ndarray:
@@ -119,7 +127,8 @@ class LagStream:
             if not self.mixed:
                 if products + 1 > self.propagator.T:  # capacity doubles
                     self.propagator.resize(max(products + 1, 2 * self.propagator.T))
-                self.propagator.advance(MIXING_LEVEL, max_products=products)
+                level = MIXING_LEVEL if self._may_truncate(products) else None
+                self.propagator.advance(level, max_products=products)
             self.products = products
             return
         if products + 1 > self._a.shape[0]:
