@@ -48,6 +48,8 @@ construction                ``D`` sparse products with every column, ``O(D nnz(W
 ``worst_case()``            lazy: one :func:`sparsedp.per_target_worst_case` at T (every
                             observer against every target; cached until the next step)
 ``rounds_within``           ``O(n)`` per round, computed ahead
+``state_dict``,             ``O(n D)``: plain arrays (the column maxima included, so that a
+``from_state``              restored accountant propagates nothing)
 ==========================  ===============================================================
 """
 
@@ -151,6 +153,12 @@ class GraphAccountant:
 
     def __init__(self, W, *, sigma: float, mixing_tolerance: float = MIXING_TOLERANCE,
                  max_depth: int = MAX_DEPTH):
+        self._setup(W, sigma, mixing_tolerance, max_depth, None)
+
+    def _setup(self, W, sigma: float, mixing_tolerance: float, max_depth: int,
+               maxima: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> None:
+        """Check the input and start at T = 0; ``maxima``: :func:`column_maxima`'s arrays
+        when already known (a checkpoint)."""
         Ws, self.precision_notes = gossip_sequence(W, 1)
         if len(Ws) != 1:
             raise ParameterError("the graph accountant needs one constant gossip matrix W")
@@ -160,7 +168,8 @@ class GraphAccountant:
         self.max_depth = validation.rounds(max_depth)
         self.n = n = W.shape[0]
         self.lambda_lb = gossip_lambda_min_lower_bound(W)
-        self.h, self.depth, self.tail = column_maxima(W, self.mixing_tolerance, self.max_depth)
+        self.h, self.depth, self.tail = (column_maxima(W, self.mixing_tolerance, self.max_depth)
+                                         if maxima is None else maxima)
         self.longest_row = matrix_facts(W).longest_row
         self.rho = row_sum_deviation(W)
         self.rounds = 0
@@ -261,6 +270,36 @@ class GraphAccountant:
         """The engine's :class:`~sparsedp.maps.worst_case.WorstCase` table at the recorded T
         (not cached: :meth:`worst_case` caches its bounds)."""
         return per_target_worst_case(self.W, T=self.rounds, sigma=None, delta=None)
+
+    # -- checkpoints -----------------------------------------------------------------------
+
+    STATE_ARRAYS = ("h", "depth", "tail", "_partial", "_squares")
+
+    def state_dict(self) -> dict:
+        """Everything needed to continue, as numpy arrays and numbers (no pickle; the column
+        maxima included, so that restoring costs no propagation)."""
+        W = sp.csr_matrix(self.W)
+        state = {"W_data": W.data, "W_indices": W.indices, "W_indptr": W.indptr,
+                 "W_shape": np.asarray(W.shape), "sigma": self.sigma,
+                 "mixing_tolerance": self.mixing_tolerance, "max_depth": self.max_depth,
+                 "rounds": self.rounds}
+        state.update({name.lstrip("_"): getattr(self, name) for name in self.STATE_ARRAYS})
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict) -> GraphAccountant:
+        """The accountant of :meth:`state_dict`: it continues with identical answers."""
+        W = sp.csr_matrix((np.asarray(state["W_data"]), np.asarray(state["W_indices"]),
+                           np.asarray(state["W_indptr"])),
+                          shape=tuple(int(s) for s in np.asarray(state["W_shape"])))
+        accountant = cls.__new__(cls)
+        maxima = tuple(np.array(state[name]) for name in ("h", "depth", "tail"))
+        accountant._setup(W, float(state["sigma"]), float(state["mixing_tolerance"]),
+                          int(state["max_depth"]), maxima)  # type: ignore[arg-type]
+        accountant._partial = np.array(state["partial"], dtype=np.float64)
+        accountant._squares = np.array(state["squares"], dtype=np.float64)
+        accountant.rounds = int(state["rounds"])
+        return accountant
 
     def rounds_within(self, epsilon: float, delta: float, *,
                       limit: int = ROUNDS_WITHIN_LIMIT) -> int:
