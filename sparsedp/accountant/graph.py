@@ -269,7 +269,8 @@ class GraphAccountant:
     def worst_case_table(self) -> WorstCase:
         """The engine's :class:`~sparsedp.maps.worst_case.WorstCase` table at the recorded T
         (not cached: :meth:`worst_case` caches its bounds)."""
-        return per_target_worst_case(self.W, T=self.rounds, sigma=None, delta=None)
+        return per_target_worst_case(self.W, T=self.rounds, sigma=None, delta=None,
+                                     progress=False)
 
     # -- checkpoints -----------------------------------------------------------------------
 
