@@ -15,9 +15,12 @@ numerical engine), ``privacy`` (mechanism-level accounting), one subpackage per 
 (``gossip``, ``randomwalk``, ``ppac``, ``mf``), ``cli``, and ``testing`` (dense references).
 """
 
-from sparsedp.accountant import Accountant
-from sparsedp.accountant.mf import MFAccountant
-from sparsedp.accountant.randomwalk import RandomWalkAccountant
+from sparsedp.accountant import (
+    Accountant,
+    GraphAccountant,
+    MFAccountant,
+    RandomWalkAccountant,
+)
 from sparsedp.errors import (
     GossipMatrixError,
     GraphError,
@@ -89,6 +92,7 @@ __version__ = package_version()  # pyproject.toml's, from the installed metadata
 
 __all__ = [
     "Accountant",
+    "GraphAccountant",
     "Bound",
     "ClosedForm",
     "GossipMatrixError",

@@ -311,3 +311,42 @@ def test_every_answer_contains_the_exhaustive_exact_value(seed):
         interval = accountant.interval()
         assert accountant.upper >= exact * (1 - 1e-12), (T, accountant.upper, exact)
         assert interval.lower <= exact * (1 + 1e-12) and interval.upper >= exact * (1 - 1e-12)
+
+
+def test_truncated_lags_keep_every_bound_certified(monkeypatch):
+    """With the mixing truncation forced on a small graph (no work threshold), the chain stops
+    propagating once mixed and every round's running bound and interval still contain the
+    one-shot query's untruncated interval's lower end (and the interval's lower end stays
+    below the one-shot upper bound)."""
+    from sparsedp.accountant import lags
+    monkeypatch.setattr(lags, "SMALL_PROPAGATION_WORK", 0)
+    monkeypatch.setattr(lags, "MIXING_LEVEL", 1e-6)
+    G = nx.gnp_random_graph(30, 0.25, seed=11)
+    W = sparsedp.gossip_matrix(G, scheme="metropolis")
+    accountant = sparsedp.Accountant(W, 0, [17, 23], sigma=1.0)
+    for t in range(1, 61):
+        accountant.step()
+        one_shot = sparsedp.squared_sensitivity(W, 0, [17, 23], t, method="structured")
+        result = accountant.interval()
+        assert accountant.upper >= one_shot.lower, t
+        assert float(accountant._factor.history[t - 1]) >= one_shot.lower, t
+        assert result.lower <= one_shot.upper * (1 + 1e-12), t
+    assert accountant._lags.mixed
+    assert accountant._lags.propagator.products < 59
+    assert result.solver["sparse_products"] == accountant._lags.propagator.products
+    # the truncation widens the interval by about the mixing level
+    assert result.lower >= one_shot.lower * (1 - 1e-4)
+
+
+def test_truncated_stream_checkpoint_continues_identically(monkeypatch):
+    from sparsedp.accountant import lags
+    monkeypatch.setattr(lags, "SMALL_PROPAGATION_WORK", 0)
+    W = sparsedp.gossip_matrix(nx.gnp_random_graph(30, 0.25, seed=11), scheme="metropolis")
+    accountant = sparsedp.Accountant(W, 0, [17], sigma=1.0)
+    accountant.step(40)
+    assert accountant._lags.mixed
+    copy = sparsedp.Accountant.from_state(accountant.state_dict())
+    for acc in (accountant, copy):
+        acc.step(30)
+    assert np.array_equal(copy._factor.history, accountant._factor.history)
+    assert copy.interval().lower == accountant.interval().lower

@@ -9,8 +9,9 @@ Matrix factorisation: :class:`~sparsedp.accountant.mf.MFAccountant`; random walk
 
 from sparsedp.accountant.checkpoint import load, save
 from sparsedp.accountant.gossip import Accountant
+from sparsedp.accountant.graph import GraphAccountant
 from sparsedp.accountant.mf import MFAccountant
 from sparsedp.accountant.randomwalk import RandomWalkAccountant
 
-__all__ = ["Accountant", "load", "save"]
-__all__ += ["MFAccountant", "RandomWalkAccountant"]
+__all__ = ["Accountant", "GraphAccountant", "MFAccountant", "RandomWalkAccountant", "load",
+           "save"]

@@ -29,6 +29,12 @@ the engine's structured path).  With ``lambda_min(K) >= lambda`` (the analytic b
     Delta_T^2 <= f (sqrt(S_T) + delta sqrt(T) ||Y^||_F)^2,
 
 with the rounding of the running sums charged.  ``T`` (``M_T <= I``) caps it.
+
+**Truncated lags** (:mod:`sparsedp.accountant.lags`, a mixed chain): ``K^`` and ``G^`` are
+then formed from lags within known errors of the exact ones, with ``||K - K^||_2 <= e_K`` and
+``|| |G - G^| 1 ||_2 <= e_G``.  ``e_K`` joins ``dK`` in ``e`` (the argument above holds for
+any ``||K - A|| <= e``), and since ``|(G - G^) c| <= |G - G^| 1`` entrywise for every sign
+vector c, ``||A^{-1/2} (G - G^) c|| <= e_G / sqrt(lambda - e)`` is added to the root.
 """
 
 from __future__ import annotations
@@ -103,9 +109,11 @@ class BorderedFactor:
         self.history = np.zeros(0)  # certified upper bound on Delta_t^2, t = 1..rounds
         self._blocks: dict = {}  # complete diagonal blocks of L (_forward_solve)
 
-    def append(self, mu: np.ndarray, a: np.ndarray, offset: int) -> None:
+    def append(self, mu: np.ndarray, a: np.ndarray, offset: int,
+               truncation: tuple[float, float] = (0.0, 0.0)) -> None:
         """Border with round ``rounds + 1``; ``mu``, ``a``: the unshifted lags, at least
-        ``2 (T + offset) - 1`` and ``T + offset`` of them for the new T."""
+        ``2 (T + offset) - 1`` and ``T + offset`` of them for the new T; ``truncation``:
+        ``(e_K, e_G)`` for the new T when some of them are truncated (module docstring)."""
         t, m = self.rounds, self.m
         N = m * t
         self._grow(N + m, t + 1)
@@ -140,23 +148,25 @@ class BorderedFactor:
         # Delta_t^2 is non-decreasing in t, so the running maximum is still a bound (and
         # rounds_within may bisect)
         previous = float(self.history[-1]) if self.history.size else 0.0
-        self.history = np.append(self.history, max(previous, self.certified_upper()))
+        self.history = np.append(self.history, max(previous, self.certified_upper(*truncation)))
 
-    def certified_upper(self) -> float:
-        """The certified upper bound on ``Delta_T^2`` at ``T = rounds`` (module docstring);
-        ``T`` when the rounding leaves no room (``lambda <= 2 e``)."""
+    def certified_upper(self, e_K: float = 0.0, e_G: float = 0.0) -> float:
+        """The certified upper bound on ``Delta_T^2`` at ``T = rounds`` (module docstring),
+        ``e_K``, ``e_G`` the truncation's errors; ``T`` when the rounding leaves no room
+        (``lambda <= 2 e``)."""
         T, N = self.rounds, self.m * self.rounds
         g_c = gamma(2 * N + 4)
         sums = 1 + gamma(N * (T + 2) + 4)  # the running sums of non-negative terms
         L_norm2 = self.L_frobenius2 * sums
         dK = gamma(T + 2) * float(self.K_row_sums.max()) * sums
-        e = (g_c * L_norm2 + dK) * (1 + 4 * UNIT_ROUNDOFF)
+        e = (g_c * L_norm2 + dK + e_K) * (1 + 4 * UNIT_ROUNDOFF)
         lam = self.lambda_lb
         if lam <= 2 * e:
             return float(T)
         f = (lam - e) / (lam - 2 * e)
         delta = g_c * math.sqrt(L_norm2) / math.sqrt(lam - e)
-        root = math.sqrt(self.rows_l1 * sums) + delta * math.sqrt(T * self.Y_frobenius2 * sums)
+        root = (math.sqrt(self.rows_l1 * sums) + delta * math.sqrt(T * self.Y_frobenius2 * sums)
+                + e_G / math.sqrt(lam - e)) * (1 + 4 * UNIT_ROUNDOFF)
         return min(f * root**2 * (1 + 16 * UNIT_ROUNDOFF), float(T))
 
     def _grow(self, rows: int, columns: int) -> None:

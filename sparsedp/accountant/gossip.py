@@ -2,7 +2,9 @@
 round, answering at any time with certified bounds (issue 34).
 
 :class:`Accountant` keeps what round T computed and extends it to round T + 1: one sparse
-product for the new lags (:class:`sparsedp.accountant.lags.LagStream`) and one block row of
+product for the new lags (:class:`sparsedp.accountant.lags.LagStream`; none once a chain long
+enough for the one-shot query to truncate has mixed, the truncation's error then charged to
+the running bound and to the interval) and one block row of
 the Cholesky factor of ``K_T`` and of ``Y_T = L^{-1} G_T``
 (:class:`sparsedp.accountant.bordered.BorderedFactor`), whose running sums give a certified
 upper bound on ``Delta_T^2`` after every step.  The tight interval (the one-shot query's own
@@ -14,7 +16,8 @@ bound is the one of :func:`sparsedp.squared_sensitivity` with ``method="structur
 What each answer costs (T rounds, m observed rows, nnz(W) non-zeros):
 
 =========================  =================================================================
-``step(k)``                k sparse products with the n x m block, ``O(m^2 T^2)`` flops each
+``step(k)``                k sparse products with the n x m block until the chain has mixed
+                           (then none), ``O(m^2 T^2)`` flops each
 ``upper``, ``epsilon``,    ``O(1)``: the running bound (or the interval's upper bound, when
 ``rdp``, ``to_dp_event``   :meth:`interval` was asked at this round)
 ``interval()``             lazy, ``O((m T)^3)``: the engine's sandwich and bound search at this
@@ -26,9 +29,8 @@ What each answer costs (T rounds, m observed rows, nnz(W) non-zeros):
 Supported: one constant, exactly symmetric W (the structured form) and the views whose
 ``lambda_min(K_T)`` has the analytic bound (every view of
 :mod:`sparsedp.gossip.views` except ``local-dp``, without ``noise_removed``; the v1 forms when W
-is diagonally dominant).  Time-varying or non-symmetric W, removed noise and the other tracked
-families (every target of one observer, every observer of one target, the matrix-factorisation
-algorithms, random walks) are not offered yet: ParameterError.
+is diagonally dominant).  Time-varying or non-symmetric W and removed noise are not offered:
+ParameterError.  Every node's worst case over the graph: :class:`sparsedp.GraphAccountant`.
 """
 
 from __future__ import annotations
@@ -42,7 +44,11 @@ from sparsedp import defaults, validation
 from sparsedp.accountant.bordered import BorderedFactor
 from sparsedp.accountant.lags import LagStream
 from sparsedp.errors import ParameterError
-from sparsedp.gossip.certified_solve import _lag_sandwich, analytic_lambda_min_lower_bound
+from sparsedp.gossip.certified_solve import (
+    _lag_sandwich,
+    analytic_lambda_min_lower_bound,
+    doubly_stochastic_to_rounding,
+)
 from sparsedp.gossip.inputs import _resolve_exact, gossip_sequence
 from sparsedp.gossip.sensitivity import (
     SensitivityResult,
@@ -50,7 +56,6 @@ from sparsedp.gossip.sensitivity import (
     _refuse_target_among_observers,
 )
 from sparsedp.gossip.views import VIEW_NOTES, resolve_view
-from sparsedp.linalg.moments import LagSequence
 from sparsedp.linalg.operators import GossipSystem
 from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import matrix_facts
@@ -138,7 +143,8 @@ class Accountant:
         self.lambda_lb = lambda_lb
         self.offset = self.model.power_offset
         self.rounds = 0
-        self._lags = LagStream(W, self.model.observers, self.target, backend)
+        self._lags = LagStream(W, self.model.observers, self.target, backend,
+                               truncate=doubly_stochastic_to_rounding(W))
         self._factor = BorderedFactor(self.model.observers.size, lambda_lb)
         self._interval: SensitivityResult | None = None
 
@@ -158,7 +164,8 @@ class Accountant:
             return
         self._lags.extend_to(T + self.offset - 1)
         while self._factor.rounds < T:
-            self._factor.append(self._lags.mu, self._lags.a, self.offset)
+            truncation = self._lags.truncation_error(self._factor.rounds + 1, self.offset)
+            self._factor.append(self._lags.mu, self._lags.a, self.offset, truncation)
 
     # -- answers ---------------------------------------------------------------------------
 
@@ -243,11 +250,8 @@ class Accountant:
         return first_over
 
     def _evaluate(self, T: int) -> SensitivityResult:
-        p, m = self.offset, self.model.observers.size
-        lags = LagSequence(
-            mu=self._lags.mu[:2 * (T + p) - 1].copy(), a=self._lags.a[:T + p].copy(),
-            eps=np.zeros(m), eps_target=0.0, exact_lags=2 * (T + p) - 1, products=T + p - 1,
-            frontier_products=0)
+        p = self.offset
+        lags = self._lags.sequence(T, p)
         if p:
             lags = lags.shifted(p, T)
         sandwich, _ = _lag_sandwich(lags, T, self.lambda_lb)
@@ -259,7 +263,7 @@ class Accountant:
             self.precision_notes)
         info = {"solver": "block-bordered Cholesky of K_T from the lags (incremental); "
                           "interval from the engine's dense sandwich",
-                "lambda_min_lower_bound": self.lambda_lb, "sparse_products": T + p - 1,
+                "lambda_min_lower_bound": self.lambda_lb, "sparse_products": lags.products,
                 "upper_certified": True}
         return _assemble(self.target, self.model, T, "accountant", sandwich, bounds, signs,
                          info, notes)

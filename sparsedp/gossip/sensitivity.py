@@ -76,9 +76,9 @@ from sparsedp.linalg import gram
 from sparsedp.linalg.matrix_facts import one_query
 from sparsedp.linalg.operators import GossipSystem
 from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
-from sparsedp.linalg.vector_bounds import for_vector_gradients, rank_for
 from sparsedp.linalg.stochastic import matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
+from sparsedp.linalg.vector_bounds import for_vector_gradients, rank_for
 from sparsedp.plain import plain
 from sparsedp.privacy.interop import gaussian_dp_event
 from sparsedp.reprs import short_repr

@@ -358,6 +358,24 @@ class LagPropagator:
                      - self.rounding_drift * (1 + 4 * UNIT_ROUNDOFF))
             self.distances.append((np.maximum(lower, 0.0), upper))
 
+    def resize(self, T: int) -> None:
+        """Room for the lags of ``T`` rounds (more than now; a smaller T changes nothing): the
+        propagation continues where it stopped, with more lags to compute."""
+        if T <= self.T:
+            return
+        C = np.empty((2 * T - 1,) + self.C.shape[1:])
+        C[:self.exact] = self.C[:self.exact]
+        rows = np.empty((T, self.target_rows.shape[1]))
+        rows[:self.T] = self.target_rows
+        self.C, self.target_rows, self.T = C, rows, T
+
+    def truncation_drift(self, lags: int) -> float:
+        """The drift of :class:`LagSequence` for ``lags`` lags truncated at the current mixing
+        distances: W 1 = 1 only up to ``rho`` (:func:`sparsedp.linalg.certified.
+        stochastic_drift`), and the truncated lags stored as ``fl(1/n)``, within ``u / n``."""
+        return (stochastic_drift(row_sum_deviation(self.W), lags, self.n, float(self.eps.max()))
+                + UNIT_ROUNDOFF / self.n) * (1 + 4 * UNIT_ROUNDOFF)
+
     def close(self) -> None:
         """Close the progress bar (the propagation may stop before the last lag)."""
         if self.bar is not None:
@@ -375,11 +393,8 @@ class LagPropagator:
         eps = np.zeros_like(self.eps) if self.finished else self.eps
         m = self.m  # the observers are the block's first m columns
         drift = 0.0
-        if not self.finished:  # truncated lags compared with 1/n: W 1 = 1 up to rho, and
-            # stored as fl(1/n), within u/n of 1/n
-            drift = (stochastic_drift(row_sum_deviation(self.W), self.C.shape[0], self.n,
-                                      float(eps.max()))
-                     + UNIT_ROUNDOFF / self.n) * (1 + 4 * UNIT_ROUNDOFF)
+        if not self.finished:  # truncated lags compared with 1/n
+            drift = self.truncation_drift(self.C.shape[0])
         if self.tcol is None:
             if not self.finished:
                 raise ValueError("without a target column the propagation cannot be truncated")

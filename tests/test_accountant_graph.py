@@ -1,0 +1,123 @@
+"""The graph accountant (issue 34, the worst case over the whole graph): its running per-node
+bound is never below the brute-force worst case over single observers, its lazy interval is
+the engine's per-target worst case, and rounds_within is the brute-force largest T."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsedp
+from sparsedp.errors import ParameterError
+
+
+def _graphs():
+    """Small connected graphs with Metropolis weights: ER, a path (slow mixing, deep lags)
+    and a star (a hub whose leaves are each other's two-hop neighbours)."""
+    er = nx.gnp_random_graph(12, 0.3, seed=4)
+    er = er.subgraph(max(nx.connected_components(er), key=len)).copy()
+    return [sparsedp.gossip_matrix(nx.convert_node_labels_to_integers(graph),
+                                   scheme="metropolis")
+            for graph in (er, nx.path_graph(9), nx.star_graph(7))]
+
+
+def _brute_force_worst(W, T: int) -> np.ndarray:
+    """Per target, the largest one-shot certified lower bound over every single observer."""
+    n = W.shape[0]
+    return np.array([max(sparsedp.squared_sensitivity(W, j, [a], T).lower
+                         for a in range(n) if a != j) for j in range(n)])
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_running_bound_is_never_below_the_brute_force_worst_case(index):
+    W = _graphs()[index]
+    accountant = sparsedp.GraphAccountant(W, sigma=1.0, max_depth=4)  # the tail bound in use
+    for T in range(1, 11):
+        accountant.step()
+        worst = _brute_force_worst(W, T)
+        assert np.all(accountant.running_upper >= worst), T
+        assert np.all(accountant.running_upper <= T)
+
+
+def test_lag_bounds_cover_the_dense_powers():
+    """h_j(l) >= max_(a != j) (W^l)_(aj) from numpy's dense powers, below, at and beyond
+    the computed depth (where the max-norm tail bound takes over)."""
+    for W in _graphs():
+        accountant = sparsedp.GraphAccountant(W, sigma=1.0, max_depth=3)
+        dense, power = W.toarray(), np.eye(W.shape[0])
+        for lag in range(12):
+            off = power - np.diag(np.diag(power))
+            assert np.all(accountant._lag_bound(lag) >= off.max(axis=0) * (1 - 1e-12)), lag
+            power = dense @ power
+
+
+def test_lazy_interval_is_the_per_target_worst_case():
+    W = _graphs()[0]
+    accountant = sparsedp.GraphAccountant(W, sigma=1.0)
+    for T in (3, 7):
+        accountant.step(T - accountant.rounds)
+        lower, upper = accountant.worst_case()
+        table = sparsedp.per_target_worst_case(W, T=T, sigma=None, delta=None)
+        rows = np.asarray(table.columns["target"])
+        assert np.array_equal(lower[rows], table.columns["lower"])
+        assert np.array_equal(upper[rows], table.columns["upper"])
+        assert np.all(lower >= _brute_force_worst(W, T) * (1 - 1e-9))
+        assert np.array_equal(accountant.upper, np.minimum(accountant.running_upper, upper))
+        assert accountant.worst_node() == int(np.argmax(accountant.upper))
+
+
+def test_rounds_within_is_the_brute_force_largest_T():
+    W = _graphs()[1]
+    accountant = sparsedp.GraphAccountant(W, sigma=6.0)
+    budget, delta = 1.0, 1e-5
+    allowed = accountant.rounds_within(budget, delta, limit=60)
+    brute = 0
+    for T in range(1, 61):
+        accountant.step()
+        if accountant.epsilon(delta).max() > budget:
+            break
+        brute = T
+    assert allowed == brute
+    assert 0 < allowed < 60
+
+
+def test_epsilon_per_node_is_the_gaussian_epsilon_of_the_bound():
+    W = _graphs()[2]
+    accountant = sparsedp.GraphAccountant(W, sigma=3.0)
+    accountant.step(5)
+    expected = [sparsedp.gaussian_epsilon(float(u), 3.0, 1e-5) for u in accountant.upper]
+    assert np.array_equal(accountant.epsilon(1e-5), expected)
+    assert accountant.epsilon(1e-5, nodes=[0])[0] == expected[0]
+
+
+def test_refusals_name_the_problem():
+    W = _graphs()[0]
+    with pytest.raises(ParameterError, match="sigma"):
+        sparsedp.GraphAccountant(W, sigma=0.0)
+    with pytest.raises(ParameterError, match="time-varying gossip needs one matrix per round"):
+        sparsedp.GraphAccountant([W, W], sigma=1.0)
+    with pytest.raises(ParameterError, match="call step"):
+        sparsedp.GraphAccountant(W, sigma=1.0).worst_case()
+    with pytest.raises(ParameterError, match="alpha"):
+        sparsedp.GraphAccountant(W, sigma=1.0).rdp(1.0)
+    assert sp.issparse(sparsedp.GraphAccountant(W, sigma=1.0).W)
+
+
+def test_state_round_trip_continues_identically(tmp_path):
+    """state_dict -> .npz (no pickle) -> from_state, then both continue: identical bounds."""
+    W = _graphs()[0]
+    accountant = sparsedp.GraphAccountant(W, sigma=2.0, max_depth=3)
+    accountant.step(4)
+    path = tmp_path / "graph.npz"
+    np.savez(path, **{key: np.asarray(value) for key, value in
+                      accountant.state_dict().items()})
+    with np.load(path, allow_pickle=False) as data:
+        copy = sparsedp.GraphAccountant.from_state(dict(data))
+    for acc in (accountant, copy):
+        acc.step(6)
+    assert copy.rounds == accountant.rounds == 10
+    assert np.array_equal(copy.upper, accountant.upper)
+    assert copy.rounds_within(1.0, 1e-5, limit=50) == accountant.rounds_within(1.0, 1e-5,
+                                                                               limit=50)
