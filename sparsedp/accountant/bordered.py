@@ -145,6 +145,16 @@ class BorderedFactor:
     def certified_upper(self) -> float:
         """The certified upper bound on ``Delta_T^2`` at ``T = rounds`` (module docstring);
         ``T`` when the rounding leaves no room (``lambda <= 2 e``)."""
+        return float(self.certified_rows_upper(np.array([self.rows_l1]),
+                                               np.array([self.Y_frobenius2]))[0])
+
+    def certified_rows_upper(self, rows_l1: np.ndarray, Y_frobenius2: np.ndarray
+                             ) -> np.ndarray:
+        """The certified bound of the module docstring for any right-hand sides G solved
+        against this factor (every target of one attacker,
+        :mod:`sparsedp.accountant.targets`): from their running sums ``S_T`` (``rows_l1``)
+        and ``||Y^||_F^2`` (``Y_frobenius2``), arrays; ``T`` when the rounding leaves no
+        room."""
         T, N = self.rounds, self.m * self.rounds
         g_c = gamma(2 * N + 4)
         sums = 1 + gamma(N * (T + 2) + 4)  # the running sums of non-negative terms
@@ -153,11 +163,11 @@ class BorderedFactor:
         e = (g_c * L_norm2 + dK) * (1 + 4 * UNIT_ROUNDOFF)
         lam = self.lambda_lb
         if lam <= 2 * e:
-            return float(T)
+            return np.full(np.shape(rows_l1), float(T))
         f = (lam - e) / (lam - 2 * e)
         delta = g_c * math.sqrt(L_norm2) / math.sqrt(lam - e)
-        root = math.sqrt(self.rows_l1 * sums) + delta * math.sqrt(T * self.Y_frobenius2 * sums)
-        return min(f * root**2 * (1 + 16 * UNIT_ROUNDOFF), float(T))
+        root = np.sqrt(rows_l1 * sums) + delta * np.sqrt(T * Y_frobenius2 * sums)
+        return np.minimum(f * root**2 * (1 + 16 * UNIT_ROUNDOFF), float(T))
 
     def _grow(self, rows: int, columns: int) -> None:
         """Room for ``rows`` rows of L and Y and ``columns`` columns of Y (capacity doubles)."""
