@@ -15,7 +15,7 @@ numerical engine), ``privacy`` (mechanism-level accounting), one subpackage per 
 (``gossip``, ``randomwalk``, ``ppac``, ``mf``), ``cli``, and ``testing`` (dense references).
 """
 
-from sparsedp.accountant import Accountant
+from sparsedp.accountant import Accountant, ObserversAccountant, TargetsAccountant
 from sparsedp.errors import (
     GossipMatrixError,
     GraphError,
@@ -87,6 +87,8 @@ __version__ = package_version()  # pyproject.toml's, from the installed metadata
 
 __all__ = [
     "Accountant",
+    "ObserversAccountant",
+    "TargetsAccountant",
     "Bound",
     "ClosedForm",
     "GossipMatrixError",

@@ -3,9 +3,15 @@ decentralized-learning framework steps every round, with incremental certified b
 budgets, checkpoints and ``dp_accounting`` composition (``docs/accountant.md``).
 
 Gossip averaging, one (target, observers) pair: :class:`~sparsedp.accountant.gossip.Accountant`.
+One attacker against every target: :class:`~sparsedp.accountant.targets.TargetsAccountant`;
+one target against every single-node attacker:
+:class:`~sparsedp.accountant.observers.ObserversAccountant`.
 """
 
 from sparsedp.accountant.checkpoint import load, save
 from sparsedp.accountant.gossip import Accountant
+from sparsedp.accountant.observers import ObserversAccountant
+from sparsedp.accountant.targets import TargetsAccountant
 
 __all__ = ["Accountant", "load", "save"]
+__all__ += ["ObserversAccountant", "TargetsAccountant"]

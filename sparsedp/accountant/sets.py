@@ -61,24 +61,31 @@ class RunningBox:
         self.radius = 1.0 / float(lambda_lb) * (1 + 4 * UNIT_ROUNDOFF)  # >= 1 / lambda
         self.rounds = 0
         self.partial = np.zeros((pairs, self.rows))  # fl(b_t) per pair and observed row
-        self.squares = np.zeros(pairs)  # fl(||b||^2), summed round by round
+        self.squares = np.zeros((0, pairs))  # fl(||b||^2) after each round, summed in order
 
     def add(self, lag_rows: np.ndarray) -> None:
         """Round ``rounds + 1``: each pair's lag row (k x m), read after ``rounds + p``
         products."""
         self.partial += lag_rows
-        self.squares += np.einsum("km,km->k", self.partial, self.partial)
+        squares = self.squares[self.rounds - 1] if self.rounds else 0.0
+        if self.rounds == self.squares.shape[0]:  # capacity doubles
+            grown = np.zeros((max(1, 2 * self.rounds), self.partial.shape[0]))
+            grown[:self.rounds] = self.squares[:self.rounds]
+            self.squares = grown
+        self.squares[self.rounds] = squares + np.einsum("km,km->k", self.partial, self.partial)
         self.rounds += 1
 
-    def bound(self) -> np.ndarray:
-        """The certified upper bound on every pair's ``Delta_T^2`` at ``T = rounds``."""
-        T = self.rounds
+    def bound(self, T: int | None = None) -> np.ndarray:
+        """The certified upper bound on every pair's ``Delta_T^2`` at T (default
+        :attr:`rounds`; any T computed, as the sums of every round are kept)."""
+        T = self.rounds if T is None else T
         lag_error = gamma(max((T - 1 + self.offset) * self.depth, 1))
-        return certified_box(self.squares, T, lag_error, self.radius, terms=T * self.rows)
+        return certified_box(self.squares[T - 1], T, lag_error, self.radius,
+                             terms=T * self.rows)
 
     def state(self) -> dict:
         """The running sums as plain arrays and numbers."""
-        return {"box_partial": self.partial, "box_squares": self.squares,
+        return {"box_partial": self.partial, "box_squares": self.squares[:self.rounds],
                 "box_rounds": self.rounds}
 
     def restore(self, state: dict) -> None:
