@@ -191,13 +191,16 @@ class TargetsAccountant:
     def _border(self) -> None:
         """One block row of the shared factor and of every tight target's Y; the round's
         bounds."""
-        t, m, p = self._factor.rounds, self._factor.m, self.offset
-        self._factor.append(self._lags.mu, np.zeros((t + 1 + p, m)), p)
-        N = m * t
-        block = self._factor.L[N:N + m, :N + m]
-        # G[t, k] = a_(t-k+p) for k = 0..t, every tight target: (tight, m, t + 1)
-        g = self._history[p:p + t + 1][::-1][:, self.tight_targets, :].transpose(1, 2, 0)
-        bound = self._rows.append(block, g, self._factor)
+        t, m, p = self._box.rounds - 1, self._factor.m, self.offset
+        if self.tight_targets.size:  # the shared factor serves the tight targets only
+            self._factor.append(self._lags.mu, np.zeros((t + 1 + p, m)), p)
+            N = m * t
+            block = self._factor.L[N:N + m, :N + m]
+            # G[t, k] = a_(t-k+p) for k = 0..t, every tight target: (tight, m, t + 1)
+            g = self._history[p:p + t + 1][::-1][:, self.tight_targets, :].transpose(1, 2, 0)
+            bound = self._rows.append(block, g, self._factor)
+        else:
+            bound = np.zeros(0)
         if self._tight_history.shape[0]:
             bound = np.maximum(bound, self._tight_history[-1])  # Delta_t^2 grows with t
         self._tight_history = np.vstack([self._tight_history, bound[None]])
