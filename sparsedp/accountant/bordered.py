@@ -69,12 +69,13 @@ def _forward_solve(L: np.ndarray, N: int, B: np.ndarray, blocks: dict) -> np.nda
 
 def _lower_product(l_row: np.ndarray, Y: np.ndarray, N: int, t: int, m: int) -> np.ndarray:
     """``l_row @ Y[:N, :t]`` reading only the non-zero part of Y (rows of round r are zero
-    beyond column r), one panel of ``PANEL`` rows at a time."""
-    out = np.zeros((l_row.shape[0], t))
+    beyond column r), one panel of ``PANEL`` rows at a time; Y may carry leading batch axes
+    (every tight target of :class:`sparsedp.accountant.targets.TightRows`)."""
+    out = np.zeros(Y.shape[:-2] + (l_row.shape[0], t))
     for start in range(0, N, PANEL):
         stop = min(N, start + PANEL)
         columns = min(t, (stop - 1) // m + 1)
-        out[:, :columns] += l_row[:, start:stop] @ Y[start:stop, :columns]
+        out[..., :columns] += l_row[:, start:stop] @ Y[..., start:stop, :columns]
     return out
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import scipy.linalg
 
 from sparsedp import defaults, validation
-from sparsedp.accountant.bordered import BorderedFactor
+from sparsedp.accountant.bordered import BorderedFactor, _lower_product
 from sparsedp.accountant.gossip import ROUNDS_WITHIN_LIMIT, lag_interval
 from sparsedp.accountant.lags import LagStream
 from sparsedp.accountant.sets import (
@@ -356,8 +356,8 @@ class TightRows:
     """``Y = L^{-1} G_T`` of k targets against one shared bordered factor, one block row a
     round, and their running sums ``S_T = sum_r ||Y_r||_1^2`` and ``||Y||_F^2``: the pair's
     running bound (:mod:`sparsedp.accountant.bordered`) for every target at once, the new
-    block row of all k in one batched product with the old rows.  Memory ``8 m T^2 k`` bytes;
-    ``m T^3 k / 3`` flops over T rounds.
+    block row of all k in one batched product with the non-zero part of the old rows.
+    Memory ``8 m T^2 k`` bytes; about ``m T^3 k / 6`` flops over T rounds.
 
     Parameters
     ----------
@@ -382,7 +382,7 @@ class TightRows:
         self._grow(N + m, columns)
         rest = g.copy()
         if t:
-            rest[:, :, :t] -= np.matmul(block[:, :N], self.Y[:, :N, :t])
+            rest[:, :, :t] -= _lower_product(block[:, :N], self.Y, N, t, m)
         diagonal = block[:, N:N + m]
         y = scipy.linalg.solve_triangular(diagonal, rest.transpose(1, 0, 2).reshape(m, -1),
                                           lower=True, check_finite=False)
