@@ -133,7 +133,7 @@ def test_tight_running_bound_is_the_pair_accountants(seed):
     T = 30
     accountant = sparsedp.TargetsAccountant(W, observers, sigma=1.0, view=view)
     accountant.step(T)
-    history = accountant._tight_history
+    history = np.array(accountant._tight_history)
     for column, j in enumerate(accountant.tight_targets.tolist()):
         pair = sparsedp.Accountant(W, j, observers, sigma=1.0, view=view)
         pair.step(T)

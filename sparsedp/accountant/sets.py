@@ -61,18 +61,16 @@ class RunningBox:
         self.radius = 1.0 / float(lambda_lb) * (1 + 4 * UNIT_ROUNDOFF)  # >= 1 / lambda
         self.rounds = 0
         self.partial = np.zeros((pairs, self.rows))  # fl(b_t) per pair and observed row
-        self.squares = np.zeros((0, pairs))  # fl(||b||^2) after each round, summed in order
+        self.squares: list[np.ndarray] = []  # fl(||b||^2) after each round, summed in order
 
     def add(self, lag_rows: np.ndarray) -> None:
         """Round ``rounds + 1``: each pair's lag row (k x m), read after ``rounds + p``
         products."""
         self.partial += lag_rows
-        squares = self.squares[self.rounds - 1] if self.rounds else 0.0
-        if self.rounds == self.squares.shape[0]:  # capacity doubles
-            grown = np.zeros((max(1, 2 * self.rounds), self.partial.shape[0]))
-            grown[:self.rounds] = self.squares[:self.rounds]
-            self.squares = grown
-        self.squares[self.rounds] = squares + np.einsum("km,km->k", self.partial, self.partial)
+        squares = np.einsum("km,km->k", self.partial, self.partial)
+        if self.squares:
+            squares += self.squares[-1]
+        self.squares.append(squares)
         self.rounds += 1
 
     def bound(self, T: int | None = None) -> np.ndarray:
@@ -85,13 +83,13 @@ class RunningBox:
 
     def state(self) -> dict:
         """The running sums as plain arrays and numbers."""
-        return {"box_partial": self.partial, "box_squares": self.squares[:self.rounds],
-                "box_rounds": self.rounds}
+        squares = np.array(self.squares).reshape(-1, self.partial.shape[0])
+        return {"box_partial": self.partial, "box_squares": squares, "box_rounds": self.rounds}
 
     def restore(self, state: dict) -> None:
         """Continue from :meth:`state` (bit for bit)."""
         self.partial = np.array(state["box_partial"], dtype=np.float64)
-        self.squares = np.array(state["box_squares"], dtype=np.float64)
+        self.squares = list(np.array(state["box_squares"], dtype=np.float64))
         self.rounds = int(state["box_rounds"])
 
 

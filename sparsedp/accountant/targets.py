@@ -147,8 +147,7 @@ class TargetsAccountant:
         observed = self.model.observers
         # the stream's own target is not read: every target's lags are the rows of V_l
         self._lags = LagStream(self.W, observed, int(observed[0]), backend)
-        self._history = np.zeros((0, n, observed.size))  # V_l, l = 0 .. products
-        self._kept = 0  # V_l kept so far
+        self._history: list[np.ndarray] = []  # V_l, l = 0 .. products
         self._box = RunningBox(n, observed.size, lambda_lb, lag_depth(self.W), self.offset)
         if tight_targets is None:
             tight = np.setdiff1d(np.arange(n), self.observers)
@@ -162,7 +161,8 @@ class TargetsAccountant:
         self._factor = BorderedFactor(observed.size, lambda_lb)  # shared by every target
         self._rows = TightRows(tight.size, observed.size)
         self._worst = np.zeros(0)  # the largest bound over the targets after each round
-        self._tight_history = np.zeros((0, tight.size))  # running max of the rows bound
+        self._tight_lags = np.zeros((0, tight.size, observed.size))  # V_l[tight], grown
+        self._tight_history: list[np.ndarray] = []  # running max of the rows bound
         self._intervals: dict[int, float] = {}  # target -> interval upper at this round
         self._results: dict = {}
 
@@ -181,9 +181,9 @@ class TargetsAccountant:
         round t reads ``V_(t-1+p)``, each ``V_l`` kept as it is produced."""
         while self._box.rounds < T:
             needed = self._box.rounds + self.offset  # V_needed is this round's lag block
-            while self._kept <= needed:
-                if self._lags.products < self._kept:
-                    self._lags.extend_to(self._kept)  # one product
+            while len(self._history) <= needed:
+                if self._lags.products < len(self._history):
+                    self._lags.extend_to(len(self._history))  # one product
                 self._keep(self._lags.V)
             self._box.add(self._history[needed])
             self._border()
@@ -197,13 +197,13 @@ class TargetsAccountant:
             N = m * t
             block = self._factor.L[N:N + m, :N + m]
             # G[t, k] = a_(t-k+p) for k = 0..t, every tight target: (tight, m, t + 1)
-            g = self._history[p:p + t + 1][::-1][:, self.tight_targets, :].transpose(1, 2, 0)
+            g = self._tight_lags[p:p + t + 1][::-1].transpose(1, 2, 0)
             bound = self._rows.append(block, g, self._factor)
         else:
             bound = np.zeros(0)
-        if self._tight_history.shape[0]:
+        if self._tight_history:
             bound = np.maximum(bound, self._tight_history[-1])  # Delta_t^2 grows with t
-        self._tight_history = np.vstack([self._tight_history, bound[None]])
+        self._tight_history.append(bound)
         both = self._box.bound()
         both[self.tight_targets] = np.minimum(both[self.tight_targets], bound)
         both[self.observers] = 0.0
@@ -211,12 +211,13 @@ class TargetsAccountant:
 
     def _keep(self, V: np.ndarray) -> None:
         """Append ``V_l`` to the kept lags (capacity doubles)."""
-        if self._kept == self._history.shape[0]:
-            grown = np.zeros((max(1, 2 * self._kept),) + V.shape)
-            grown[:self._kept] = self._history[:self._kept]
-            self._history = grown
-        self._history[self._kept] = V
-        self._kept += 1
+        kept = len(self._history)
+        self._history.append(V.copy())
+        if kept == self._tight_lags.shape[0]:  # capacity doubles (k x m a round: small)
+            grown = np.zeros((max(1, 2 * kept),) + self._tight_lags.shape[1:])
+            grown[:kept] = self._tight_lags[:kept]
+            self._tight_lags = grown
+        self._tight_lags[kept] = V[self.tight_targets]
 
     # -- answers ---------------------------------------------------------------------------
 
@@ -295,7 +296,7 @@ class TargetsAccountant:
         if target in observed:  # a neighbour of the attacker: as the engine reads it
             a = self._lags.mu[:T + p, :, observed.index(target)]
         else:
-            a = self._history[:T + p, target, :]
+            a = np.stack([V[target] for V in self._history[:T + p]])
         model = resolve_view(self.view, self.W, target, self.observers, False)
         running = Bound("running_box", min(box, float(T)), "certified upper",
                         "||G_T 1||^2 / lambda (sparsedp.accountant.sets)")
@@ -323,9 +324,10 @@ class TargetsAccountant:
         state = matrix_state(self.W)
         state.update({"observers": self.observers, "sigma": self.sigma, "view": self.view,
                       "exact": str(self.exact), "backend": self.backend,
-                      "rounds": self.rounds, "kept_lags": self._history[:self._kept],
+                      "rounds": self.rounds, "kept_lags": np.stack(self._history),
                       "tight_targets": self.tight_targets, "worst": self._worst,
-                      "tight_history": self._tight_history})
+                      "tight_history": np.array(self._tight_history).reshape(
+                          -1, self.tight_targets.size)})
         state.update(self._lags.state())
         state.update(self._box.state())
         state.update(self._factor.state())
@@ -345,9 +347,9 @@ class TargetsAccountant:
         accountant._factor.restore(state)
         accountant._rows.restore(state)
         accountant._worst = np.array(state["worst"], dtype=np.float64)
-        accountant._tight_history = np.array(state["tight_history"], dtype=np.float64)
-        accountant._history = np.array(state["kept_lags"], dtype=np.float64)
-        accountant._kept = accountant._history.shape[0]
+        accountant._tight_history = list(np.array(state["tight_history"], dtype=np.float64))
+        for V in np.array(state["kept_lags"], dtype=np.float64):
+            accountant._keep(V)
         accountant.rounds = int(state["rounds"])
         return accountant
 
