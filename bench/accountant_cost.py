@@ -116,6 +116,8 @@ def measure_targets(W, T: int, every: int, sigma: float, delta: float, map_upper
     upper = accountant.upper[targets]
     tight = accountant.tight_targets
     known = ~np.isnan(upper)
+    worst = int(targets[known][np.argmax(lower[known])])  # the map's worst target
+    interval_s, interval_cpu, interval = _cpu_timed(lambda: accountant.interval([worst]))
     return {
         "n": W.shape[0], "nnz": int(W.nnz), "T": T, "every": every, "observer": observer,
         "tight_targets": tight.size, "map_upper": map_upper,
@@ -130,6 +132,9 @@ def measure_targets(W, T: int, every: int, sigma: float, delta: float, map_upper
         "worst_tight_map_lower": float(lower[np.isin(targets, tight)].max()) if tight.size
         else None,
         "epsilon_final": epsilons[-1] if epsilons else None,
+        "worst_target": worst, "worst_target_interval": [float(interval.lower[0]),
+                                                         float(interval.upper[0])],
+        "worst_target_interval_s": interval_s, "worst_target_interval_cpu_s": interval_cpu,
     }
 
 
