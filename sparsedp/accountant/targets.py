@@ -66,6 +66,11 @@ class TargetsAccountant:
         ``"secure-summation"`` (default), ``"neighbourhood"`` or ``"secure-summation-v1"``
         (the views whose observed rows do not depend on the target; the v1 form needs a
         diagonally dominant W).
+    tight_targets : iterable of int or None
+        Targets that also get the pair's tight running bound (one block of Y per round
+        against the shared factor; memory ``8 m T^2`` bytes and ``O(m^2 T^2)`` flops a round
+        each); ``None``: every target but the attacker's nodes (small graphs); ``[]``: none
+        (the box bound only, no factorisation).
     exact : {"auto", True, False}
         Exhaustive sign search in :meth:`interval`, as in :func:`sparsedp.squared_sensitivity`.
     backend : str
@@ -91,8 +96,10 @@ class TargetsAccountant:
     What each answer costs (T rounds, m observed rows, n nodes):
 
     =========================  ==============================================================
-    ``step(k)``                k sparse products with the n x m block and ``O(n m)`` for the
-                               running bounds each
+    ``step(k)``                k sparse products with the n x m block, ``O(n m)`` for the
+                               running box bounds, and with tight targets one block row of
+                               the shared factor (``O(m^2 T^2)``) and ``O(m^2 T^2)`` per
+                               tight target, each
     ``upper``, ``worst_upper``, ``O(n)``; ``epsilons`` one ``gaussian_epsilon`` per distinct
     ``epsilon``, ``epsilons``   bound, ``epsilon`` (the worst target) one
     ``interval(targets)``      lazy, ``O((m T)^3)`` per target asked (one one-shot query
@@ -102,7 +109,12 @@ class TargetsAccountant:
     =========================  ==============================================================
 
     Memory: the lags ``V_l`` of every round, ``8 n m T`` bytes (80 MB at n = 10^4, m = 1,
-    T = 1000), kept for :meth:`interval`.
+    T = 1000), kept for :meth:`interval`; ``8 m T^2`` bytes per tight target.
+
+    The running box bound is loose (tens of times the c = 1 value for a neighbour of the
+    attacker at T = 1000, where it reaches the cap T), the tight bound less so but still
+    several times the one-shot lower bound for the attacker's neighbours; :meth:`interval`
+    gives the tight bounds.
 
     Examples
     --------
