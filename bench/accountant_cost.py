@@ -116,6 +116,8 @@ def measure_targets(W, T: int, every: int, sigma: float, delta: float, map_upper
     upper = accountant.upper[targets]
     tight = accountant.tight_targets
     known = ~np.isnan(upper)
+    worst_running, worst_tight = accountant.worst_upper, (
+        float(np.max(accountant.upper[tight])) if tight.size else None)
     worst = int(targets[known][np.argmax(lower[known])])  # the map's worst target
     interval_s, interval_cpu, interval = _cpu_timed(lambda: accountant.interval([worst]))
     return {
@@ -127,13 +129,12 @@ def measure_targets(W, T: int, every: int, sigma: float, delta: float, map_upper
         "ratio_tracking_cpu": track_cpu / map_cpu,
         "running_upper_below_map_lower": int(np.sum(upper[known] < lower[known])),
         "worst_map_lower": float(lower[known].max()),
-        "worst_running_upper": accountant.worst_upper,
-        "worst_tight_upper": float(np.max(accountant.upper[tight])) if tight.size else None,
+        "worst_running_upper": worst_running, "worst_tight_upper": worst_tight,
         "worst_tight_map_lower": float(lower[np.isin(targets, tight)].max()) if tight.size
         else None,
         "epsilon_final": epsilons[-1] if epsilons else None,
-        "worst_target": worst, "worst_target_interval": [float(interval.lower[0]),
-                                                         float(interval.upper[0])],
+        "worst_target": worst, "worst_target_running_upper": float(upper[targets == worst][0]),
+        "worst_target_interval": [float(interval.lower[0]), float(interval.upper[0])],
         "worst_target_interval_s": interval_s, "worst_target_interval_cpu_s": interval_cpu,
     }
 
