@@ -2,9 +2,18 @@
 every round each pair's interval lower bound is the one-shot structured query's and every
 running upper bound is at least it; the tight running bound is the pair accountant's; the
 running box bound contains the exhaustive exact value; rounds_within is the brute-force
-largest T; a state round trip continues identically."""
+largest T; a state round trip continues identically, also after kill -9."""
 
 from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 
 import networkx as nx
 import numpy as np
@@ -264,3 +273,62 @@ def test_answers_and_refusals_name_the_problem():
     assert targets.to_dp_event(2).noise_multiplier == pytest.approx(
         2.0 / np.sqrt(targets.upper[2]), rel=1e-15)
     assert observers.epsilon(1e-5) == np.nanmax(observers.epsilons(1e-5))
+
+
+CHILD = textwrap.dedent("""
+    import json, pathlib, sys
+    import networkx as nx, numpy as np, sparsedp
+    from sparsedp.accountant import save
+    folder, T, tracked = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    cls = getattr(sparsedp, tracked)
+    checkpoint = folder / "acc.npz"
+    if checkpoint.exists():
+        with np.load(checkpoint, allow_pickle=False) as data:
+            accountant = cls.from_state({key: data[key] for key in data.files})
+    else:
+        W = sparsedp.gossip_matrix(nx.random_regular_graph(4, 30, seed=5), scheme="metropolis")
+        accountant = (cls(W, [3], sigma=2.0) if tracked == "TargetsAccountant"
+                      else cls(W, 3, sigma=2.0))
+    while accountant.rounds < T:
+        accountant.step()
+        save(accountant, checkpoint)
+        (folder / "rounds").write_text(str(accountant.rounds))
+    r = accountant.interval([7, 21])
+    print(json.dumps({"upper": np.nan_to_num(accountant.upper, nan=-1.0).tolist(),
+                      "epsilon": accountant.epsilon(1e-6), "lower": r.lower.tolist(),
+                      "interval_upper": r.upper.tolist(),
+                      "rounds_within": accountant.rounds_within(3.0, 1e-6, limit=150)}))
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tracked", ["TargetsAccountant", "ObserversAccountant"])
+def test_kill_9_and_restart_from_the_checkpoint_gives_identical_answers(tmp_path, tracked):
+    """As the pair's test (tests/test_accountant.py): a child checkpointing every round
+    (sparsedp.accountant.save of state_dict) is killed with SIGKILL after 30 rounds,
+    restarted from its checkpoint, and answers as a run never interrupted."""
+    T = 80
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "PYTHONPATH": str(pathlib.Path(sparsedp.__file__).parents[1])}
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
+    straight.mkdir()
+    interrupted.mkdir()
+    command = [sys.executable, str(script)]
+    child = subprocess.Popen([*command, str(interrupted), str(T), tracked], env=env,
+                             stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        progress = interrupted / "rounds"
+        if progress.exists() and int(progress.read_text() or 0) >= 30:
+            break
+        time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert int((interrupted / "rounds").read_text()) < T
+    resumed = subprocess.run([*command, str(interrupted), str(T), tracked], env=env,
+                             capture_output=True, text=True, check=True)
+    whole = subprocess.run([*command, str(straight), str(T), tracked], env=env,
+                           capture_output=True, text=True, check=True)
+    assert json.loads(resumed.stdout) == json.loads(whole.stdout)
