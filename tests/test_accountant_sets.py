@@ -332,3 +332,20 @@ def test_kill_9_and_restart_from_the_checkpoint_gives_identical_answers(tmp_path
     whole = subprocess.run([*command, str(straight), str(T), tracked], env=env,
                            capture_output=True, text=True, check=True)
     assert json.loads(resumed.stdout) == json.loads(whole.stdout)
+
+
+def test_too_many_tight_targets_is_refused_before_allocating():
+    """Every target tight on a graph too large for the memory budget: a clear error names
+    the fix (the box bound alone needs no such memory)."""
+    from sparsedp.errors import ResourceLimitError
+    from sparsedp.resources import memory_limit
+
+    W = sparsedp.gossip_matrix(nx.cycle_graph(200))
+    with memory_limit(1 << 20):
+        accountant = sparsedp.TargetsAccountant(W, [0], sigma=1.0)
+        with pytest.raises(ResourceLimitError, match="199 tight targets at T = .*pass fewer "
+                                                     "tight_targets"):
+            accountant.step(30)
+        box_only = sparsedp.TargetsAccountant(W, [0], sigma=1.0, tight_targets=[])
+        box_only.step(30)
+    assert box_only.worst_upper > 0

@@ -19,10 +19,12 @@ and 3e12 flops for one observer of a 10^4-node graph at T = 1000, against ``O(T 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.linalg
 
-from sparsedp import defaults, validation
+from sparsedp import defaults, resources, validation
 from sparsedp.accountant.bordered import BorderedFactor, _lower_product
 from sparsedp.accountant.gossip import ROUNDS_WITHIN_LIMIT, lag_interval
 from sparsedp.accountant.lags import LagStream
@@ -90,6 +92,9 @@ class TargetsAccountant:
         A W that is not one exactly symmetric gossip matrix, a view whose observed rows
         depend on the target (``adaptive-v1``, ``target-v1``, ``local-dp``) or without an
         analytic ``lambda_min(K_T)`` bound for this W.
+    ResourceLimitError
+        From :meth:`step`: the tight targets' rows would exceed the memory budget
+        (:func:`sparsedp.resources.memory_budget`).
 
     Notes
     -----
@@ -409,7 +414,12 @@ class TightRows:
     def _grow(self, rows: int, columns: int) -> None:
         k, R, C = self.Y.shape
         if rows > R or columns > C:
-            Y = np.zeros((k, max(rows, 2 * R), max(columns, 2 * C)))
+            shape = (k, max(rows, 2 * R), max(columns, 2 * C))
+            resources.require_within(
+                8.0 * math.prod(shape), resources.memory_budget(),
+                f"the running bounds of {k} tight targets at T = {columns}",
+                "pass fewer tight_targets (the others keep the running box bound)")
+            Y = np.zeros(shape)
             Y[:, :R, :C] = self.Y
             self.Y = Y
 
