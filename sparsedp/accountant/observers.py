@@ -87,8 +87,8 @@ class ObserversAccountant:
                                product with a vector, ``O(T^2)`` dense work)
     ``upper``, ``worst_upper``, ``O(n)``; ``epsilons`` one ``gaussian_epsilon`` per distinct
     ``epsilon``, ``epsilons``   bound, ``epsilon`` (the worst observer) one
-    ``interval(observers)``    lazy, ``O(T^3)`` per observer asked (plus T sparse products and
-                               ``O(T^3)`` for an observer not tight, once); cached
+    ``interval(observers)``    lazy, ``O(T^3)`` per observer asked (plus, for an observer not
+                               tight, its pair's steps since it was last asked); cached
     ``rounds_within``          ``O(1)`` per round already computed; rounds beyond are computed
                                ahead (as ``step``, without recording them)
     =========================  ==============================================================
@@ -147,9 +147,8 @@ class ObserversAccountant:
         k = validation.rounds(k)
         self._compute_to(self.rounds + k)
         self.rounds += k
-        for pair in self._pairs.values():
-            if pair.rounds < self.rounds:
-                pair.step(self.rounds - pair.rounds)  # computed ahead already if tight
+        for a in self.tight_observers.tolist():  # computed ahead already
+            self._pairs[a].step(self.rounds - self._pairs[a].rounds)
         self._intervals = {}
 
     def _compute_to(self, T: int) -> None:
@@ -233,7 +232,8 @@ class ObserversAccountant:
         for a in nodes.tolist():
             if a not in self._pairs:
                 self._pairs[a] = self._pair(a)
-                self._pairs[a].step(self.rounds)
+            if self._pairs[a].rounds < self.rounds:  # an observer not tight catches up
+                self._pairs[a].step(self.rounds - self._pairs[a].rounds)
             results.append(self._pairs[a].interval())
             self._intervals[a] = min(results[-1].upper, float(box[a]))
         return SetInterval(nodes=nodes, lower=np.array([r.lower for r in results]),
