@@ -19,7 +19,9 @@ from sparsedp.accountant import (
     Accountant,
     GraphAccountant,
     MFAccountant,
+    ObserversAccountant,
     RandomWalkAccountant,
+    TargetsAccountant,
 )
 from sparsedp.errors import (
     GossipMatrixError,
@@ -93,6 +95,8 @@ __version__ = package_version()  # pyproject.toml's, from the installed metadata
 __all__ = [
     "Accountant",
     "GraphAccountant",
+    "ObserversAccountant",
+    "TargetsAccountant",
     "Bound",
     "ClosedForm",
     "GossipMatrixError",

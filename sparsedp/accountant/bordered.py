@@ -75,12 +75,13 @@ def _forward_solve(L: np.ndarray, N: int, B: np.ndarray, blocks: dict) -> np.nda
 
 def _lower_product(l_row: np.ndarray, Y: np.ndarray, N: int, t: int, m: int) -> np.ndarray:
     """``l_row @ Y[:N, :t]`` reading only the non-zero part of Y (rows of round r are zero
-    beyond column r), one panel of ``PANEL`` rows at a time."""
-    out = np.zeros((l_row.shape[0], t))
+    beyond column r), one panel of ``PANEL`` rows at a time; Y may carry leading batch axes
+    (every tight target of :class:`sparsedp.accountant.targets.TightRows`)."""
+    out = np.zeros(Y.shape[:-2] + (l_row.shape[0], t))
     for start in range(0, N, PANEL):
         stop = min(N, start + PANEL)
         columns = min(t, (stop - 1) // m + 1)
-        out[:, :columns] += l_row[:, start:stop] @ Y[start:stop, :columns]
+        out[..., :columns] += l_row[:, start:stop] @ Y[..., start:stop, :columns]
     return out
 
 
@@ -154,6 +155,16 @@ class BorderedFactor:
         """The certified upper bound on ``Delta_T^2`` at ``T = rounds`` (module docstring),
         ``e_K``, ``e_G`` the truncation's errors; ``T`` when the rounding leaves no room
         (``lambda <= 2 e``)."""
+        return float(self.certified_rows_upper(np.array([self.rows_l1]),
+                                               np.array([self.Y_frobenius2]), e_K, e_G)[0])
+
+    def certified_rows_upper(self, rows_l1: np.ndarray, Y_frobenius2: np.ndarray,
+                             e_K: float = 0.0, e_G: float = 0.0) -> np.ndarray:
+        """The certified bound of the module docstring for any right-hand sides G solved
+        against this factor (every target of one attacker,
+        :mod:`sparsedp.accountant.targets`): from their running sums ``S_T`` (``rows_l1``)
+        and ``||Y^||_F^2`` (``Y_frobenius2``), arrays, and the truncation's errors ``e_K``,
+        ``e_G``; ``T`` when the rounding leaves no room."""
         T, N = self.rounds, self.m * self.rounds
         g_c = gamma(2 * N + 4)
         sums = 1 + gamma(N * (T + 2) + 4)  # the running sums of non-negative terms
@@ -162,12 +173,12 @@ class BorderedFactor:
         e = (g_c * L_norm2 + dK + e_K) * (1 + 4 * UNIT_ROUNDOFF)
         lam = self.lambda_lb
         if lam <= 2 * e:
-            return float(T)
+            return np.full(np.shape(rows_l1), float(T))
         f = (lam - e) / (lam - 2 * e)
         delta = g_c * math.sqrt(L_norm2) / math.sqrt(lam - e)
-        root = (math.sqrt(self.rows_l1 * sums) + delta * math.sqrt(T * self.Y_frobenius2 * sums)
+        root = (np.sqrt(rows_l1 * sums) + delta * np.sqrt(T * Y_frobenius2 * sums)
                 + e_G / math.sqrt(lam - e)) * (1 + 4 * UNIT_ROUNDOFF)
-        return min(f * root**2 * (1 + 16 * UNIT_ROUNDOFF), float(T))
+        return np.minimum(f * root**2 * (1 + 16 * UNIT_ROUNDOFF), float(T))
 
     def _grow(self, rows: int, columns: int) -> None:
         """Room for ``rows`` rows of L and Y and ``columns`` columns of Y (capacity doubles)."""

@@ -56,6 +56,7 @@ from sparsedp.gossip.sensitivity import (
     _refuse_target_among_observers,
 )
 from sparsedp.gossip.views import VIEW_NOTES, resolve_view
+from sparsedp.linalg.moments import LagSequence
 from sparsedp.linalg.operators import GossipSystem
 from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import matrix_facts
@@ -250,23 +251,12 @@ class Accountant:
         return first_over
 
     def _evaluate(self, T: int) -> SensitivityResult:
-        p = self.offset
-        lags = self._lags.sequence(T, p)
-        if p:
-            lags = lags.shifted(p, T)
-        sandwich, _ = _lag_sandwich(lags, T, self.lambda_lb)
-        bounds, signs = evaluate_bounds(sandwich, _resolve_exact(self.exact, T), self.backend)
-        bounds.append(Bound("incremental_rows", float(self._factor.history[T - 1]),
-                            "certified upper", "sum_r ||(L^{-1} G_T)_r||_1^2 with the "
-                            "factorisation's rounding charged (sparsedp.accountant.bordered)"))
-        notes = ([VIEW_NOTES[self.view]] if self.view in VIEW_NOTES else []) + list(
-            self.precision_notes)
-        info = {"solver": "block-bordered Cholesky of K_T from the lags (incremental); "
-                          "interval from the engine's dense sandwich",
-                "lambda_min_lower_bound": self.lambda_lb, "sparse_products": lags.products,
-                "upper_certified": True}
-        return _assemble(self.target, self.model, T, "accountant", sandwich, bounds, signs,
-                         info, notes)
+        running = Bound("incremental_rows", float(self._factor.history[T - 1]),
+                        "certified upper", "sum_r ||(L^{-1} G_T)_r||_1^2 with the "
+                        "factorisation's rounding charged (sparsedp.accountant.bordered)")
+        return lag_interval(self._lags.sequence(T, self.offset), T, self.target, self.model,
+                            self.lambda_lb, exact=self.exact, backend=self.backend,
+                            notes=self.precision_notes, extra=(running,))
 
     # -- checkpoints -----------------------------------------------------------------------
 
@@ -303,3 +293,26 @@ class Accountant:
         accountant._factor.restore(state)
         accountant.rounds = int(state["rounds"])
         return accountant
+
+
+def lag_interval(lags: LagSequence, T: int, target: int, model, lambda_lb: float,
+                 *, exact="auto", backend: str = "auto", notes=(), extra=()
+                 ) -> SensitivityResult:
+    """Every bound on ``Delta_T^2`` of one (target, view) pair from its unshifted lags
+    (``T + p`` rounds, p the view's power offset; truncated ones carry their error bounds), as
+    :func:`sparsedp.squared_sensitivity` (``method="structured"``) gives them: the engine's
+    certified sandwich and bound search, plus the ``extra`` certified bounds
+    (:class:`sparsedp.linalg.sign_bounds.Bound`).  Shared by the accountants of a pair and
+    of the tracked sets (:mod:`sparsedp.accountant.targets`)."""
+    p = model.power_offset
+    if p:
+        lags = lags.shifted(p, T)
+    sandwich, _ = _lag_sandwich(lags, T, lambda_lb)
+    bounds, signs = evaluate_bounds(sandwich, _resolve_exact(exact, T), backend)
+    bounds.extend(extra)
+    notes = ([VIEW_NOTES[model.view]] if model.view in VIEW_NOTES else []) + list(notes)
+    info = {"solver": "block-bordered Cholesky of K_T from the lags (incremental); "
+                      "interval from the engine's dense sandwich",
+            "lambda_min_lower_bound": lambda_lb, "sparse_products": lags.products,
+            "upper_certified": True}
+    return _assemble(target, model, T, "accountant", sandwich, bounds, signs, info, notes)

@@ -39,6 +39,14 @@ MIXING_LEVEL = 1e-9  # n max_a eps_a^2 at which the truncating stream stops prop
 FIRST_CAPACITY = 64  # rounds of lags the truncating stream's propagator first makes room for
 
 
+def computed_sequence(mu: np.ndarray, a: np.ndarray, rounds: int) -> LagSequence:
+    """The engine's :class:`~sparsedp.linalg.moments.LagSequence` of ``rounds`` rounds from
+    computed (untruncated) lags: ``mu_0 .. mu_(2 rounds - 2)`` and ``a_0 .. a_(rounds - 1)``."""
+    return LagSequence(mu=mu[:2 * rounds - 1].copy(), a=a[:rounds].copy(),
+                       eps=np.zeros(mu.shape[1]), eps_target=0.0, exact_lags=2 * rounds - 1,
+                       products=rounds - 1, frontier_products=0)
+
+
 class LagStream:
     """``mu_0 .. mu_(2P)`` and ``a_0 .. a_P`` after P products, extended on demand.
 
@@ -179,9 +187,7 @@ class LagStream:
         (:meth:`sparsedp.linalg.moments.LagPropagator.result`, the decayed tail included)."""
         rounds = T + offset
         if self.propagator is None:
-            return LagSequence(mu=self.mu[:2 * rounds - 1].copy(), a=self.a[:rounds].copy(),
-                               eps=np.zeros(self.m), eps_target=0.0, exact_lags=2 * rounds - 1,
-                               products=rounds - 1, frontier_products=0)
+            return computed_sequence(self.mu, self.a, rounds)
         self.propagator.resize(rounds)
         lags = self.propagator.result()
         mu_slice = slice(0, 2 * rounds - 1)

@@ -78,7 +78,7 @@ def box_upper(batch: ObserverBatch, i: int, radius: float, targets=None) -> np.n
     """Certified ``Delta^2(j -> a) <= rho ||b_j||^2`` (capped at T) for observer ``i`` of the
     batch and every target (``None``: all rows); ``radius``: :func:`box_radius`.  ``O(T n)``:
     running sums of the lags and of their squares, in the order of t."""
-    T, u = batch.T, UNIT_ROUNDOFF
+    T = batch.T
     R = batch.lags[i] if targets is None else batch.lags[i][:, targets]
     partial = np.zeros(R.shape[1])  # fl(b_j[t]): the running sum over the lags
     squares = np.zeros(R.shape[1])  # fl(sum_t b_j[t]^2), summed in order
@@ -87,6 +87,17 @@ def box_upper(batch: ObserverBatch, i: int, radius: float, targets=None) -> np.n
         partial += row
         np.multiply(partial, partial, out=term)
         squares += term
-    e, g = batch.lag_error, gamma(T + 1)
+    return certified_box(squares, T, batch.lag_error, radius)
+
+
+def certified_box(squares: np.ndarray, T: int, lag_error: float, radius: float,
+                  terms: int | None = None) -> np.ndarray:
+    """``rho ||b_j||^2`` capped at T from ``squares = fl(||fl(b_j)||^2)``, the running sums
+    of :func:`box_upper` (module docstring: ``|fl(r) - r| <= lag_error r``; ``terms``
+    squares summed, default T, e.g. ``m T`` for m observed rows, whose ``||G_j c||^2 <=
+    ||G_j 1||^2`` holds the same way); shared with the online accountants of tracked sets
+    (:mod:`sparsedp.accountant.sets`)."""
+    u = UNIT_ROUNDOFF
+    e, g = lag_error, gamma(max(T, terms or T) + 1)
     factor = 1.0 / ((1 - e) ** 2 * (1 - g) ** 3) * (1 + 8 * u)
     return np.minimum(squares * (factor * radius) * (1 + 4 * u), float(T))

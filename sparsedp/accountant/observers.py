@@ -1,0 +1,289 @@
+"""An online accountant for gossip averaging: one target against every single-node attacker,
+stepped every round (issue 34): the target's worst-case epsilon.
+
+For target j and observer a (secure-summation view, ``S = e_a^T``), the lags of the pair are
+``a_l = e_a^T W^l e_j`` (W symmetric): the entries of one vector ``x_l = W^l e_j``, one
+sparse product per round for every observer at once.  So every observer's running box bound
+(:class:`sparsedp.accountant.sets.RunningBox`, as the one-shot worst case prunes with it,
+:mod:`sparsedp.maps.worst_case`) costs ``O(n)`` a round.  The observers' ``K_T`` differ, so
+the tight running bound of an observer is the pair's own accountant
+(:class:`sparsedp.accountant.gossip.Accountant`: its lags and bordered factor), stepped with
+this one for the ``tight_observers`` (by default every observer), and created on request for
+the others by :meth:`ObserversAccountant.interval`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sparsedp import validation
+from sparsedp.accountant.gossip import ROUNDS_WITHIN_LIMIT, Accountant
+from sparsedp.accountant.lags import LagStream
+from sparsedp.accountant.sets import (
+    RunningBox,
+    SetInterval,
+    budget_rounds,
+    checked_symmetric,
+    epsilons_of,
+    exact_from_state,
+    lag_depth,
+    matrix_from_state,
+    matrix_state,
+)
+from sparsedp.errors import ParameterError
+from sparsedp.gossip.certified_solve import analytic_lambda_min_lower_bound
+from sparsedp.gossip.inputs import _resolve_exact
+from sparsedp.linalg.operators import GossipSystem
+from sparsedp.linalg.threads import limit_blas_threads
+from sparsedp.privacy import gaussian_epsilon
+from sparsedp.privacy.interop import gaussian_dp_event
+from sparsedp.reprs import short_repr
+
+VIEW = "secure-summation"  # each observer alone: the view of the one-shot worst case
+
+
+class ObserversAccountant:
+    """Privacy of one target against every single-node attacker, tracked round by round.
+
+    Parameters
+    ----------
+    W : square sparse matrix or array
+        The gossip matrix: non-negative, row-stochastic and exactly symmetric.
+    target : int
+        Row of W whose data is protected.
+    sigma : float
+        Noise standard deviation per round, in units of the per-round sensitivity.
+    tight_observers : iterable of int or None
+        Observers whose pair accountant is stepped with this one (the tight running bound;
+        memory ``16 T^2`` bytes and ``O(T^2)`` flops a round each); ``None``: every node but
+        the target; ``[]``: none (the box bound only).
+    exact : {"auto", True, False}
+        Exhaustive sign search in :meth:`interval`, as in :func:`sparsedp.squared_sensitivity`.
+    backend : str
+        Kernel backend (``"auto" | "numba" | "numpy"``).
+
+    Attributes
+    ----------
+    rounds : int
+        Rounds recorded.
+    upper : numpy.ndarray
+        Per observer (row of W): a certified upper bound on ``Delta_T^2``; NaN at the target.
+
+    Raises
+    ------
+    ParameterError
+        A W that is not one exactly symmetric gossip matrix, or a tight observer that is the
+        target.
+
+    Notes
+    -----
+    View: secure summation with one observer (:func:`sparsedp.squared_sensitivity` with
+    ``observers=[a]``, the map's and the worst case's view).  What each answer costs (T
+    rounds, n nodes, k tight observers):
+
+    =========================  ==============================================================
+    ``step(k)``                per round one sparse product with a vector, ``O(n)`` for the
+                               box bounds, and each tight observer's pair step (one sparse
+                               product with a vector, ``O(T^2)`` dense work)
+    ``upper``, ``worst_upper``, ``O(n)``; ``epsilons`` one ``gaussian_epsilon`` per distinct
+    ``epsilon``, ``epsilons``   bound, ``epsilon`` (the worst observer) one
+    ``interval(observers)``    lazy, ``O(T^3)`` per observer asked (plus, for an observer not
+                               tight, its pair's steps since it was last asked); cached
+    ``rounds_within``          ``O(1)`` per round already computed; rounds beyond are computed
+                               ahead (as ``step``, without recording them)
+    =========================  ==============================================================
+
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np, sparsedp
+    >>> W = sparsedp.gossip_matrix(nx.cycle_graph(8))
+    >>> acc = sparsedp.ObserversAccountant(W, 0, sigma=4.0)
+    >>> acc.step(20)
+    >>> r = acc.interval([1, 4])
+    >>> one_shot = sparsedp.squared_sensitivity(W, 0, [1], 20, method="structured")
+    >>> bool(abs(r.lower[0] - one_shot.lower) <= 1e-9 * one_shot.lower <= acc.upper[1])
+    True
+    >>> int(np.nanargmax(acc.upper)) in (1, 7)  # a neighbour is the worst observer
+    True
+    """
+
+    __repr__ = short_repr
+
+    def __init__(self, W, target: int, *, sigma: float, tight_observers=None, exact="auto",
+                 backend: str = "auto"):
+        self.W, self.precision_notes = checked_symmetric(W)
+        n = self.W.shape[0]
+        self.target = validation.node_index(target, n, "target")
+        self.sigma = validation.sigma(sigma)
+        self.exact, self.backend = exact, backend
+        _resolve_exact(exact, 1)  # checks the value
+        if tight_observers is None:
+            tight = np.setdiff1d(np.arange(n), [self.target])
+        elif np.size(tight_observers) == 0:
+            tight = np.zeros(0, dtype=np.int64)
+        else:
+            tight = validation.node_set(tight_observers, n, "tight_observers")
+            if self.target in tight.tolist():
+                raise ParameterError("a tight observer is the target itself")
+        self.tight_observers = tight
+        system = GossipSystem([self.W], np.array([self.target]), 1)
+        self.lambda_lb = float(analytic_lambda_min_lower_bound(system) or 0.0)
+        self.rounds = 0
+        self._lags = LagStream(self.W, np.array([self.target]), self.target, backend)
+        self._box = RunningBox(n, 1, self.lambda_lb, lag_depth(self.W), 0)
+        self._pairs = {a: self._pair(a) for a in tight.tolist()}
+        self._worst = np.zeros(0)  # the largest bound over the observers after each round
+        self._intervals: dict[int, float] = {}  # observer -> interval upper at this round
+
+    def _pair(self, observer: int) -> Accountant:
+        return Accountant(self.W, self.target, [observer], sigma=self.sigma, view=VIEW,
+                          exact=self.exact, backend=self.backend)
+
+    # -- recording rounds ------------------------------------------------------------------
+
+    @limit_blas_threads
+    def step(self, k: int = 1) -> None:
+        """Record ``k`` more rounds (``k >= 1``) and extend every observer's bound to them."""
+        k = validation.rounds(k)
+        self._compute_to(self.rounds + k)
+        self.rounds += k
+        for a in self.tight_observers.tolist():  # computed ahead already
+            self._pairs[a].step(self.rounds - self._pairs[a].rounds)
+        self._intervals = {}
+
+    def _compute_to(self, T: int) -> None:
+        """The target's vector and the bounds for T rounds (ahead of the recorded rounds if
+        need be): round t reads ``x_(t-1)``."""
+        while self._box.rounds < T:
+            if self._lags.products < self._box.rounds:
+                self._lags.extend_to(self._box.rounds)  # one product
+            self._box.add(self._lags.V)
+            t = self._box.rounds
+            bound = self._box.bound()
+            for a in self.tight_observers.tolist():
+                self._pairs[a]._compute_to(t)
+                bound[a] = min(bound[a], float(self._pairs[a]._factor.history[t - 1]))
+            bound[self.target] = 0.0
+            self._worst = np.append(self._worst, float(bound.max()))
+
+    # -- answers ---------------------------------------------------------------------------
+
+    @property
+    def upper(self) -> np.ndarray:
+        """Per observer: the best certified upper bound on ``Delta_T^2`` at the recorded T
+        (the running box bound, the tight observers' pair bound, the interval's upper bound
+        where :meth:`interval` was asked at this round); NaN at the target, 0 at T = 0."""
+        T = self.rounds
+        if T == 0:
+            out = np.zeros(self.W.shape[0])
+        else:
+            out = self._box.bound(T)
+        if T:
+            for a in self.tight_observers.tolist():
+                out[a] = min(out[a], float(self._pairs[a]._factor.history[T - 1]))
+        for a, bound in self._intervals.items():
+            out[a] = min(out[a], bound)
+        out[self.target] = np.nan
+        return out
+
+    @property
+    def worst_upper(self) -> float:
+        """A certified upper bound on ``max_a Delta_T^2(a)`` over the observers (the target
+        excluded): the target's worst case."""
+        return float(np.nanmax(self.upper)) if self.rounds else 0.0
+
+    def epsilons(self, delta: float) -> np.ndarray:
+        """Per observer: epsilon at ``delta`` of the T rounds recorded (from :attr:`upper`);
+        NaN at the target."""
+        return epsilons_of(self.upper, self.sigma, validation.probability_delta(delta))
+
+    def epsilon(self, delta: float) -> float:
+        """The target's worst-case epsilon at ``delta`` over every observer (from
+        :attr:`worst_upper`)."""
+        return gaussian_epsilon(self.worst_upper, self.sigma,
+                                validation.probability_delta(delta))
+
+    def to_dp_event(self, observer: int):
+        """The T rounds so far as one ``dp_accounting`` event against ``observer``
+        (certified upper bound, :func:`sparsedp.privacy.interop.gaussian_dp_event`)."""
+        observer = validation.node_index(observer, self.W.shape[0], "observer")
+        if observer == self.target:
+            raise ParameterError(f"observer {observer} is the target")
+        return gaussian_dp_event(float(self.upper[observer]), self.sigma)
+
+    @limit_blas_threads
+    def interval(self, observers=None) -> SetInterval:
+        """Every bound on ``Delta_T^2`` of the observers asked (``None``: every node but the
+        target) at the recorded T, with kinds: each pair accountant's
+        :meth:`~sparsedp.accountant.gossip.Accountant.interval` (created and stepped to T
+        for an observer not tight), its upper bound also at most the running box bound;
+        lazy and cached until the next step."""
+        if self.rounds == 0:
+            raise ParameterError("no rounds recorded yet: call step() first")
+        n = self.W.shape[0]
+        if observers is None:
+            nodes = np.setdiff1d(np.arange(n), [self.target])
+        else:
+            nodes = validation.node_set(observers, n, "observers")
+            if self.target in nodes.tolist():
+                raise ParameterError("an observer is the target itself")
+        box = self._box.bound(self.rounds)
+        results = []
+        for a in nodes.tolist():
+            if a not in self._pairs:
+                self._pairs[a] = self._pair(a)
+            if self._pairs[a].rounds < self.rounds:  # an observer not tight catches up
+                self._pairs[a].step(self.rounds - self._pairs[a].rounds)
+            results.append(self._pairs[a].interval())
+            self._intervals[a] = min(results[-1].upper, float(box[a]))
+        return SetInterval(nodes=nodes, lower=np.array([r.lower for r in results]),
+                           upper=np.array([self._intervals[a] for a in nodes.tolist()]),
+                           results=tuple(results), T=self.rounds)
+
+    @limit_blas_threads
+    def rounds_within(self, epsilon: float, delta: float, *,
+                      limit: int = ROUNDS_WITHIN_LIMIT) -> int:
+        """The largest number of rounds T (counted from the start, at most ``limit``) whose
+        running certified bounds keep the target's epsilon against every observer at
+        ``delta`` within ``epsilon``; rounds beyond those recorded are computed ahead.
+        ``limit`` is returned when the budget lasts that long."""
+        epsilon = validation.nonnegative("epsilon", epsilon)
+        delta = validation.probability_delta(delta)
+        limit = validation.rounds(limit)
+        return budget_rounds(lambda: self._worst, self._compute_to, self.sigma, epsilon, delta,
+                             limit)
+
+    # -- checkpoints -----------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        """Everything needed to continue, as numpy arrays, numbers and strings (no pickle):
+        the tight observers' pair states under the prefix ``pair<a>_``."""
+        state = matrix_state(self.W)
+        state.update({"target": self.target, "sigma": self.sigma, "exact": str(self.exact),
+                      "backend": self.backend, "rounds": self.rounds,
+                      "tight_observers": self.tight_observers, "worst": self._worst})
+        state.update(self._lags.state())
+        state.update(self._box.state())
+        for a in self.tight_observers.tolist():
+            state.update({f"pair{a}_{key}": value
+                          for key, value in self._pairs[a].state_dict().items()})
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict) -> ObserversAccountant:
+        """The accountant of :meth:`state_dict` (plain arrays, e.g. loaded from ``.npz``):
+        it continues with answers identical to the original's."""
+        accountant = cls(matrix_from_state(state), int(state["target"]),
+                         sigma=float(state["sigma"]),
+                         tight_observers=np.asarray(state["tight_observers"]).tolist(),
+                         exact=exact_from_state(state), backend=str(state["backend"]))
+        accountant._lags.restore(state)
+        accountant._box.restore(state)
+        for a in accountant.tight_observers.tolist():
+            prefix = f"pair{a}_"
+            accountant._pairs[a] = Accountant.from_state(
+                {key[len(prefix):]: value for key, value in state.items()
+                 if key.startswith(prefix)})
+        accountant._worst = np.array(state["worst"], dtype=np.float64)
+        accountant.rounds = int(state["rounds"])
+        return accountant
