@@ -72,3 +72,44 @@ def test_the_exhaustive_search_is_a_lower_bound_only_and_exact_true_is_refused()
     assert "exhaustive" not in {b.name for b in vector.bounds}  # auto: no sign enumeration
     assert all(b.kind != "exact" for b in vector.bounds)
     assert np.isfinite(vector.upper)
+
+
+@pytest.mark.parametrize(("seed", "T", "observer_count"), BELOW[:2])
+def test_the_accountants_answer_the_vector_query_at_every_round(seed, T, observer_count):
+    """The pair accountant with vector gradients: its interval's lower bound is the one-shot
+    vector query's at every round, and every upper bound it gives (the running one included)
+    is at least that query's lower bound; one attacker against every target likewise."""
+    W, target, observers = _instance(seed, observer_count)
+    pair = sparsedp.Accountant(W, target, observers, sigma=1.0, gradients="vector")
+    targets = sparsedp.TargetsAccountant(W, observers, sigma=1.0, gradients="vector")
+    for t in range(1, T + 1):
+        pair.step()
+        targets.step()
+        one_shot = sparsedp.squared_sensitivity(W, target, observers, t, gradients="vector")
+        interval = pair.interval()
+        assert interval.lower == pytest.approx(one_shot.lower, rel=1e-9, abs=1e-13)
+        assert interval.exact is None
+        assert min(interval.upper, pair.upper) >= one_shot.lower * (1 - 1e-12)
+        assert targets.upper[target] >= one_shot.lower * (1 - 1e-12)
+    assert targets.interval([target]).lower[0] == pytest.approx(one_shot.lower, rel=1e-9)
+
+
+def test_the_graph_accountant_bounds_every_vector_pair(monkeypatch):
+    """Its worst case runs without the exhaustive sign search (whose upper end bounds the
+    sign maximum only) and bounds every pair's vector value."""
+    from sparsedp.accountant import graph
+
+    asked = []
+    engine = graph.per_target_worst_case
+    monkeypatch.setattr(graph, "per_target_worst_case",
+                        lambda *a, **k: asked.append(k["exact"]) or engine(*a, **k))
+    W, _, _ = _instance(0, 1)
+    accountant = sparsedp.GraphAccountant(W, sigma=1.0, gradients="vector")
+    accountant.step(12)
+    _, upper = accountant.worst_case()
+    assert asked == [False]
+    for target in range(W.shape[0]):
+        worst = max(sparsedp.squared_sensitivity(W, target, [a], 12, gradients="vector").lower
+                    for a in range(W.shape[0]) if a != target)
+        assert upper[target] >= worst * (1 - 1e-12)
+        assert accountant.running_upper[target] >= worst * (1 - 1e-12)

@@ -61,6 +61,7 @@ from sparsedp.linalg.operators import GossipSystem
 from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
+from sparsedp.linalg.vector_bounds import for_vector_gradients
 from sparsedp.privacy import gaussian_epsilon
 from sparsedp.privacy.interop import gaussian_dp_event
 from sparsedp.reprs import short_repr
@@ -87,6 +88,10 @@ class Accountant:
         The threat model (:data:`sparsedp.gossip.views.VIEWS`, default secure summation).
     exact : {"auto", True, False}
         Exhaustive sign search in :meth:`interval` (as :func:`sparsedp.squared_sensitivity`).
+    gradients : ``"scalar"`` or ``"vector"``
+        The target's per-round contribution, as :func:`sparsedp.squared_sensitivity`'s
+        ``gradients``: a value in [-1, 1] (default) or a vector clipped in norm (the SDP
+        value; the running bounds hold for both, the interval adds the SDP bounds).
     backend : str
         Kernel backend, ``"auto" | "numba" | "numpy"``.
 
@@ -116,7 +121,8 @@ class Accountant:
     __repr__ = short_repr
 
     def __init__(self, W, target: int, observers, *, sigma: float,
-                 view: str = defaults.VIEW, exact="auto", backend: str = "auto"):
+                 view: str = defaults.VIEW, exact="auto",
+                 gradients: str = defaults.GOSSIP_GRADIENTS, backend: str = "auto"):
         Ws, self.precision_notes = gossip_sequence(W, 1)
         if len(Ws) != 1:
             raise ParameterError("the accountant needs one constant gossip matrix W")
@@ -131,7 +137,8 @@ class Accountant:
                                                                              "observers")
         self.sigma = validation.sigma(sigma)
         self.view, self.exact, self.backend = view, exact, backend
-        _resolve_exact(exact, 1)  # checks the value
+        self.gradients = gradients
+        _resolve_exact(exact, 1, gradients)  # checks both values
         self.model = resolve_view(view, W, self.target, self.observers, False)
         if self.model.observes_everything:
             raise ParameterError("view 'local-dp' needs no accountant: Delta_T^2 = T exactly")
@@ -255,7 +262,8 @@ class Accountant:
                         "certified upper", "sum_r ||(L^{-1} G_T)_r||_1^2 with the "
                         "factorisation's rounding charged (sparsedp.accountant.bordered)")
         return lag_interval(self._lags.sequence(T, self.offset), T, self.target, self.model,
-                            self.lambda_lb, exact=self.exact, backend=self.backend,
+                            self.lambda_lb, exact=self.exact, gradients=self.gradients,
+                            backend=self.backend,
                             notes=self.precision_notes, extra=(running,))
 
     # -- checkpoints -----------------------------------------------------------------------
@@ -270,7 +278,8 @@ class Accountant:
             "observers": (np.zeros(0, dtype=np.int64) if self.observers is None
                           else self.observers),
             "observers_given": self.observers is not None, "sigma": self.sigma,
-            "view": self.view, "exact": str(self.exact), "backend": self.backend,
+            "view": self.view, "exact": str(self.exact), "gradients": self.gradients,
+            "backend": self.backend,
             "rounds": self.rounds,
         }
         state.update(self._lags.state())
@@ -288,27 +297,36 @@ class Accountant:
         observers = (np.asarray(state["observers"]).tolist()
                      if bool(state["observers_given"]) else None)
         accountant = cls(W, int(state["target"]), observers, sigma=float(state["sigma"]),
-                         view=str(state["view"]), exact=exact, backend=str(state["backend"]))
+                         view=str(state["view"]), exact=exact,
+                         gradients=gradients_from_state(state), backend=str(state["backend"]))
         accountant._lags.restore(state)
         accountant._factor.restore(state)
         accountant.rounds = int(state["rounds"])
         return accountant
 
 
+def gradients_from_state(state: dict) -> str:
+    """The ``gradients`` of a state (``"scalar"`` in checkpoints written before the option)."""
+    return str(state["gradients"]) if "gradients" in state else "scalar"
+
+
 def lag_interval(lags: LagSequence, T: int, target: int, model, lambda_lb: float,
-                 *, exact="auto", backend: str = "auto", notes=(), extra=()
-                 ) -> SensitivityResult:
+                 *, exact="auto", gradients: str = defaults.GOSSIP_GRADIENTS,
+                 backend: str = "auto", notes=(), extra=()) -> SensitivityResult:
     """Every bound on ``Delta_T^2`` of one (target, view) pair from its unshifted lags
     (``T + p`` rounds, p the view's power offset; truncated ones carry their error bounds), as
     :func:`sparsedp.squared_sensitivity` (``method="structured"``) gives them: the engine's
     certified sandwich and bound search, plus the ``extra`` certified bounds
-    (:class:`sparsedp.linalg.sign_bounds.Bound`).  Shared by the accountants of a pair and
-    of the tracked sets (:mod:`sparsedp.accountant.targets`)."""
+    (:class:`sparsedp.linalg.sign_bounds.Bound`; bounds on the vector value too, as the
+    running bounds are), read for ``gradients`` as the one-shot query reads them.  Shared by
+    the accountants of a pair and of the tracked sets (:mod:`sparsedp.accountant.targets`)."""
     p = model.power_offset
     if p:
         lags = lags.shifted(p, T)
     sandwich, _ = _lag_sandwich(lags, T, lambda_lb)
-    bounds, signs = evaluate_bounds(sandwich, _resolve_exact(exact, T), backend)
+    bounds, signs = evaluate_bounds(sandwich, _resolve_exact(exact, T, gradients), backend)
+    if gradients == "vector":
+        bounds = for_vector_gradients(bounds, sandwich, backend)
     bounds.extend(extra)
     notes = ([VIEW_NOTES[model.view]] if model.view in VIEW_NOTES else []) + list(notes)
     info = {"solver": "block-bordered Cholesky of K_T from the lags (incremental); "

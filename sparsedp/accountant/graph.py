@@ -58,9 +58,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from sparsedp import validation
+from sparsedp import defaults, validation
+from sparsedp.accountant.gossip import ROUNDS_WITHIN_LIMIT, gradients_from_state
 from sparsedp.errors import ParameterError
-from sparsedp.gossip.inputs import gossip_sequence
+from sparsedp.gossip.inputs import _resolve_exact, gossip_sequence
 from sparsedp.linalg.certified import (
     UNIT_ROUNDOFF,
     gamma,
@@ -78,7 +79,6 @@ from sparsedp.reprs import short_repr
 BLOCK_COLUMNS = 512  # columns of W^l propagated together at construction
 MIXING_TOLERANCE = 1.0  # stop a block once n ||W^l e_j||_inf <= 1 + this for its columns
 MAX_DEPTH = 24  # the most products per block (the tail bound covers the later lags)
-ROUNDS_WITHIN_LIMIT = 4096  # default horizon of rounds_within
 
 
 def column_maxima(W: sp.csr_matrix, tolerance: float = MIXING_TOLERANCE,
@@ -122,6 +122,11 @@ class GraphAccountant:
         The gossip matrix: non-negative and row-stochastic (e.g. :func:`sparsedp.gossip_matrix`).
     sigma : float
         Noise standard deviation per round, in units of the per-round sensitivity.
+    gradients : ``"scalar"`` or ``"vector"``
+        The per-round contribution, as :func:`sparsedp.squared_sensitivity`'s ``gradients``:
+        the running bound (a box bound) holds for both; :meth:`worst_case` runs the
+        exhaustive sign search (small T) for scalar contributions only, so that its upper
+        bounds (box, entrywise, diagonal shift) hold for vectors clipped in norm too.
     mixing_tolerance : float
         Construction: a column of ``W^l`` counts as mixed once ``n ||W^l e_j||_inf <= 1 +
         mixing_tolerance`` (module docstring; smaller: a tighter tail, more products).
@@ -151,11 +156,11 @@ class GraphAccountant:
 
     __repr__ = short_repr
 
-    def __init__(self, W, *, sigma: float, mixing_tolerance: float = MIXING_TOLERANCE,
-                 max_depth: int = MAX_DEPTH):
-        self._setup(W, sigma, mixing_tolerance, max_depth, None)
+    def __init__(self, W, *, sigma: float, gradients: str = defaults.GOSSIP_GRADIENTS,
+                 mixing_tolerance: float = MIXING_TOLERANCE, max_depth: int = MAX_DEPTH):
+        self._setup(W, sigma, gradients, mixing_tolerance, max_depth, None)
 
-    def _setup(self, W, sigma: float, mixing_tolerance: float, max_depth: int,
+    def _setup(self, W, sigma: float, gradients: str, mixing_tolerance: float, max_depth: int,
                maxima: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> None:
         """Check the input and start at T = 0; ``maxima``: :func:`column_maxima`'s arrays
         when already known (a checkpoint)."""
@@ -164,6 +169,8 @@ class GraphAccountant:
             raise ParameterError("the graph accountant needs one constant gossip matrix W")
         self.W = W = Ws[0]
         self.sigma = validation.sigma(sigma)
+        _resolve_exact("auto", 1, gradients)  # checks the value
+        self.gradients = gradients
         self.mixing_tolerance = validation.nonnegative("mixing_tolerance", mixing_tolerance)
         self.max_depth = validation.rounds(max_depth)
         self.n = n = W.shape[0]
@@ -229,7 +236,17 @@ class GraphAccountant:
         """The node of the largest :attr:`upper` (the first one on ties)."""
         return int(np.argmax(self.upper))
 
-    def epsilon(self, delta: float, nodes=None) -> np.ndarray:
+    @property
+    def worst_upper(self) -> float:
+        """The largest :attr:`upper`: a certified bound on every pair's ``Delta_T^2``."""
+        return float(self.upper.max())
+
+    def epsilon(self, delta: float) -> float:
+        """The worst node's epsilon at ``delta`` (of :attr:`worst_upper`), as the tracked
+        sets' ``epsilon`` (:class:`sparsedp.TargetsAccountant`)."""
+        return gaussian_epsilon(self.worst_upper, self.sigma, validation.probability_delta(delta))
+
+    def epsilons(self, delta: float, nodes=None) -> np.ndarray:
         """Per node (``nodes``: those rows only), the Gaussian epsilon at ``delta`` of
         :attr:`upper` (tight for one Gaussian mechanism of that squared sensitivity)."""
         delta = validation.probability_delta(delta)
@@ -248,7 +265,7 @@ class GraphAccountant:
     def to_dp_event(self):
         """The worst node's T rounds so far as one ``dp_accounting`` event (certified upper
         bound; :func:`sparsedp.privacy.interop.gaussian_dp_event`)."""
-        return gaussian_dp_event(float(self.upper.max()), self.sigma)
+        return gaussian_dp_event(self.worst_upper, self.sigma)
 
     @limit_blas_threads
     def worst_case(self) -> tuple[np.ndarray, np.ndarray]:
@@ -269,8 +286,9 @@ class GraphAccountant:
     def worst_case_table(self) -> WorstCase:
         """The engine's :class:`~sparsedp.maps.worst_case.WorstCase` table at the recorded T
         (not cached: :meth:`worst_case` caches its bounds)."""
+        exact = False if self.gradients == "vector" else defaults.EXACT
         return per_target_worst_case(self.W, T=self.rounds, sigma=None, delta=None,
-                                     progress=False)
+                                     exact=exact, progress=False)
 
     # -- checkpoints -----------------------------------------------------------------------
 
@@ -282,6 +300,7 @@ class GraphAccountant:
         W = sp.csr_matrix(self.W)
         state = {"W_data": W.data, "W_indices": W.indices, "W_indptr": W.indptr,
                  "W_shape": np.asarray(W.shape), "sigma": self.sigma,
+                 "gradients": self.gradients,
                  "mixing_tolerance": self.mixing_tolerance, "max_depth": self.max_depth,
                  "rounds": self.rounds}
         state.update({name.lstrip("_"): getattr(self, name) for name in self.STATE_ARRAYS})
@@ -295,7 +314,8 @@ class GraphAccountant:
                           shape=tuple(int(s) for s in np.asarray(state["W_shape"])))
         accountant = cls.__new__(cls)
         maxima = tuple(np.array(state[name]) for name in ("h", "depth", "tail"))
-        accountant._setup(W, float(state["sigma"]), float(state["mixing_tolerance"]),
+        accountant._setup(W, float(state["sigma"]), gradients_from_state(state),
+                          float(state["mixing_tolerance"]),
                           int(state["max_depth"]), maxima)  # type: ignore[arg-type]
         accountant._partial = np.array(state["partial"], dtype=np.float64)
         accountant._squares = np.array(state["squares"], dtype=np.float64)

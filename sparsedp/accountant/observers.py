@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparsedp import validation
-from sparsedp.accountant.gossip import ROUNDS_WITHIN_LIMIT, Accountant
+from sparsedp import defaults, validation
+from sparsedp.accountant.gossip import ROUNDS_WITHIN_LIMIT, Accountant, gradients_from_state
 from sparsedp.accountant.lags import LagStream
 from sparsedp.accountant.sets import (
     RunningBox,
@@ -59,6 +59,10 @@ class ObserversAccountant:
         the target; ``[]``: none (the box bound only).
     exact : {"auto", True, False}
         Exhaustive sign search in :meth:`interval`, as in :func:`sparsedp.squared_sensitivity`.
+    gradients : ``"scalar"`` or ``"vector"``
+        The target's per-round contribution, as :func:`sparsedp.squared_sensitivity`'s
+        ``gradients``: a value in [-1, 1] (default) or a vector clipped in norm (the SDP
+        value; the running bounds hold for both, the interval adds the SDP bounds).
     backend : str
         Kernel backend (``"auto" | "numba" | "numpy"``).
 
@@ -110,13 +114,13 @@ class ObserversAccountant:
     __repr__ = short_repr
 
     def __init__(self, W, target: int, *, sigma: float, tight_observers=None, exact="auto",
-                 backend: str = "auto"):
+                 gradients: str = defaults.GOSSIP_GRADIENTS, backend: str = "auto"):
         self.W, self.precision_notes = checked_symmetric(W)
         n = self.W.shape[0]
         self.target = validation.node_index(target, n, "target")
         self.sigma = validation.sigma(sigma)
-        self.exact, self.backend = exact, backend
-        _resolve_exact(exact, 1)  # checks the value
+        self.exact, self.backend, self.gradients = exact, backend, gradients
+        _resolve_exact(exact, 1, gradients)  # checks both values
         if tight_observers is None:
             tight = np.setdiff1d(np.arange(n), [self.target])
         elif np.size(tight_observers) == 0:
@@ -137,7 +141,7 @@ class ObserversAccountant:
 
     def _pair(self, observer: int) -> Accountant:
         return Accountant(self.W, self.target, [observer], sigma=self.sigma, view=VIEW,
-                          exact=self.exact, backend=self.backend)
+                          exact=self.exact, gradients=self.gradients, backend=self.backend)
 
     # -- recording rounds ------------------------------------------------------------------
 
@@ -260,6 +264,7 @@ class ObserversAccountant:
         the tight observers' pair states under the prefix ``pair<a>_``."""
         state = matrix_state(self.W)
         state.update({"target": self.target, "sigma": self.sigma, "exact": str(self.exact),
+                      "gradients": self.gradients,
                       "backend": self.backend, "rounds": self.rounds,
                       "tight_observers": self.tight_observers, "worst": self._worst})
         state.update(self._lags.state())
@@ -276,7 +281,8 @@ class ObserversAccountant:
         accountant = cls(matrix_from_state(state), int(state["target"]),
                          sigma=float(state["sigma"]),
                          tight_observers=np.asarray(state["tight_observers"]).tolist(),
-                         exact=exact_from_state(state), backend=str(state["backend"]))
+                         exact=exact_from_state(state), gradients=gradients_from_state(state),
+                         backend=str(state["backend"]))
         accountant._lags.restore(state)
         accountant._box.restore(state)
         for a in accountant.tight_observers.tolist():

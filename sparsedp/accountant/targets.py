@@ -26,7 +26,7 @@ import scipy.linalg
 
 from sparsedp import defaults, resources, validation
 from sparsedp.accountant.bordered import BorderedFactor, _lower_product
-from sparsedp.accountant.gossip import ROUNDS_WITHIN_LIMIT, lag_interval
+from sparsedp.accountant.gossip import ROUNDS_WITHIN_LIMIT, gradients_from_state, lag_interval
 from sparsedp.accountant.lags import LagStream, computed_sequence
 from sparsedp.accountant.sets import (
     RunningBox,
@@ -75,6 +75,10 @@ class TargetsAccountant:
         (the box bound only, no factorisation).
     exact : {"auto", True, False}
         Exhaustive sign search in :meth:`interval`, as in :func:`sparsedp.squared_sensitivity`.
+    gradients : ``"scalar"`` or ``"vector"``
+        The target's per-round contribution, as :func:`sparsedp.squared_sensitivity`'s
+        ``gradients``: a value in [-1, 1] (default) or a vector clipped in norm (the SDP
+        value; the running bounds hold for both, the interval adds the SDP bounds).
     backend : str
         Kernel backend (``"auto" | "numba" | "numpy"``).
 
@@ -140,7 +144,8 @@ class TargetsAccountant:
     __repr__ = short_repr
 
     def __init__(self, W, observers, *, sigma: float, view: str = defaults.VIEW,
-                 tight_targets=None, exact="auto", backend: str = "auto"):
+                 tight_targets=None, exact="auto",
+                 gradients: str = defaults.GOSSIP_GRADIENTS, backend: str = "auto"):
         self.W, self.precision_notes = checked_symmetric(W)
         n = self.W.shape[0]
         if view not in TARGET_FREE_VIEWS:
@@ -150,7 +155,8 @@ class TargetsAccountant:
         self.observers = validation.node_set(observers, n, "observers")
         self.sigma = validation.sigma(sigma)
         self.view, self.exact, self.backend = view, exact, backend
-        _resolve_exact(exact, 1)  # checks the value
+        self.gradients = gradients
+        _resolve_exact(exact, 1, gradients)  # checks both values
         self.model = resolve_view(view, self.W, int(self.observers[0]), self.observers, False)
         system = GossipSystem([self.W], self.model.observers, 1,
                               power_offset=self.model.power_offset)
@@ -319,7 +325,7 @@ class TargetsAccountant:
                         "||G_T 1||^2 / lambda (sparsedp.accountant.sets)")
         return lag_interval(computed_sequence(self._lags.mu, a, T + model.power_offset), T,
                             target, model, self.lambda_lb,
-                            exact=self.exact, backend=self.backend,
+                            exact=self.exact, gradients=self.gradients, backend=self.backend,
                             notes=self.precision_notes, extra=(running,))
 
     @limit_blas_threads
@@ -341,7 +347,8 @@ class TargetsAccountant:
         """Everything needed to continue, as numpy arrays, numbers and strings (no pickle)."""
         state = matrix_state(self.W)
         state.update({"observers": self.observers, "sigma": self.sigma, "view": self.view,
-                      "exact": str(self.exact), "backend": self.backend,
+                      "exact": str(self.exact), "gradients": self.gradients,
+                      "backend": self.backend,
                       "rounds": self.rounds, "kept_lags": np.stack(self._history),
                       "tight_targets": self.tight_targets, "worst": self._worst,
                       "tight_history": np.array(self._tight_history).reshape(
@@ -359,7 +366,8 @@ class TargetsAccountant:
         accountant = cls(matrix_from_state(state), np.asarray(state["observers"]).tolist(),
                          sigma=float(state["sigma"]), view=str(state["view"]),
                          tight_targets=np.asarray(state["tight_targets"]).tolist(),
-                         exact=exact_from_state(state), backend=str(state["backend"]))
+                         exact=exact_from_state(state), gradients=gradients_from_state(state),
+                         backend=str(state["backend"]))
         accountant._lags.restore(state)
         accountant._box.restore(state)
         accountant._factor.restore(state)
