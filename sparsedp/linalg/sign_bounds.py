@@ -361,10 +361,15 @@ def evaluate_bounds(
         )
     )
     upper = []
-    if do_exact:
+    if do_exact and nonnegative and bool((up >= 0).all()):
+        # c = 1 maximises c^T A c over sign vectors for A >= 0: the search's own result
+        value_low, exact_signs = value, ones
+        value_up = float(ones @ up @ ones)
+    elif do_exact:
         value_low, exact_signs = kernels.max_sign_quadratic(low, backend=backend)
         value_up, _ = kernels.max_sign_quadratic(up, backend=backend)
         value_up += kernels.max_sign_quadratic_drift(up)
+    if do_exact:
         if value_low >= value:
             value, signs = value_low, exact_signs
         lower.append(

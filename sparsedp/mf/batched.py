@@ -113,13 +113,12 @@ def target_blocks(shared: SharedNoise, targets: tuple[int, ...]) -> dict[int, Ta
     per_chunk = max(1, BATCH_COLUMNS // T)
     for first in range(0, len(targets), per_chunk):
         chunk = targets[first:first + per_chunk]
-        A = np.concatenate([system.A_target(u, shared.lags)[shared.rows] for u in chunk], axis=1)
-        Y = forward_solve(factor, A)
-        a_norms = np.sqrt(np.einsum("ij,ij->j", A, A)) * constants.norm
-        del A
-        Y3 = Y.T.reshape(len(chunk), T, N)
+        At = np.concatenate([system.A_target(u, shared.lags)[shared.rows].T for u in chunk])
+        a_norms = np.sqrt(np.einsum("ij,ij->i", At, At)) * constants.norm
+        Y3 = forward_solve(factor, At).reshape(len(chunk), T, N)
+        del At
         products = Y3 @ Y3.transpose(0, 2, 1)
-        del Y, Y3
+        del Y3
         for k, u in enumerate(chunk):
             M = products[k]
             low = 0.5 * (M + M.T)
@@ -163,29 +162,31 @@ def _abs_norm_bound(factor: np.ndarray) -> float:
     return math.sqrt(float(rows.max()) * float(cols.max())) * (1 + gamma(N + 2))
 
 
-def forward_solve(factor: np.ndarray, A: np.ndarray) -> np.ndarray:
-    """``L^{-1} A`` for the lower triangle L of ``factor``, by blocked forward substitution
-    (:data:`PANEL_ROWS` rows a step: a triangular solve on the diagonal block, then one
-    matrix product per trailing panel), skipping each column's leading zeros: a column is
-    touched from the panel of its first non-zero row on (the zeros above stay exact zeros,
-    so the result and its backward error are those of substitution on the trailing rows)."""
-    N, c = A.shape
-    nonzero = A != 0
-    starts = np.where(nonzero.any(axis=0), nonzero.argmax(axis=0), N)
+def forward_solve(factor: np.ndarray, At: np.ndarray) -> np.ndarray:
+    """``(L^{-1} At^T)^T`` for the lower triangle L of ``factor``: the columns to solve are
+    the rows of ``At`` (c x N), so that reordering them moves contiguous memory.
+
+    Blocked forward substitution (:data:`PANEL_ROWS` unknowns a step: a triangular solve on
+    the diagonal block, then one matrix product for the trailing part), each column touched
+    from the panel of its first non-zero entry on: the zeros above it stay exact zeros, so
+    the result and its backward error are those of substitution on the trailing rows."""
+    c, N = At.shape
+    nonzero = At != 0
+    starts = np.where(nonzero.any(axis=1), nonzero.argmax(axis=1), N)
     del nonzero
     order = np.argsort(starts, kind="stable")
-    Y = np.ascontiguousarray(A[:, order])
+    Yt = At[order]
     starts = starts[order]
     for top in range(0, N, PANEL_ROWS):
         bottom = min(top + PANEL_ROWS, N)
         active = int(np.searchsorted(starts, bottom, side="left"))  # started by this panel
         if active == 0:
             continue
-        Y[top:bottom, :active] = scipy.linalg.solve_triangular(
-            factor[top:bottom, top:bottom], Y[top:bottom, :active], lower=True,
-            check_finite=False)
+        Yt[:active, top:bottom] = scipy.linalg.solve_triangular(
+            factor[top:bottom, top:bottom], Yt[:active, top:bottom].T, lower=True,
+            check_finite=False).T
         if bottom < N:
-            Y[bottom:, :active] -= factor[bottom:, top:bottom] @ Y[top:bottom, :active]
-    out = np.empty_like(Y)
-    out[:, order] = Y
+            Yt[:active, bottom:] -= Yt[:active, top:bottom] @ factor[bottom:, top:bottom].T
+    out = np.empty_like(Yt)
+    out[order] = Yt
     return out

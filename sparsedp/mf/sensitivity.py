@@ -151,7 +151,7 @@ def mf_sensitivity(
             block = TargetBlock(T=T, closed_form="zero", notes=("the attackers observe no "
                                                                 "message",))
         elif algorithm.K == 1 and identity_noise and not _batched_gossip(
-                trust_model, W, target, obs, T):
+                trust_model, method, W, target, obs, T):
             block = blocks.gossip_block(W, target, obs, T, method=method,
                                         max_memory=max_memory, progress=progress)
         else:
@@ -164,11 +164,13 @@ def mf_sensitivity(
                      trust_model, len(patterns))
 
 
-def _batched_gossip(trust_model: str, W, target: int, obs: trust.Observation, T: int) -> bool:
-    """DP-D-SGD under PNDP on the operator path (L = I) when the target is solved together
-    with the other targets of its attacker set (:mod:`sparsedp.mf.batched`): one shared
-    factor for all of them instead of one gossip-engine solve each."""
-    return (trust_model == "pndp" and batched.batch_for(target) is not None
+def _batched_gossip(trust_model: str, method: str, W, target: int, obs: trust.Observation,
+                    T: int) -> bool:
+    """DP-D-SGD under PNDP with ``method="auto"`` on the operator path (L = I) when the
+    target is solved together with the other targets of its attacker set
+    (:mod:`sparsedp.mf.batched`): one shared factor for all of them instead of one solve
+    each."""
+    return (trust_model == "pndp" and method == "auto" and batched.batch_for(target) is not None
             and blocks.assembly_fits(W.shape[0], T * obs.observed.size, toeplitz=True))
 
 
