@@ -102,3 +102,15 @@ def test_sign_search_of_a_nonnegative_sandwich_is_c_equal_one(seed):
     assert bounds["exhaustive"] == pytest.approx(searched_low - slack, rel=1e-14)
     assert bounds["exhaustive_upper"] == pytest.approx(searched_up + slack, rel=1e-14)
     assert bounds["exhaustive_upper"] >= bounds["exhaustive"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_abs_norm_bound_is_above_the_spectral_norm_of_abs_L(seed):
+    """The Collatz-Wielandt bound on ``|| |L| ||_2`` (which the certificate charges for the
+    rounding of the factor and of the solve) is at least its SVD value, and close to it."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((200, 200))
+    factor = scipy.linalg.cho_factor(X @ X.T + 0.1 * np.eye(200), lower=True)[0]
+    exact = np.linalg.norm(np.abs(np.tril(factor)), 2)
+    bound = batched._abs_norm_bound(factor)
+    assert exact <= bound <= 1.05 * exact
