@@ -48,16 +48,15 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator
+from typing import Protocol
 
 import numpy as np
 import scipy.linalg
 
 from sparsedp.gossip.target_block import TargetBlock
 from sparsedp.linalg.certified import MatrixSandwich, gamma
-
-if TYPE_CHECKING:
-    from sparsedp.mf.blocks import SharedNoise
+from sparsedp.mf.operators import MFSystem
 
 BATCH_MIN_TARGETS = 8  # fewer targets in the scope: the per-target route
 BATCH_COLUMNS = 2048  # columns solved together (memory: N x BATCH_COLUMNS doubles, twice)
@@ -69,8 +68,26 @@ _SCOPE_TARGETS: contextvars.ContextVar[frozenset | None] = contextvars.ContextVa
     "mf_scope_targets", default=None)
 
 
+class Shared(Protocol):
+    """What the batched route reads of :class:`sparsedp.mf.blocks.SharedNoise` (the kept
+    rows, K with its certified ``lambda_min >= tau``, factor and rounding ``dK``, the
+    relative rounding of ``A_u``, the system and its lags, and how the rows were decided)."""
+
+    rows: np.ndarray
+    K: np.ndarray | None
+    dK: float
+    tau: float
+    factor: np.ndarray | None
+    lags: np.ndarray | None
+    decided_by: str
+    estimate: bool
+    notes: tuple[str, ...]
+    system: MFSystem
+    G_rounding: float
+
+
 @contextlib.contextmanager
-def scope_targets(targets):
+def scope_targets(targets: Iterable[int]) -> Iterator[None]:
     """Within the block, :func:`sparsedp.mf.blocks.operator_block` may solve every target in
     ``targets`` at once on its first call (inside a :func:`sparsedp.linalg.matrix_facts.
     reuse_scope`, which keeps the blocks): declared by the callers that query many targets
@@ -90,7 +107,7 @@ def batch_for(target: int) -> tuple[int, ...] | None:
     return tuple(sorted(targets))
 
 
-def target_blocks(shared: SharedNoise, targets: tuple[int, ...]) -> dict[int, TargetBlock] | None:
+def target_blocks(shared: Shared, targets: tuple[int, ...]) -> dict[int, TargetBlock] | None:
     """Every target's block from the shared factor (module docstring); ``None`` when the
     certificate does not apply (the rounding of the factor reaches ``lambda_min``)."""
     factor = shared.factor
