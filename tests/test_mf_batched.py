@@ -74,7 +74,7 @@ def test_the_batch_is_declared_by_the_summary_and_needs_enough_targets():
     """Outside a summary, with fewer than BATCH_MIN_TARGETS targets, or DP-D-SGD with an
     explicit gossip-engine method, each target is solved alone."""
     W, hub = _hub()
-    assert batched.batch_for(1) is None
+    assert batched.batch_for(1, T) is None
     few = [u for u in range(W.shape[0]) if u != hub][: batched.BATCH_MIN_TARGETS - 1]
     summary = distance_summary(W, [hub], T, algorithm=antipgd(), targets=few,
                                gradients="scalar")
@@ -82,8 +82,24 @@ def test_the_batch_is_declared_by_the_summary_and_needs_enough_targets():
     summary = distance_summary(W, [hub], T, method="gram", gradients="scalar")
     assert batched.METHOD not in {r.method for r in summary.results}
     with batched.scope_targets(range(batched.BATCH_MIN_TARGETS)):
-        assert batched.batch_for(0) == tuple(range(batched.BATCH_MIN_TARGETS))
-        assert batched.batch_for(batched.BATCH_MIN_TARGETS) is None
+        assert batched.batch_for(0, T) == tuple(range(batched.BATCH_MIN_TARGETS))
+        assert batched.batch_for(batched.BATCH_MIN_TARGETS, T) is None
+
+
+def test_groups_hold_a_bounded_number_of_blocks_in_the_scope_order():
+    """Long T: the scope's targets are solved in consecutive groups of BATCH_BYTES worth of
+    T x T blocks (at least BATCH_MIN_TARGETS), in the order declared, duplicates once."""
+    big_T = 2000
+    size = max(batched.BATCH_MIN_TARGETS,
+               batched.BATCH_BYTES // (batched.BLOCK_DOUBLES * 8 * big_T * big_T))
+    order = [5, 3, 3] + list(range(100, 100 + 3 * size))
+    with batched.scope_targets(order):
+        first = batched.batch_for(5, big_T)
+        assert first[:2] == (5, 3) and len(first) == size
+        assert batched.batch_for(3, big_T) == first
+        last = batched.batch_for(100 + 3 * size - 1, big_T)
+        assert last == tuple(range(100 + 3 * size - 2, 100 + 3 * size))  # the 2 left over
+        assert batched.batch_for(5, 20) == tuple(dict.fromkeys(order))
 
 
 @pytest.mark.parametrize("seed", range(4))

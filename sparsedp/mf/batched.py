@@ -49,6 +49,7 @@ import contextlib
 import contextvars
 import math
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -57,15 +58,18 @@ import scipy.linalg
 from sparsedp.gossip.target_block import TargetBlock
 from sparsedp.linalg.certified import MatrixSandwich, gamma
 from sparsedp.mf.operators import MFSystem
+from sparsedp.reprs import short_repr
 
 BATCH_MIN_TARGETS = 8  # fewer targets in the scope: the per-target route
+BATCH_BYTES = 2**27  # T x T blocks held per group of targets solved together
+BLOCK_DOUBLES = 2  # T x T arrays a target's block holds (low and its rounding model)
 BATCH_COLUMNS = 2048  # columns solved together (memory: N x BATCH_COLUMNS doubles, twice)
 PANEL_ROWS = 512  # rows of one step of the blocked forward substitution
 PERRON_STEPS = 6  # power steps for the Collatz-Wielandt bound on || |L| ||_2
 METHOD = "batched Cholesky (one shared factor, level-3 block solves)"
 
-_SCOPE_TARGETS: contextvars.ContextVar[frozenset | None] = contextvars.ContextVar(
-    "mf_scope_targets", default=None)
+_SCOPE_TARGETS: contextvars.ContextVar[tuple[tuple[int, ...], dict[int, int]] | None] = (
+    contextvars.ContextVar("mf_scope_targets", default=None))
 
 
 class Shared(Protocol):
@@ -88,75 +92,53 @@ class Shared(Protocol):
 
 @contextlib.contextmanager
 def scope_targets(targets: Iterable[int]) -> Iterator[None]:
-    """Within the block, :func:`sparsedp.mf.blocks.operator_block` may solve every target in
-    ``targets`` at once on its first call (inside a :func:`sparsedp.linalg.matrix_facts.
-    reuse_scope`, which keeps the blocks): declared by the callers that query many targets
-    of one attacker set (:func:`sparsedp.mf.summary.distance_summary`)."""
-    token = _SCOPE_TARGETS.set(frozenset(int(u) for u in targets))
+    """Within the block, :func:`sparsedp.mf.blocks.operator_block` may solve the targets in
+    ``targets`` together, a group at a time in their order (:func:`batch_for`; inside a
+    :func:`sparsedp.linalg.matrix_facts.reuse_scope`, which keeps the latest group's
+    blocks): declared by the callers that query many targets of one attacker set
+    (:func:`sparsedp.mf.summary.distance_summary`, :func:`sparsedp.maps.mf_map`)."""
+    order = tuple(dict.fromkeys(int(u) for u in targets))
+    token = _SCOPE_TARGETS.set((order, {u: k for k, u in enumerate(order)}))
     try:
         yield
     finally:
         _SCOPE_TARGETS.reset(token)
 
 
-def batch_for(target: int) -> tuple[int, ...] | None:
-    """The sorted targets to solve together with ``target`` (None: solve it alone)."""
-    targets = _SCOPE_TARGETS.get()
-    if targets is None or len(targets) < BATCH_MIN_TARGETS or int(target) not in targets:
+def batch_for(target: int, T: int) -> tuple[int, ...] | None:
+    """The group of the scope's targets to solve together with ``target`` (None: solve it
+    alone): consecutive in the scope's order, as many as hold :data:`BATCH_BYTES` of
+    ``T x T`` blocks (at least :data:`BATCH_MIN_TARGETS`); none when the scope has fewer
+    than :data:`BATCH_MIN_TARGETS` targets or ``target`` is not among them."""
+    scope = _SCOPE_TARGETS.get()
+    if scope is None or len(scope[0]) < BATCH_MIN_TARGETS:
         return None
-    return tuple(sorted(targets))
-
-
-def target_blocks(shared: Shared, targets: tuple[int, ...]) -> dict[int, TargetBlock] | None:
-    """Every target's block from the shared factor (module docstring); ``None`` when the
-    certificate does not apply (the rounding of the factor reaches ``lambda_min``)."""
-    factor = shared.factor
-    if factor is None or shared.K is None:
+    order, index = scope
+    k = index.get(int(target))
+    if k is None:
         return None
-    N = shared.rows.size
-    ell = _abs_norm_bound(factor)
-    chol_error = gamma(N + 1) * ell * ell
-    mu_t, mu_K = shared.tau - chol_error, shared.tau - shared.dK
-    delta = shared.dK + chol_error
-    if min(mu_t, mu_K) <= 0 or delta >= mu_t:
-        return None
-    constants = _Constants(
-        solve=gamma(N + 1) * ell / math.sqrt(mu_t), contraction=1 / math.sqrt(1 - delta / mu_t),
-        K_term=delta / math.sqrt(mu_K * mu_t), G_term=shared.G_rounding * (1 + gamma(4))
-        / math.sqrt(mu_K), product=gamma(N + 2), norm=1 + gamma(N + 4))
-    system, T = shared.system, shared.system.T
-    info = {"observed_rows": int(system.R * system.m), "rows_kept": int(N),
-            "rows_decided_by": shared.decided_by, "lambda_min_lower_bound": min(mu_t, mu_K),
-            "estimate": shared.estimate}
-    out: dict[int, TargetBlock] = {}
-    per_chunk = max(1, BATCH_COLUMNS // T)
-    for first in range(0, len(targets), per_chunk):
-        chunk = targets[first:first + per_chunk]
-        At = np.concatenate([system.A_target(u, shared.lags)[shared.rows].T for u in chunk])
-        a_norms = np.sqrt(np.einsum("ij,ij->i", At, At)) * constants.norm
-        Y3 = forward_solve(factor, At).reshape(len(chunk), T, N)
-        del At
-        products = Y3 @ Y3.transpose(0, 2, 1)
-        del Y3
-        for k, u in enumerate(chunk):
-            M = products[k]
-            low = 0.5 * (M + M.T)
-            model = constants.model(np.sqrt(np.clip(np.diag(M), 0.0, None)) * constants.norm,
-                                    a_norms[k * T:(k + 1) * T])
-            sandwich = MatrixSandwich(low=low, excess=np.zeros_like(low), eta_low=0.0,
-                                      eta_excess=0.0, model=model)
-            out[u] = TargetBlock(T=T, closed_form=None, sandwich=sandwich,
-                                 upper_certified=True, method=METHOD, solver=info,
-                                 notes=shared.notes)
-    return out
+    size = max(BATCH_MIN_TARGETS, BATCH_BYTES // (BLOCK_DOUBLES * 8 * T * T))
+    first = k - k % size
+    return order[first:first + size]
 
 
-class _Constants:
-    """The target-independent factors of the bound in the module docstring."""
+@dataclass(frozen=True)
+class Certificate:
+    """The target-independent factors of the bound in the module docstring (``solve``:
+    ``gamma_(N+1) l / sqrt(mu_t)``, ``contraction``: ``1 / sqrt(1 - rho)``, ``K_term``:
+    ``delta / sqrt(mu_K mu_t)``, ``G_term``: ``rho_G / sqrt(mu_K)``, ``product``:
+    ``gamma_(N+2)``, ``norm``: the inflation of a computed norm) and ``lambda_min``'s lower
+    bound ``min(mu_t, mu_K)``."""
 
-    def __init__(self, *, solve, contraction, K_term, G_term, product, norm):
-        self.solve, self.contraction, self.K_term = solve, contraction, K_term
-        self.G_term, self.product, self.norm = G_term, product, norm
+    solve: float
+    contraction: float
+    K_term: float
+    G_term: float
+    product: float
+    norm: float
+    lambda_lb: float
+
+    __repr__ = short_repr
 
     def model(self, y: np.ndarray, a: np.ndarray) -> np.ndarray:
         """The entrywise bound on ``|M - fl(Y^T Y)|`` from the column norms ``y >= ||y_i||``
@@ -167,6 +149,59 @@ class _Constants:
         bound = (np.outer(h, q + h) + np.outer(q, h) + self.K_term * np.outer(q, q)
                  + np.outer(e, y + e) + np.outer(y, e) + self.product * np.outer(y, y))
         return bound * (1 + gamma(16))
+
+
+def certificate(shared: Shared) -> Certificate | None:
+    """The shared factors of every target's bound (module docstring); ``None`` when they do
+    not apply (no factor, or the rounding of the factor reaches ``lambda_min``)."""
+    if shared.factor is None or shared.K is None:
+        return None
+    N = shared.rows.size
+    ell = _abs_norm_bound(shared.factor)
+    chol_error = gamma(N + 1) * ell * ell
+    mu_t, mu_K = shared.tau - chol_error, shared.tau - shared.dK
+    delta = shared.dK + chol_error
+    if min(mu_t, mu_K) <= 0 or delta >= mu_t:
+        return None
+    return Certificate(
+        solve=gamma(N + 1) * ell / math.sqrt(mu_t), contraction=1 / math.sqrt(1 - delta / mu_t),
+        K_term=delta / math.sqrt(mu_K * mu_t),
+        G_term=shared.G_rounding * (1 + gamma(4)) / math.sqrt(mu_K), product=gamma(N + 2),
+        norm=1 + gamma(N + 4), lambda_lb=min(mu_t, mu_K))
+
+
+def target_blocks(shared: Shared, bound: Certificate, targets: tuple[int, ...]
+                  ) -> dict[int, TargetBlock]:
+    """The blocks of ``targets`` from the shared factor, solved :data:`BATCH_COLUMNS`
+    columns at a time, each certified by ``bound`` (module docstring)."""
+    system, T, N = shared.system, shared.system.T, shared.rows.size
+    factor = shared.factor
+    assert factor is not None, "a certificate exists only with the factor"
+    info = {"observed_rows": int(system.R * system.m), "rows_kept": int(N),
+            "rows_decided_by": shared.decided_by, "lambda_min_lower_bound": bound.lambda_lb,
+            "estimate": shared.estimate}
+    no_excess = np.zeros((T, T))
+    no_excess.flags.writeable = False
+    out: dict[int, TargetBlock] = {}
+    per_chunk = max(1, min(BATCH_COLUMNS, N) // T)  # the chunk's arrays: <= 3 N^2 doubles
+    for first in range(0, len(targets), per_chunk):
+        chunk = targets[first:first + per_chunk]
+        At = np.concatenate([system.A_target(u, shared.lags)[shared.rows].T for u in chunk])
+        a_norms = np.sqrt(np.einsum("ij,ij->i", At, At)) * bound.norm
+        Y3 = forward_solve(factor, At).reshape(len(chunk), T, N)
+        del At
+        products = Y3 @ Y3.transpose(0, 2, 1)
+        del Y3
+        for k, u in enumerate(chunk):
+            M = products[k]
+            y_norms = np.sqrt(np.clip(np.diag(M), 0.0, None)) * bound.norm
+            sandwich = MatrixSandwich(low=0.5 * (M + M.T), excess=no_excess, eta_low=0.0,
+                                      eta_excess=0.0,
+                                      model=bound.model(y_norms, a_norms[k * T:(k + 1) * T]))
+            out[u] = TargetBlock(T=T, closed_form=None, sandwich=sandwich,
+                                 upper_certified=True, method=METHOD, solver=info,
+                                 notes=shared.notes)
+    return out
 
 
 def _abs_norm_bound(factor: np.ndarray) -> float:

@@ -139,12 +139,13 @@ def operator_block(W: sp.csr_matrix, target: int, obs: Observation, T: int, K: i
         MFSystem(W, obs.observed, obs.known_noise, T, K, L), obs.trust))
     if shared.rows.size == 0:
         return TargetBlock(T=T, closed_form="zero", notes=("every observation is redundant",))
-    batch = batched.batch_for(target)
-    if batch is not None:  # every target of the scope from the one factor (mf.batched)
-        solved = query_memo("mf batched blocks", W, key + (batch,),
-                            lambda: batched.target_blocks(shared, batch))
-        if solved is not None:
-            return solved[target]
+    batch = batched.batch_for(target, T)
+    if batch is not None:  # the scope's targets, a group at a time, from the one factor
+        bound = query_memo("mf batched certificate", W, key,
+                           lambda: batched.certificate(shared))
+        if bound is not None:
+            return query_memo("mf batched blocks", W, key + (batch,),
+                              lambda: batched.target_blocks(shared, bound, batch))[target]
     system = shared.system
     G = system.A_target(target, shared.lags)[shared.rows]
     sandwich, lam = _certified_dense_sandwich(shared.K, G, shared.dK, shared.G_rounding * G,

@@ -170,7 +170,7 @@ def _batched_gossip(trust_model: str, method: str, W, target: int, obs: trust.Ob
     target is solved together with the other targets of its attacker set
     (:mod:`sparsedp.mf.batched`): one shared factor for all of them instead of one solve
     each."""
-    return (trust_model == "pndp" and method == "auto" and batched.batch_for(target) is not None
+    return (trust_model == "pndp" and method == "auto" and batched.batch_for(target, T) is not None
             and blocks.assembly_fits(W.shape[0], T * obs.observed.size, toeplitz=True))
 
 
