@@ -14,16 +14,18 @@ The certificate (per column i of one target; ``N`` kept rows; ``gamma_k`` Higham
 * ``K_hat = fl(K)``: ``||K_hat - K||_2 <= dK`` and ``lambda_min(K_hat) >= tau``, certified
   once (:class:`sparsedp.mf.blocks.SharedNoise`); ``A_hat = fl(A_u)`` with
   ``|A_hat - A_u| <= rho_G |A_hat|`` entrywise.
-* Cholesky (Higham, Thm 10.3): ``L L^T = K_hat + E_c`` with ``|E_c| <= gamma_(N+1) |L| |L^T|``,
-  so ``||E_c||_2 <= gamma_(N+1) l^2`` with ``l >= || |L| ||_2`` (Collatz-Wielandt on the
-  non-negative ``|L| |L|^T``, :func:`_abs_norm_bound`).
-  With ``K_tilde = L L^T``: ``lambda_min(K_tilde) >= mu_t = tau - gamma_(N+1) l^2``,
-  ``lambda_min(K) >= mu_K = tau - dK`` and ``||K_tilde - K||_2 <= delta = dK + gamma_(N+1)
-  l^2``.
-* Forward substitution (Higham, Thm 8.5; partitioned with conventional products, Sec. 13.1,
-  in any order of the sums): the computed column ``y_i`` satisfies ``(L + dL_i) y_i = a_i``
-  with ``|dL_i| <= gamma_N |L|``, so ``z_i = L^{-1} a_i`` has
-  ``||z_i - y_i|| = ||L^{-1} dL_i y_i|| <= e_i = gamma_N l ||y_i|| / sqrt(mu_t)``.
+* Cholesky (Higham, Thm 10.3): ``L L^T = K_hat + E_c`` with ``|E_c| <= g |L| |L^T|``, so
+  ``||E_c||_2 <= g l^2`` with ``l >= || |L| ||_2`` (Collatz-Wielandt on the non-negative
+  ``|L| |L|^T``, :func:`_abs_norm_bound`).  ``g = gamma_(2N+2)``: Higham's ``gamma_(N+1)``
+  doubled, since blocked LAPACK / BLAS kernels group the sums so that the leading term
+  (``K_ij``, ``a_i``) is rounded once per block, and moving those roundings onto the other
+  terms at most doubles their count.  With ``K_tilde = L L^T``: ``lambda_min(K_tilde) >=
+  mu_t = tau - g l^2``, ``lambda_min(K) >= mu_K = tau - dK`` and ``||K_tilde - K||_2 <=
+  delta = dK + g l^2``.
+* Forward substitution (Higham, Thm 8.5, the same doubling for the blocked substitution of
+  :func:`forward_solve`): the computed column ``y_i`` satisfies ``(L + dL_i) y_i = a_i``
+  with ``|dL_i| <= g |L|``, so ``z_i = L^{-1} a_i`` has
+  ``||z_i - y_i|| = ||L^{-1} dL_i y_i|| <= e_i = g l ||y_i|| / sqrt(mu_t)``.
 * With ``rho = delta / mu_t < 1``: ``K >= K_tilde - delta I >= (1 - rho) K_tilde``, so
   ``||K^{-1/2} a_i|| <= q_i = (||y_i|| + e_i) / sqrt(1 - rho)``; the rounding of A gives
   ``||K^{-1/2} (A_u - A_hat) e_i|| <= h_i = rho_G ||a_i|| / sqrt(mu_K)``.
@@ -125,7 +127,7 @@ def batch_for(target: int, T: int) -> tuple[int, ...] | None:
 @dataclass(frozen=True)
 class Certificate:
     """The target-independent factors of the bound in the module docstring (``solve``:
-    ``gamma_(N+1) l / sqrt(mu_t)``, ``contraction``: ``1 / sqrt(1 - rho)``, ``K_term``:
+    ``g l / sqrt(mu_t)``, ``contraction``: ``1 / sqrt(1 - rho)``, ``K_term``:
     ``delta / sqrt(mu_K mu_t)``, ``G_term``: ``rho_G / sqrt(mu_K)``, ``product``:
     ``gamma_(N+2)``, ``norm``: the inflation of a computed norm) and ``lambda_min``'s lower
     bound ``min(mu_t, mu_K)``."""
@@ -158,13 +160,14 @@ def certificate(shared: Shared) -> Certificate | None:
         return None
     N = shared.rows.size
     ell = _abs_norm_bound(shared.factor)
-    chol_error = gamma(N + 1) * ell * ell
+    g = gamma(2 * N + 2)  # module docstring: Higham's gamma_(N+1), doubled for blocking
+    chol_error = g * ell * ell
     mu_t, mu_K = shared.tau - chol_error, shared.tau - shared.dK
     delta = shared.dK + chol_error
     if min(mu_t, mu_K) <= 0 or delta >= mu_t:
         return None
     return Certificate(
-        solve=gamma(N + 1) * ell / math.sqrt(mu_t), contraction=1 / math.sqrt(1 - delta / mu_t),
+        solve=g * ell / math.sqrt(mu_t), contraction=1 / math.sqrt(1 - delta / mu_t),
         K_term=delta / math.sqrt(mu_K * mu_t),
         G_term=shared.G_rounding * (1 + gamma(4)) / math.sqrt(mu_K), product=gamma(N + 2),
         norm=1 + gamma(N + 4), lambda_lb=min(mu_t, mu_K))
