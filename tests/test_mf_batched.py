@@ -21,6 +21,12 @@ ALGORITHMS = {"antipgd": antipgd(), "dp-d-sgd": dp_d_sgd(), "muffliato2": muffli
 SLACK = 1e-6  # the batched interval's excess over the per-target one, relative
 
 
+@pytest.fixture(autouse=True)
+def _small_systems_batched(monkeypatch):
+    """The route needs BATCH_MIN_ROWS kept rows; these small systems are batched anyway."""
+    monkeypatch.setattr(batched, "BATCH_MIN_ROWS", 0)
+
+
 def _hub(n: int = 30, seed: int = 1):
     G = nx.powerlaw_cluster_graph(n, 2, 0.1, seed=seed)
     hub = max(G.degree, key=lambda pair: pair[1])[0]
@@ -71,9 +77,13 @@ def test_forward_solve_skips_leading_zeros_and_equals_the_triangular_solve():
 
 
 def test_the_batch_is_declared_by_the_summary_and_needs_enough_targets():
-    """Outside a summary, with fewer than BATCH_MIN_TARGETS targets, or DP-D-SGD with an
-    explicit gossip-engine method, each target is solved alone."""
+    """Outside a summary, with fewer than BATCH_MIN_TARGETS targets or BATCH_MIN_ROWS kept
+    rows, or DP-D-SGD with an explicit gossip-engine method, each target is solved alone."""
     W, hub = _hub()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(batched, "BATCH_MIN_ROWS", 10**6)
+        summary = distance_summary(W, [hub], T, algorithm=antipgd(), gradients="scalar")
+        assert batched.METHOD not in {r.method for r in summary.results}
     assert batched.batch_for(1, T) is None
     few = [u for u in range(W.shape[0]) if u != hub][: batched.BATCH_MIN_TARGETS - 1]
     summary = distance_summary(W, [hub], T, algorithm=antipgd(), targets=few,

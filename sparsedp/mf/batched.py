@@ -63,6 +63,8 @@ from sparsedp.mf.operators import MFSystem
 from sparsedp.reprs import short_repr
 
 BATCH_MIN_TARGETS = 8  # fewer targets in the scope: the per-target route
+BATCH_MIN_ROWS = 1000  # fewer kept rows: the per-target route (its O(N^2 T) is then cheap,
+# and its entrywise charge of K's rounding keeps Theorem 7's sum within 1e-8 of exact)
 BATCH_BYTES = 2**27  # T x T blocks held per group of targets solved together
 BLOCK_DOUBLES = 2  # T x T arrays a target's block holds (low and its rounding model)
 BATCH_COLUMNS = 2048  # columns solved together (memory: N x BATCH_COLUMNS doubles, twice)

@@ -140,7 +140,8 @@ def operator_block(W: sp.csr_matrix, target: int, obs: Observation, T: int, K: i
     if shared.rows.size == 0:
         return TargetBlock(T=T, closed_form="zero", notes=("every observation is redundant",))
     batch = batched.batch_for(target, T)
-    if batch is not None:  # the scope's targets, a group at a time, from the one factor
+    if batch is not None and shared.rows.size >= batched.BATCH_MIN_ROWS:
+        # the scope's targets, a group at a time, from the one factor
         bound = query_memo("mf batched certificate", W, key,
                            lambda: batched.certificate(shared))
         if bound is not None:

@@ -171,6 +171,7 @@ def _batched_gossip(trust_model: str, method: str, W, target: int, obs: trust.Ob
     (:mod:`sparsedp.mf.batched`): one shared factor for all of them instead of one solve
     each."""
     return (trust_model == "pndp" and method == "auto" and batched.batch_for(target, T) is not None
+            and batched.BATCH_MIN_ROWS <= T * obs.observed.size
             and blocks.assembly_fits(W.shape[0], T * obs.observed.size, toeplitz=True))
 
 
