@@ -140,3 +140,20 @@ def test_abs_norm_bound_is_above_the_spectral_norm_of_abs_L(seed):
     exact = np.linalg.norm(np.abs(np.tril(factor)), 2)
     bound = batched._abs_norm_bound(factor)
     assert exact <= bound <= 1.05 * exact
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sign_search_without_excess_is_one_search(seed):
+    """A sandwich without solver excess (the batched route's: up = low) gets the exhaustive
+    upper end from the one search on low, equal to a separate search on up."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((12, 12))
+    low = X @ X.T
+    sandwich = MatrixSandwich(low=low, excess=np.zeros((12, 12)), eta_low=0.0,
+                              eta_excess=0.0, model=1e-9 * np.ones((12, 12)))
+    bounds = {b.name: b.value for b in evaluate_bounds(sandwich, True)[0]}
+    searched_up, _ = kernels.max_sign_quadratic(sandwich.up)
+    expected = (searched_up + kernels.max_sign_quadratic_drift(sandwich.up)
+                + sandwich.quadratic_slack())
+    assert bounds["exhaustive_upper"] == expected
+    assert bounds["exhaustive"] == searched_up - sandwich.quadratic_slack()

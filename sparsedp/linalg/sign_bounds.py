@@ -368,7 +368,10 @@ def evaluate_bounds(
         value_up = float(ones @ up @ ones)
     elif do_exact:
         value_low, exact_signs = kernels.max_sign_quadratic(low, backend=backend)
-        value_up, _ = kernels.max_sign_quadratic(up, backend=backend)
+        if excess.any():
+            value_up, _ = kernels.max_sign_quadratic(up, backend=backend)
+        else:  # up is low (a sandwich without solver excess): the same search
+            value_up = value_low
         value_up += kernels.max_sign_quadratic_drift(up)
     if do_exact:
         if value_low >= value:
