@@ -332,7 +332,8 @@ def evaluate_bounds(
     ``SHIFT_SKIP_GAP``: no upper bound can then improve on them by more.  When they agree to
     ``SETTLED_GAP`` (rounding level) the two refinements, ``multistart`` and
     ``diagonal_shift``, are not computed at all and are absent from the list: neither could
-    move the reported interval by more than that.
+    move the reported interval by more than that; nor after the exhaustive search
+    (``do_exact``), which both refinements can at best repeat.
     """
     T = sandwich.T
     low, up, excess = sandwich.low, sandwich.up, sandwich.excess
@@ -361,10 +362,18 @@ def evaluate_bounds(
         )
     )
     upper = []
-    if do_exact:
+    if do_exact and nonnegative and bool((up >= 0).all()):
+        # c = 1 maximises c^T A c over sign vectors for A >= 0: the search's own result
+        value_low, exact_signs = value, ones
+        value_up = float(ones @ up @ ones)
+    elif do_exact:
         value_low, exact_signs = kernels.max_sign_quadratic(low, backend=backend)
-        value_up, _ = kernels.max_sign_quadratic(up, backend=backend)
+        if excess.any():
+            value_up, _ = kernels.max_sign_quadratic(up, backend=backend)
+        else:  # up is low (a sandwich without solver excess): the same search
+            value_up = value_low
         value_up += kernels.max_sign_quadratic_drift(up)
+    if do_exact:
         if value_low >= value:
             value, signs = value_low, exact_signs
         lower.append(
@@ -409,7 +418,10 @@ def evaluate_bounds(
 
     best_lower = max(b.value for b in lower)
     best_upper = min(b.value for b in upper)
-    if best_upper - best_lower <= SETTLED_GAP * abs(best_upper):
+    if best_upper - best_lower <= SETTLED_GAP * abs(best_upper) or do_exact:
+        # after the exhaustive search neither refinement can move the interval by more than
+        # rounding: no multistart exceeds the maximum over every sign vector, and the shift
+        # bound relaxes that same maximum on up (c^T (up - diag d) c + sum d = c^T up c)
         return lower + upper, signs
     closed = best_upper - best_lower <= SHIFT_SKIP_GAP * abs(best_upper)
     start = first if first[0].shape[0] == k or (closed and nonnegative) else top_pairs(up, k)

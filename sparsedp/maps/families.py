@@ -53,6 +53,7 @@ from sparsedp.maps.privacy_map import (
 )
 from sparsedp.maps.selection import select_nodes
 from sparsedp.mf import algorithms, participation
+from sparsedp.mf.batched import scope_targets
 from sparsedp.mf.sensitivity import GRADIENTS, mf_sensitivity
 from sparsedp.mf.trust import TRUST_MODELS
 from sparsedp.progress import progress_bar
@@ -245,7 +246,9 @@ def mf_map(source: MapSource, observers: NodeSelection = defaults.SELECTION,
             low, up = np.empty(chosen.size), np.empty(chosen.size)
             codes = np.empty(chosen.size, dtype=np.int8)
             eps = np.full(chosen.size, np.nan)
-            with reuse_scope():  # the attacker's lags, K and its factorisation: once
+            # the attacker's lags, K and its factorisation: once; on the MF operator path
+            # every target from that factor at once (sparsedp.mf.batched)
+            with reuse_scope(), scope_targets(chosen.tolist()):
                 for k, j in enumerate(chosen):
                     r = mf_sensitivity(W, int(j), [int(a)], T, **options)
                     if r.exact is not None:

@@ -39,6 +39,7 @@ Everything but ``A_u`` is shared by the targets and patterns of one attacker set
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,7 +52,7 @@ from sparsedp.gossip.target_block import TargetBlock, view_target_block
 from sparsedp.linalg import certified, exact_rank, gram
 from sparsedp.linalg.certified import frobenius, gamma
 from sparsedp.linalg.matrix_facts import query_memo, scope_queries
-from sparsedp.mf import innovations
+from sparsedp.mf import batched, innovations
 from sparsedp.mf.exact_rows import independent_observations, structural_observations
 from sparsedp.mf.operators import MFSystem
 from sparsedp.mf.trust import Observation
@@ -138,6 +139,14 @@ def operator_block(W: sp.csr_matrix, target: int, obs: Observation, T: int, K: i
         MFSystem(W, obs.observed, obs.known_noise, T, K, L), obs.trust))
     if shared.rows.size == 0:
         return TargetBlock(T=T, closed_form="zero", notes=("every observation is redundant",))
+    batch = batched.batch_for(target, T)
+    if batch is not None and shared.rows.size >= batched.BATCH_MIN_ROWS:
+        # the scope's targets, a group at a time, from the one factor
+        bound = query_memo("mf batched certificate", W, key,
+                           lambda: batched.certificate(shared))
+        if bound is not None:
+            return query_memo("mf batched blocks", W, key + (batch,),
+                              lambda: batched.target_blocks(shared, bound, batch))[target]
     system = shared.system
     G = system.A_target(target, shared.lags)[shared.rows]
     sandwich, lam = _certified_dense_sandwich(shared.K, G, shared.dK, shared.G_rounding * G,
@@ -156,7 +165,8 @@ class SharedNoise:
     ``K = B B^T`` on them, ``dK >= ||fl(K) - K||_2``, the certified ``lambda_min(fl(K)) >=
     tau`` with K's Cholesky factor and ``||K||_F``, the observer lags (Toeplitz L) and how
     the rows were decided (``"structure"``, ``"exact"`` or ``"float"``: then ``estimate``),
-    the system and the relative rounding of ``A_u``; ``K_error``: the entrywise bound
+    the system and the relative rounding of ``A_u`` (``depth``: K's rounding depth N, as
+    :meth:`MFSystem.assemble_K`); ``K_error``: the entrywise bound
     ``gamma_N (1 + 2 gamma_N) fl(K_abs)`` on ``|fl(K) - K|`` (``K_abs = K`` when L >= 0,
     else :meth:`MFSystem.assemble_K_abs`), charged by the sandwich as ``|Y|^T K_error |Y|``
     instead of ``dK ||Y||^2``: 9x tighter on an ill-conditioned K (MF-D-SGD with K = 3
@@ -176,7 +186,28 @@ class SharedNoise:
     notes: tuple[str, ...]
     system: MFSystem
     G_rounding: float
-    K_error: np.ndarray | None
+    depth: int
+
+    @functools.cached_property
+    def K_error(self) -> np.ndarray | None:
+        """The entrywise bound on ``|fl(K) - K|`` (class docstring), formed on first use:
+        the batched route (:mod:`sparsedp.mf.batched`) needs only ``dK``."""
+        if self.K is None:
+            return None
+        K_abs = (self.K if bool(np.all(self.system.L >= 0))
+                 else self.system.assemble_K_abs()[np.ix_(self.rows, self.rows)])
+        g = gamma(self.depth)
+        K_error = np.abs(K_abs) * (g * (1 + 2 * g))
+        K_error.flags.writeable = False
+        return K_error
+
+
+def assembly_fits(n: int, rows: int, toeplitz: bool) -> bool:
+    """Whether :func:`shared_noise` assembles ``B B^T`` on ``rows`` observation rows of an
+    n-node system (a Toeplitz L: the Gram of the lags, within its size and lag memory)."""
+    if toeplitz:
+        return rows <= gram.GRAM_MAX_DIM and 8 * n * rows <= gram.GRAM_MAX_LAG_BYTES
+    return rows <= OPERATOR_ASSEMBLY_MAX_DIM
 
 
 def shared_noise(system: MFSystem, trust: str) -> SharedNoise:
@@ -196,7 +227,7 @@ def shared_noise(system: MFSystem, trust: str) -> SharedNoise:
     toeplitz = system.toeplitz_noise() is not None
     limit = gram.GRAM_MAX_DIM if toeplitz else OPERATOR_ASSEMBLY_MAX_DIM
     lag_bytes = 8 * n * size if toeplitz else 0
-    if size > limit or lag_bytes > gram.GRAM_MAX_LAG_BYTES:
+    if not assembly_fits(n, size, toeplitz):
         raise ParameterError(
             f"this algorithm under {trust!r} assembles B B^T densely: {m} observed rows x "
             f"{R} rounds = {size} exceeds {limit}"
@@ -207,23 +238,20 @@ def shared_noise(system: MFSystem, trust: str) -> SharedNoise:
     G_rounding = system.G_rounding()
     method = "Gram assembly of B B^T" if toeplitz else "dense operator assembly"
     W, observed, known = system.gossip.W, system.gossip.observers, system.gossip.known_noise
-    K_abs_all = K_all if bool(np.all(system.L >= 0)) else system.assemble_K_abs()
 
     def factorised(keep: np.ndarray, decided_by: str, estimate: bool = False,
                    notes: tuple[str, ...] = ()) -> SharedNoise:
         rows = np.flatnonzero(keep)
         if rows.size == 0:
             return SharedNoise(rows, None, 0.0, 0.0, None, 0.0, lags, decided_by, estimate,
-                               method, notes, system, G_rounding, None)
+                               method, notes, system, G_rounding, depth)
         Kmat = np.ascontiguousarray(K_all[np.ix_(rows, rows)])
         dK = gamma(depth) * float(abs_sums[rows].max())  # ||K_abs||_inf >= ||.||_2
         tau, factor = certified.certified_lambda_min_and_factor(Kmat)
-        g = gamma(depth)
-        K_error = np.abs(K_abs_all[np.ix_(rows, rows)]) * (g * (1 + 2 * g))
-        for array in (rows, Kmat) + tuple(a for a in (factor, K_error) if a is not None):
+        for array in (rows, Kmat) + tuple(a for a in (factor,) if a is not None):
             array.flags.writeable = False
         return SharedNoise(rows, Kmat, dK, tau, factor, frobenius(Kmat), lags, decided_by,
-                           estimate, method, notes, system, G_rounding, K_error)
+                           estimate, method, notes, system, G_rounding, depth)
 
     if system.K == 1:
         return factorised(~system.gossip.redundant_rows().ravel(), "exact")

@@ -19,12 +19,15 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+import scipy.linalg.blas
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from sparsedp.linalg import gram
 from sparsedp.linalg.certified import gamma
 from sparsedp.linalg.operators import GossipSystem, toeplitz_blocks
+
+_MIRROR_ROWS = 512  # rows of K mirrored at a time by _gram_rows
 
 
 class MFSystem:
@@ -119,9 +122,8 @@ class MFSystem:
             lags = ell[0] * V
             for i in steps:
                 lags[i * self.K:] += ell[i] * V[: R - i * self.K]
-        flat = lags.reshape(R * m, -1)
-        K = flat @ flat.T
-        del lags, flat
+        K = _gram_rows(lags.reshape(R * m, -1))
+        del lags
         blocks = K.reshape(R, m, R, m)
         for r in range(self.K, R):  # K[r, r'] = d_r d_r'^T + K[r - K, r' - K]
             blocks[r, :, self.K:, :] += blocks[r - self.K, :, : R - self.K, :]
@@ -167,3 +169,18 @@ class MFSystem:
         at most ``2 R (d + 2) + 2``; d: W's longest row or column, as the impulse is formed
         with W and the lags of :meth:`assemble_K` with ``W^T``)."""
         return gamma(2 * self.R * (self._longest_line + 2) + 2)
+
+
+def _gram_rows(flat: np.ndarray) -> np.ndarray:
+    """``flat flat^T`` (C-contiguous rows) by BLAS ``syrk``: the upper triangle's inner
+    products, half a general product's work, copied to the lower triangle (the same sums,
+    hence the same rounding)."""
+    K = scipy.linalg.blas.dsyrk(1.0, flat.T, trans=1, lower=0)  # (flat.T)^T flat.T, upper
+    N = K.shape[0]
+    for top in range(0, N, _MIRROR_ROWS):  # lower triangle <- upper, a panel at a time
+        bottom = min(top + _MIRROR_ROWS, N)
+        panel = K[top:bottom, top:]
+        mirror = K[top:, top:bottom]
+        mirror[:] = np.where(np.tri(N - top, bottom - top, -1, dtype=bool),
+                             panel.T, mirror)
+    return K.T  # symmetric: the C-contiguous view, which the caller reshapes in place

@@ -41,7 +41,7 @@ from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
 from sparsedp.linalg.stochastic import check_gossip_matrix
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.linalg.vector_bounds import for_vector_gradients
-from sparsedp.mf import algorithms, blocks, cost, participation, trust
+from sparsedp.mf import algorithms, batched, blocks, cost, participation, trust
 from sparsedp.mf.edge_secrets import decor_block, decor_pndp_block
 from sparsedp.mf.message_noise import zip_dl_block
 from sparsedp.mf.result import MFResult
@@ -150,7 +150,8 @@ def mf_sensitivity(
         if obs.observed.size == 0:
             block = TargetBlock(T=T, closed_form="zero", notes=("the attackers observe no "
                                                                 "message",))
-        elif algorithm.K == 1 and identity_noise:
+        elif algorithm.K == 1 and identity_noise and not _batched_gossip(
+                trust_model, method, W, target, obs, T):
             block = blocks.gossip_block(W, target, obs, T, method=method,
                                         max_memory=max_memory, progress=progress)
         else:
@@ -161,6 +162,17 @@ def mf_sensitivity(
                    for p in patterns]
     return _assemble(per_pattern, block, target, obs, T, algorithm, scheme, gradients,
                      trust_model, len(patterns))
+
+
+def _batched_gossip(trust_model: str, method: str, W, target: int, obs: trust.Observation,
+                    T: int) -> bool:
+    """DP-D-SGD under PNDP with ``method="auto"`` on the operator path (L = I) when the
+    target is solved together with the other targets of its attacker set
+    (:mod:`sparsedp.mf.batched`): one shared factor for all of them instead of one solve
+    each."""
+    return (trust_model == "pndp" and method == "auto" and batched.batch_for(target, T) is not None
+            and batched.BATCH_MIN_ROWS <= T * obs.observed.size
+            and blocks.assembly_fits(W.shape[0], T * obs.observed.size, toeplitz=True))
 
 
 def _observation(trust_model: str, W, target: int, attackers) -> trust.Observation:

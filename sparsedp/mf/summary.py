@@ -13,6 +13,7 @@ from sparsedp import validation
 from sparsedp.errors import ParameterError
 from sparsedp.linalg.matrix_facts import is_locked, reuse_scope
 from sparsedp.linalg.stochastic import check_gossip_matrix, lock_gossip_matrix
+from sparsedp.mf.batched import scope_targets
 from sparsedp.mf.result import MFResult
 from sparsedp.mf.sensitivity import mf_sensitivity
 from sparsedp.plain import plain
@@ -78,7 +79,9 @@ def distance_summary(W, attackers, T: int, *, targets=None, progress=None,
     hops = np.atleast_2d(hops).min(axis=0)
     results, distances = [], []
     bar = progress_bar(progress, total=len(targets), desc="targets", unit="target")
-    with reuse_scope(len(targets)):  # the attackers' lags, K and lambda_min: every target
+    # the attackers' lags, K and lambda_min for every target, and on the operator path all
+    # targets solved at once (sparsedp.mf.batched)
+    with reuse_scope(len(targets)), scope_targets(targets):
         for u in targets:
             results.append(mf_sensitivity(W, u, list(attackers_t), T, **options))
             h = hops[int(u)]
