@@ -1,7 +1,9 @@
 """Every target of the hub attacker on a 10^4-node power-law graph (issue 32): DP-D-SGD,
-AntiPGD and Muffliato-SGD (K = 2) under PNDP, user-level participation, scalar gradients.
+AntiPGD and Muffliato-SGD (K = 2) under PNDP, user-level participation, scalar gradients
+(``--gradients vector``: the package's default, gradients clipped in norm).
 
     python bench/mf_hub.py [--algorithms antipgd dp-d-sgd muffliato2] [--targets K]
+                           [--gradients scalar|vector]
                            [--n 10000] [--T 20] [--blas-threads 2] [--record | --out FILE]
 
 ``networkx.powerlaw_cluster_graph(n, 10, 0.1, seed=1)``, row-normalised weights with self
@@ -42,6 +44,7 @@ def main() -> None:
     ap.add_argument("--targets", type=int, default=None, help="the first K targets only")
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--T", type=int, default=20)
+    ap.add_argument("--gradients", choices=("scalar", "vector"), default="scalar")
     add_output_options(ap)
     add_blas_option(ap)
     args = ap.parse_args()
@@ -52,7 +55,7 @@ def main() -> None:
     with pinned_blas(args.blas_threads):
         record["calibration_gemm_2000_s"] = _calibration()
         for name in args.algorithms:
-            record["rows"].append(measure(W, name, args.T, args.targets))
+            record["rows"].append(measure(W, name, args.T, args.targets, args.gradients))
             print(json.dumps(record["rows"][-1]), flush=True)
     output_path(args, "mf_hub.json").write_text(json.dumps(record, indent=1))
     print(json.dumps(record, indent=1))
@@ -68,18 +71,19 @@ def _calibration() -> float:
     return best
 
 
-def measure(W, name: str, T: int, count: int | None) -> dict:
+def measure(W, name: str, T: int, count: int | None, gradients: str) -> dict:
     targets = list(range(1, W.shape[0] if count is None else count + 1))
     load_before = os.getloadavg()[0]
     wall, cpu = time.perf_counter(), time.process_time()
     summary = distance_summary(W, [0], T, algorithm=ALGORITHMS[name](), targets=targets,
-                               gradients="scalar", progress=False)
+                               gradients=gradients, progress=False)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     upper = np.array([r.upper for r in summary.results])
     lower = np.array([r.lower for r in summary.results])
     positive = upper > 0
     return {
-        "algorithm": name, "targets": len(targets), "wall_s": round(wall, 2),
+        "algorithm": name, "gradients": gradients, "targets": len(targets),
+        "wall_s": round(wall, 2),
         "cpu_s": round(cpu, 2), "load_before": load_before, "load_after": os.getloadavg()[0],
         "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
         "methods": sorted({r.method for r in summary.results}),
