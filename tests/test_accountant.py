@@ -301,7 +301,7 @@ def test_blocked_factor_is_the_round_by_round_one(seed):
         histories.append(accountant._factor.history)
         factors.append(accountant._factor)
     m = factors[0].m
-    for factor, history in zip(factors[1:], histories[1:]):
+    for factor, history in zip(factors[1:], histories[1:], strict=True):
         assert history == pytest.approx(histories[0], rel=1e-11)
         assert np.allclose(factor.L[:m * T, :m * T], factors[0].L[:m * T, :m * T],
                            rtol=1e-10, atol=1e-13)

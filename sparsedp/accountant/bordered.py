@@ -52,6 +52,7 @@ PANEL = 256  # rows per panel of the forward substitution (_forward_solve)
 # gamma_c of the factorisation's backward error, c = CHOLESKY_GAMMA N + CHOLESKY_GAMMA_OFFSET
 # (module docstring, "Certification")
 CHOLESKY_GAMMA, CHOLESKY_GAMMA_OFFSET = 4, 8
+BLOCK_ROUNDS = 64  # the most rounds bordered in one block (temporaries ~ its share of Y)
 
 
 def _gammas(k: np.ndarray) -> np.ndarray:
@@ -168,7 +169,7 @@ class BorderedFactor:
         read (:class:`RoundStats`)."""
         t0, m = self.rounds, self.m
         N, B = m * t0, m * rounds
-        self._grow(N + B, t0 + rounds)
+        self._grow(N + B, t0 + rounds, with_Y=a is not None)
         K_new, K_max = self._block_rows_of_K(mu, offset, rounds)
         block = self._block_rows_of_L(K_new)
         L_frobenius2 = self.L_frobenius2 + np.cumsum(per_round((block**2).sum(axis=1), m))
@@ -281,8 +282,9 @@ class BorderedFactor:
         return np.where(room.reshape(shape), np.minimum(bound, T.reshape(shape)),
                         T.reshape(shape))
 
-    def _grow(self, rows: int, columns: int) -> None:
-        """Room for ``rows`` rows of L and Y and ``columns`` columns of Y (capacity doubles)."""
+    def _grow(self, rows: int, columns: int, with_Y: bool = True) -> None:
+        """Room for ``rows`` rows of L and (``with_Y``) Y and ``columns`` columns of Y
+        (capacity doubles)."""
         if rows > self.L.shape[0]:
             size = max(rows, 2 * self.L.shape[0])
             L = np.zeros((size, size))
@@ -291,7 +293,7 @@ class BorderedFactor:
             sums = np.zeros(size)
             sums[:self.K_row_sums.size] = self.K_row_sums
             self.K_row_sums = sums
-        if rows > self.Y.shape[0] or columns > self.Y.shape[1]:
+        if with_Y and (rows > self.Y.shape[0] or columns > self.Y.shape[1]):
             Y = np.zeros((max(rows, 2 * self.Y.shape[0]), max(columns, 2 * self.Y.shape[1])))
             Y[:self.Y.shape[0], :self.Y.shape[1]] = self.Y
             self.Y = Y

@@ -46,7 +46,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsedp import defaults, validation
-from sparsedp.accountant.bordered import BorderedFactor
+from sparsedp.accountant.bordered import BLOCK_ROUNDS, BorderedFactor
 from sparsedp.accountant.lags import LagStream
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.certified_solve import (
@@ -175,14 +175,16 @@ class Accountant:
 
     def _compute_to(self, T: int) -> None:
         """Lags and factor for T rounds (computed ahead of the recorded rounds if need be),
-        the rounds not yet factored bordered in one block."""
+        the rounds not yet factored bordered in blocks of up to ``BLOCK_ROUNDS``."""
         if T <= self._factor.rounds:
             return
         self._lags.extend_to(T + self.offset - 1)
-        first = self._factor.rounds + 1
-        truncations = [self._lags.truncation_error(t, self.offset) for t in range(first, T + 1)]
-        self._factor.extend(self._lags.mu, self._lags.a, self.offset, T - first + 1,
-                            truncations)
+        mu, a = self._lags.mu, self._lags.a
+        for first in range(self._factor.rounds, T, BLOCK_ROUNDS):
+            last = min(T, first + BLOCK_ROUNDS)
+            truncations = [self._lags.truncation_error(t, self.offset)
+                           for t in range(first + 1, last + 1)]
+            self._factor.extend(mu, a, self.offset, last - first, truncations)
 
     # -- answers ---------------------------------------------------------------------------
 
