@@ -1,5 +1,5 @@
-"""``K_T = L L^T`` and ``Y_T = L^{-1} G_T`` one block row per round, with a certified bound on
-``Delta_T^2`` that costs ``O(m T)`` to update.
+"""``K_T = L L^T`` and ``Y_T = L^{-1} G_T`` extended by blocks of rounds, with a certified
+bound on ``Delta_T^2`` after every round.
 
 Both ``K_T`` and ``G_T`` of the gossip view (m observed rows, block (t, s) of K is
 ``sum_(k <= min(t, s)) mu_(t+s-2k)``, block (t, k) of G is ``a_(t-k)``, lags shifted by the
@@ -15,16 +15,45 @@ change afterwards and ``M_T = Y^T Y``,
 is a running sum over the rows.  It is at least the entrywise bound ``sum |M_T|`` (equal when
 every row of Y has one sign, the usual case far from the observers).
 
+**Blocks** (:meth:`BorderedFactor.extend`).  The rows of b rounds (``B = m b`` rows after the
+``N`` rows there) are appended at once, with level-3 BLAS: ``L21 = K21 L11^{-T}`` by a
+forward substitution with the B rows as right-hand sides (by panels: a GEMM with the rows
+already solved, then a triangular solve of the panel's diagonal block), the Schur complement
+``K22 - L21 L21^T`` (one GEMM) and its Cholesky factor ``L22`` (LAPACK ``dpotrf``, itself
+partitioned), then ``Y2 = L22^{-1} (G2 - L21 Y1)`` (one product, one triangular solve with
+every column).  The answers of round-by-round bordering are unchanged in meaning: an entry of
+L or Y depends on the earlier rows only, so the leading rows of every round of a block are by
+themselves a computed factorisation of that round's ``K_T`` and a computed solve against its
+``G_T``, and that round's bound is formed from its own sums (``||L^||_F^2``, ``S_T``,
+``||Y^||_F^2``, the largest row sum of ``K^``, accumulated row by row within the block).
+
 **Certification.**  ``A = L^ L^T`` (the computed factor) satisfies ``K = A - E`` with
-``||E||_2 <= e = gamma_c ||L^||_F^2 + dK``: the Cholesky backward error ``|L^ L^T - K^| <=
-gamma_(N+1) |L^| |L^T|`` (Higham, Thm 10.3; any order of the inner products; ``gamma_c``,
-``c = 2 N + 4``, ``N = m T``, leaves room for BLAS's blocked triangular solves that multiply by
-reciprocals) plus the rounding of the sums forming ``K^`` (``dK = gamma_(T+2) ||K^||_inf``, as
-the engine's structured path).  With ``lambda_min(K) >= lambda`` (the analytic bound),
+``||E||_2 <= e = gamma_c ||L^||_F^2 + dK``, and each column of the computed ``Y^`` solves
+``(L^ + D_c) y = g_c`` with ``|D_c| <= gamma_c |L^|``.  Unblocked, these are Higham's
+componentwise backward errors of Cholesky (*Accuracy and Stability of Numerical Algorithms*,
+2nd ed., Thm 10.3: ``|L^ L^T - K^| <= gamma_(N+1) |L^| |L^T|``) and of substitution (Thm 8.5:
+``gamma_N``), both resting on Lemma 8.4, which holds for **any order of evaluation** of the
+inner product ``c - sum_k a_k b_k``.  The blocked algorithm computes every entry by the same
+formula, ``l_ij = (k_ij - sum_(k<j) l_ik l_jk) / l_jj`` and ``y_i = (g_i - sum_(k<i) l_ik
+y_k) / l_ii``: its inner product of at most N terms is split into partial sums (the panels'
+GEMMs, the Schur complement's GEMM, dpotrf's and dtrsm's inner blocks) and subtracted in some
+order, which Lemma 8.4 covers, and the division may be a multiplication by the pivot's
+reciprocal (dtrsm kernels), one rounding more: ``gamma_(N+2)`` for both.  This is the
+argument of Higham's ch. 13 for partitioned factorisations (Section 13.2, partitioned LU:
+with conventional matrix multiplication and diagonal blocks solved by substitution, the
+partitioned algorithm has the unpartitioned bound; a triangular solve with several
+right-hand sides is, column by column, a substitution whose inner products are split); it
+assumes conventional (not Strassen-like) multiplication and no explicitly inverted diagonal
+block, as reference LAPACK, OpenBLAS and MKL's ``dpotrf`` / ``dtrsm`` / ``dgemm`` do (an FMA only
+removes roundings).  The constant used is generous: ``gamma_c``, ``c = 4 N + 8``
+(``CHOLESKY_GAMMA``, ``CHOLESKY_GAMMA_OFFSET``), ``N = m T``, twice the ``gamma_(2 N + 4)`` of
+the earlier round-by-round version and four times the ``gamma_(N+2)`` of the argument, at no
+measurable cost.  ``dK = gamma_(T+2) ||K^||_inf`` is the rounding of the sums forming ``K^``
+(as the engine's structured path).  With ``lambda_min(K) >= lambda`` (the analytic bound),
 ``lambda_min(A) >= lambda - e`` and ``K >= (1 - e / (lambda - e)) A``, so ``M <= f G^T A^{-1} G``,
-``f = (lambda - e) / (lambda - 2 e)`` (needs ``lambda > 2 e``).  Each column of the computed
-``Y^`` solves ``(L^ + D_c) y = g_c`` with ``|D_c| <= gamma_c |L^|``, so it is within
-``delta ||y_c||``, ``delta = gamma_c ||L^||_F / sqrt(lambda - e)``, of ``L^^{-1} g_c``; hence
+``f = (lambda - e) / (lambda - 2 e)`` (needs ``lambda > 2 e``).  Each column of ``Y^`` is
+within ``delta ||y_c||``, ``delta = gamma_c ||L^||_F / sqrt(lambda - e)``, of
+``L^^{-1} g_c``; hence
 
     Delta_T^2 <= f (sqrt(S_T) + delta sqrt(T) ||Y^||_F)^2,
 

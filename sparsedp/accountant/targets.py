@@ -115,16 +115,18 @@ class TargetsAccountant:
     What each answer costs (T rounds, m observed rows, n nodes):
 
     =========================  ==============================================================
-    ``step(k)``                k sparse products with the n x m block, ``O(n m)`` for the
-                               running box bounds, and with tight targets one block row of
-                               the shared factor (``O(m^2 T^2)``) and ``O(m^2 T^2)`` per
-                               tight target, each
+    ``step(k)``                k sparse products with the n x m block and ``O(n m)`` for
+                               the running box bounds, each
     ``upper``, ``worst_upper``, ``O(n)``; ``epsilons`` one ``gaussian_epsilon`` per distinct
-    ``epsilon``, ``epsilons``   bound, ``epsilon`` (the worst target) one
+    ``epsilon``, ``epsilons``   bound, ``epsilon`` (the worst target) one; with tight targets
+                               first the b rounds recorded since the last answer: the shared
+                               factor's and every tight target's block rows in blocks of up
+                               to 64 rounds (level-3 BLAS, ``O(m^2 T^2 b)`` each)
     ``interval(targets)``      lazy, ``O((m T)^3)`` per target asked (one one-shot query
                                without its propagation); cached until the next step
     ``rounds_within``          ``O(1)`` per round already computed; rounds beyond are computed
-                               ahead (as ``step``, without recording them)
+                               ahead, 16 at a time (as ``step``, without recording them)
+    ``state_dict``             the pending rows first (a restored copy continues identically)
     =========================  ==============================================================
 
     Memory: the lags ``V_l`` of every round, ``8 n m T`` bytes (80 MB at n = 10^4, m = 1,
@@ -414,10 +416,11 @@ class TargetsAccountant:
 
 
 class TightRows:
-    """``Y = L^{-1} G_T`` of k targets against one shared bordered factor, one block row a
-    round, and their running sums ``S_T = sum_r ||Y_r||_1^2`` and ``||Y||_F^2``: the pair's
-    running bound (:mod:`sparsedp.accountant.bordered`) for every target at once, the new
-    block row of all k in one batched product with the non-zero part of the old rows.
+    """``Y = L^{-1} G_T`` of k targets against one shared bordered factor, extended by the
+    factor's blocks of rounds, and their running sums ``S_T = sum_r ||Y_r||_1^2`` and
+    ``||Y||_F^2`` after each round: the pair's running bound
+    (:mod:`sparsedp.accountant.bordered`) for every target at once, the new block rows of all
+    k in one batched product with the non-zero part of the old rows and one triangular solve.
     Memory ``8 m T^2 k`` bytes; about ``m T^3 k / 6`` flops over T rounds.
 
     Parameters
