@@ -284,14 +284,18 @@ def test_bordered_factor_against_a_dense_factorisation(seed):
 
 
 @pytest.mark.parametrize("seed", [0, 2, 3, 5])
-def test_blocked_factor_is_the_round_by_round_one(seed):
-    """Rounds factored in blocks of 1, 7 and 40 (answers asked at different rounds) give the
-    same factor, Y and running bound to rounding, and never a running bound below the one-shot
-    lower bound at any round."""
+def test_blocked_factor_is_the_round_by_round_one(seed, monkeypatch):
+    """Rounds factored in blocks of 1, 7 and 40 (answers asked at different rounds; the last
+    also with blocks capped at 16 rounds: 16 + 16 + 8) give the same factor, Y and running
+    bound to rounding, and never a running bound below the one-shot lower bound at any
+    round."""
+    from sparsedp.accountant import gossip
+
     W, target, observers, view = _random_case(seed)
     T = 40
     histories, factors = [], []
-    for block in (1, 7, 40):
+    for block, cap in ((1, 64), (7, 64), (40, 64), (40, 16)):
+        monkeypatch.setattr(gossip, "BLOCK_ROUNDS", cap)
         accountant = sparsedp.Accountant(W, target, observers, sigma=1.0, view=view)
         for t in range(1, T + 1):
             accountant.step()
