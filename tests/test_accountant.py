@@ -76,7 +76,8 @@ def test_running_bound_is_tight_on_a_cycle():
     accountant = sparsedp.Accountant(W, 0, [4], sigma=5.0)
     accountant.step(50)
     one_shot = sparsedp.squared_sensitivity(W, 0, [4], 50)
-    running = float(accountant._factor.history[-1])
+    running = accountant.upper  # an answer: the 50 pending rounds factored in one block
+    assert running == float(accountant._factor.history[-1])
     assert one_shot.lower <= running <= one_shot.upper * (1 + 1e-8)
     assert np.all(np.diff(accountant._factor.history) >= 0)
     assert accountant.epsilon(1e-5) == sparsedp.gaussian_epsilon(running, 5.0, 1e-5)
@@ -263,6 +264,8 @@ def test_bordered_factor_against_a_dense_factorisation(seed):
     accountant = sparsedp.Accountant(W, target, observers, sigma=1.0, view=view)
     T, p = 25, accountant.offset
     accountant.step(T)
+    assert accountant._factor.rounds == 0  # the rows are appended when an answer needs them
+    _ = accountant.upper  # an answer: the 25 pending rounds factored in one block
     m = accountant.model.observers.size
     mu = accountant._lags.mu[2 * p:2 * p + 2 * T - 1]
     K, G = k_from_moments(mu, T), toeplitz_blocks(accountant._lags.a[p:p + T])
@@ -278,6 +281,62 @@ def test_bordered_factor_against_a_dense_factorisation(seed):
     M = Y.T @ Y
     # at least the entrywise bound, or T (M_T <= I caps it)
     assert factor.history[-1] >= min(np.abs(M).sum(), T) * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 2, 3, 5])
+def test_blocked_factor_is_the_round_by_round_one(seed, monkeypatch):
+    """Rounds factored in blocks of 1, 7 and 40 (answers asked at different rounds; the last
+    also with blocks capped at 16 rounds: 16 + 16 + 8) give the same factor, Y and running
+    bound to rounding, and never a running bound below the one-shot lower bound at any
+    round."""
+    from sparsedp.accountant import gossip
+
+    W, target, observers, view = _random_case(seed)
+    T = 40
+    histories, factors = [], []
+    for block, cap in ((1, 64), (7, 64), (40, 64), (40, 16)):
+        monkeypatch.setattr(gossip, "BLOCK_ROUNDS", cap)
+        accountant = sparsedp.Accountant(W, target, observers, sigma=1.0, view=view)
+        for t in range(1, T + 1):
+            accountant.step()
+            if t % block == 0 or t == T:
+                _ = accountant.upper
+        assert accountant._factor.rounds == T
+        histories.append(accountant._factor.history)
+        factors.append(accountant._factor)
+    m = factors[0].m
+    for factor, history in zip(factors[1:], histories[1:], strict=True):
+        assert history == pytest.approx(histories[0], rel=1e-11)
+        assert np.allclose(factor.L[:m * T, :m * T], factors[0].L[:m * T, :m * T],
+                           rtol=1e-10, atol=1e-13)
+        assert np.allclose(factor.Y[:m * T, :T], factors[0].Y[:m * T, :T], rtol=1e-9,
+                           atol=1e-12)
+    for t in (1, 6, 7, 8, 33, 40):
+        one_shot = sparsedp.squared_sensitivity(W, target, observers, t, view=view,
+                                                method="structured")
+        assert min(h[t - 1] for h in histories) >= one_shot.lower, t
+
+
+def test_a_block_names_the_round_whose_pivot_fails(monkeypatch):
+    """A pivot that is not positive definite inside a block names its own round."""
+    from sparsedp.accountant import bordered
+
+    W = sparsedp.gossip_matrix(nx.cycle_graph(8), scheme="metropolis")
+    accountant = sparsedp.Accountant(W, 0, [4], sigma=1.0)
+    accountant.step(3)
+    _ = accountant.upper
+    accountant.step(10)
+    real = bordered.BorderedFactor._block_rows_of_K
+
+    def broken(self, mu, offset, rounds):
+        K_new, K_max = real(self, mu, offset, rounds)
+        K_new[5, :] = 0.0  # round 3 + 6 of the block: a zero row, a zero pivot
+        return K_new, K_max
+
+    monkeypatch.setattr(bordered.BorderedFactor, "_block_rows_of_K", broken)
+    with pytest.raises(sparsedp.ParameterError,
+                       match="not numerically positive definite at round 9"):
+        _ = accountant.upper
 
 
 def _small_instance(seed: int):
@@ -348,5 +407,7 @@ def test_truncated_stream_checkpoint_continues_identically(monkeypatch):
     copy = sparsedp.Accountant.from_state(accountant.state_dict())
     for acc in (accountant, copy):
         acc.step(30)
+    assert copy.upper == accountant.upper
     assert np.array_equal(copy._factor.history, accountant._factor.history)
+    assert copy._factor.history.size == 70
     assert copy.interval().lower == accountant.interval().lower

@@ -137,15 +137,24 @@ def test_observers_interval_matches_the_one_shot_query_at_every_round(seed):
 @pytest.mark.parametrize("seed", [0, 3, 4])
 def test_tight_running_bound_is_the_pair_accountants(seed):
     """The shared factor's rows bound of every target equals the pair accountant's running
-    bound (its own factor and Y, computed by panels) to 1e-10 relative, at every round."""
+    bound (its own factor and Y, computed by panels) to 1e-10 relative, at every round; the
+    tracked set's rows appended in blocks of 7 rounds (answers every 7th round), the pair's in
+    one block of 30."""
     W, observers, view = _case(seed)
     T = 30
     accountant = sparsedp.TargetsAccountant(W, observers, sigma=1.0, view=view)
-    accountant.step(T)
+    for t in range(1, T + 1):
+        accountant.step()
+        assert len(accountant._tight_history) == t - 1 - (t - 1) % 7
+        if t % 7 == 0:
+            _ = accountant.upper
+    _ = accountant.upper
     history = np.array(accountant._tight_history)
+    assert history.shape == (T, accountant.tight_targets.size)
     for column, j in enumerate(accountant.tight_targets.tolist()):
         pair = sparsedp.Accountant(W, j, observers, sigma=1.0, view=view)
         pair.step(T)
+        _ = pair.upper
         assert history[:, column] == pytest.approx(pair._factor.history, rel=1e-10), j
 
 

@@ -1,5 +1,5 @@
-"""``K_T = L L^T`` and ``Y_T = L^{-1} G_T`` one block row per round, with a certified bound on
-``Delta_T^2`` that costs ``O(m T)`` to update.
+"""``K_T = L L^T`` and ``Y_T = L^{-1} G_T`` extended by blocks of rounds, with a certified
+bound on ``Delta_T^2`` after every round.
 
 Both ``K_T`` and ``G_T`` of the gossip view (m observed rows, block (t, s) of K is
 ``sum_(k <= min(t, s)) mu_(t+s-2k)``, block (t, k) of G is ``a_(t-k)``, lags shifted by the
@@ -15,16 +15,45 @@ change afterwards and ``M_T = Y^T Y``,
 is a running sum over the rows.  It is at least the entrywise bound ``sum |M_T|`` (equal when
 every row of Y has one sign, the usual case far from the observers).
 
+**Blocks** (:meth:`BorderedFactor.extend`).  The rows of b rounds (``B = m b`` rows after the
+``N`` rows there) are appended at once, with level-3 BLAS: ``L21 = K21 L11^{-T}`` by a
+forward substitution with the B rows as right-hand sides (by panels: a GEMM with the rows
+already solved, then a triangular solve of the panel's diagonal block), the Schur complement
+``K22 - L21 L21^T`` (one GEMM) and its Cholesky factor ``L22`` (LAPACK ``dpotrf``, itself
+partitioned), then ``Y2 = L22^{-1} (G2 - L21 Y1)`` (one product, one triangular solve with
+every column).  The answers of round-by-round bordering are unchanged in meaning: an entry of
+L or Y depends on the earlier rows only, so the leading rows of every round of a block are by
+themselves a computed factorisation of that round's ``K_T`` and a computed solve against its
+``G_T``, and that round's bound is formed from its own sums (``||L^||_F^2``, ``S_T``,
+``||Y^||_F^2``, the largest row sum of ``K^``, accumulated row by row within the block).
+
 **Certification.**  ``A = L^ L^T`` (the computed factor) satisfies ``K = A - E`` with
-``||E||_2 <= e = gamma_c ||L^||_F^2 + dK``: the Cholesky backward error ``|L^ L^T - K^| <=
-gamma_(N+1) |L^| |L^T|`` (Higham, Thm 10.3; any order of the inner products; ``gamma_c``,
-``c = 2 N + 4``, ``N = m T``, leaves room for BLAS's blocked triangular solves that multiply by
-reciprocals) plus the rounding of the sums forming ``K^`` (``dK = gamma_(T+2) ||K^||_inf``, as
-the engine's structured path).  With ``lambda_min(K) >= lambda`` (the analytic bound),
+``||E||_2 <= e = gamma_c ||L^||_F^2 + dK``, and each column of the computed ``Y^`` solves
+``(L^ + D_c) y = g_c`` with ``|D_c| <= gamma_c |L^|``.  Unblocked, these are Higham's
+componentwise backward errors of Cholesky (*Accuracy and Stability of Numerical Algorithms*,
+2nd ed., Thm 10.3: ``|L^ L^T - K^| <= gamma_(N+1) |L^| |L^T|``) and of substitution (Thm 8.5:
+``gamma_N``), both resting on Lemma 8.4, which holds for **any order of evaluation** of the
+inner product ``c - sum_k a_k b_k``.  The blocked algorithm computes every entry by the same
+formula, ``l_ij = (k_ij - sum_(k<j) l_ik l_jk) / l_jj`` and ``y_i = (g_i - sum_(k<i) l_ik
+y_k) / l_ii``: its inner product of at most N terms is split into partial sums (the panels'
+GEMMs, the Schur complement's GEMM, dpotrf's and dtrsm's inner blocks) and subtracted in some
+order, which Lemma 8.4 covers, and the division may be a multiplication by the pivot's
+reciprocal (dtrsm kernels), one rounding more: ``gamma_(N+2)`` for both.  This is the
+argument of Higham's ch. 13 for partitioned factorisations (Section 13.2, partitioned LU:
+with conventional matrix multiplication and diagonal blocks solved by substitution, the
+partitioned algorithm has the unpartitioned bound; a triangular solve with several
+right-hand sides is, column by column, a substitution whose inner products are split); it
+assumes conventional (not Strassen-like) multiplication and no explicitly inverted diagonal
+block, as reference LAPACK, OpenBLAS and MKL's ``dpotrf`` / ``dtrsm`` / ``dgemm`` do (an FMA only
+removes roundings).  The constant used is generous: ``gamma_c``, ``c = 4 N + 8``
+(``CHOLESKY_GAMMA``, ``CHOLESKY_GAMMA_OFFSET``), ``N = m T``, twice the ``gamma_(2 N + 4)`` of
+the earlier round-by-round version and four times the ``gamma_(N+2)`` of the argument, at no
+measurable cost.  ``dK = gamma_(T+2) ||K^||_inf`` is the rounding of the sums forming ``K^``
+(as the engine's structured path).  With ``lambda_min(K) >= lambda`` (the analytic bound),
 ``lambda_min(A) >= lambda - e`` and ``K >= (1 - e / (lambda - e)) A``, so ``M <= f G^T A^{-1} G``,
-``f = (lambda - e) / (lambda - 2 e)`` (needs ``lambda > 2 e``).  Each column of the computed
-``Y^`` solves ``(L^ + D_c) y = g_c`` with ``|D_c| <= gamma_c |L^|``, so it is within
-``delta ||y_c||``, ``delta = gamma_c ||L^||_F / sqrt(lambda - e)``, of ``L^^{-1} g_c``; hence
+``f = (lambda - e) / (lambda - 2 e)`` (needs ``lambda > 2 e``).  Each column of ``Y^`` is
+within ``delta ||y_c||``, ``delta = gamma_c ||L^||_F / sqrt(lambda - e)``, of
+``L^^{-1} g_c``; hence
 
     Delta_T^2 <= f (sqrt(S_T) + delta sqrt(T) ||Y^||_F)^2,
 
@@ -39,15 +68,25 @@ vector c, ``||A^{-1/2} (G - G^) c|| <= e_G / sqrt(lambda - e)`` is added to the 
 
 from __future__ import annotations
 
-import math
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.lapack
 
 from sparsedp.errors import ParameterError
 from sparsedp.linalg.certified import UNIT_ROUNDOFF, gamma
 
 PANEL = 256  # rows per panel of the forward substitution (_forward_solve)
+# gamma_c of the factorisation's backward error, c = CHOLESKY_GAMMA N + CHOLESKY_GAMMA_OFFSET
+# (module docstring, "Certification")
+CHOLESKY_GAMMA, CHOLESKY_GAMMA_OFFSET = 4, 8
+BLOCK_ROUNDS = 64  # the most rounds bordered in one block (temporaries ~ its share of Y)
+
+
+def _gammas(k: np.ndarray) -> np.ndarray:
+    """:func:`sparsedp.linalg.certified.gamma` of each k."""
+    return np.array([gamma(int(c)) for c in np.ravel(k)]).reshape(np.shape(k))
 
 
 def _forward_solve(L: np.ndarray, N: int, B: np.ndarray, blocks: dict) -> np.ndarray:
@@ -85,6 +124,39 @@ def _lower_product(l_row: np.ndarray, Y: np.ndarray, N: int, t: int, m: int) -> 
     return out
 
 
+class RoundStats(NamedTuple):
+    """What the certified bound of each round of one extension reads from the factor (the
+    rounds ``T``, ``||L^||_F^2`` and the largest row sum of ``K^`` after each)."""
+
+    rounds: np.ndarray
+    L_frobenius2: np.ndarray
+    K_max: np.ndarray
+
+
+def block_rows_of_Y(block: np.ndarray, N: int, m: int, Y: np.ndarray,
+                    G_new: np.ndarray) -> np.ndarray:
+    """The new block rows ``L22^{-1} (G_new - L21 Y_old)`` of ``Y = L^{-1} G``: ``block`` is
+    ``[L21 L22]`` (the factor's new rows, B x (N + B)), ``Y`` the old rows (``Y[..., :N, :]``,
+    leading batch axes allowed: every tight target of
+    :class:`sparsedp.accountant.targets.TightRows`), ``G_new`` (..., B, C) the new block rows
+    of G (C columns, the old rows of Y zero beyond their first ``N / m``).  One product with
+    the non-zero part of the old rows and one triangular solve with every right-hand side."""
+    B, columns, old = block.shape[0], G_new.shape[-1], N // m
+    rest = np.array(G_new, dtype=np.float64)
+    if N:
+        rest[..., :old] -= _lower_product(block[:, :N], Y, N, old, m)
+    batch = rest.shape[:-2]
+    flat = np.moveaxis(rest, -2, 0).reshape(B, -1)
+    solved = scipy.linalg.solve_triangular(block[:, N:N + B], flat, lower=True,
+                                           check_finite=False)
+    return np.moveaxis(solved.reshape((B,) + batch + (columns,)), 0, -2)
+
+
+def per_round(values: np.ndarray, m: int) -> np.ndarray:
+    """Row values (..., B) summed per round of m rows: (..., B / m)."""
+    return values.reshape(values.shape[:-1] + (-1, m)).sum(axis=-1)
+
+
 class BorderedFactor:
     """The block-bordered factorisation of one view and its running sums (module docstring).
 
@@ -112,44 +184,86 @@ class BorderedFactor:
 
     def append(self, mu: np.ndarray, a: np.ndarray, offset: int,
                truncation: tuple[float, float] = (0.0, 0.0)) -> None:
-        """Border with round ``rounds + 1``; ``mu``, ``a``: the unshifted lags, at least
-        ``2 (T + offset) - 1`` and ``T + offset`` of them for the new T; ``truncation``:
-        ``(e_K, e_G)`` for the new T when some of them are truncated (module docstring)."""
-        t, m = self.rounds, self.m
-        N = m * t
-        self._grow(N + m, t + 1)
-        # block row t of K^: K[t, 0] = mu_t, K[t, s] = K[t-1, s-1] + mu_(t+s) (shifted lags)
-        first = t + 2 * offset
-        row = np.array(mu[first:first + t + 1].transpose(1, 0, 2).reshape(m, N + m))  # mu_(t+s)
-        row[:, m:] += self.K_row
-        self.K_row = row
-        self.K_row_sums[:N] += row[:, :N].sum(axis=0)
-        self.K_row_sums[N:N + m] = row.sum(axis=1)
-        l_row = _forward_solve(self.L, N, row[:, :N].T, self._blocks).T
-        pivot = row[:, N:] - l_row @ l_row.T
-        try:
-            diagonal = np.linalg.cholesky(0.5 * (pivot + pivot.T))
-        except np.linalg.LinAlgError as exc:
-            raise ParameterError(
-                f"K_T is not numerically positive definite at round {t + 1}: the incremental "
-                "factorisation cannot continue (use sparsedp.squared_sensitivity)") from exc
-        self.L[N:N + m, :N] = l_row
-        self.L[N:N + m, N:N + m] = diagonal
-        self.L_frobenius2 += float((l_row**2).sum() + (diagonal**2).sum())
+        """Border with round ``rounds + 1`` (:meth:`extend` by one round)."""
+        self.extend(mu, a, offset, 1, [truncation])
+
+    def extend(self, mu: np.ndarray, a: np.ndarray | None, offset: int, rounds: int,
+               truncations=None) -> RoundStats:
+        """Border with rounds ``self.rounds + 1 .. self.rounds + rounds`` at once (module
+        docstring, blocked): ``mu``, ``a`` the unshifted lags, at least ``2 (T + offset) -
+        1`` and ``T + offset`` of them for the last new T (``a=None``: no Y, the factor
+        only, for :class:`sparsedp.accountant.targets.TightRows`); ``truncations``: per new
+        round ``(e_K, e_G)`` when some lags are truncated (module docstring).  The running
+        bound of every new round goes into :attr:`history`; returns what each round's bound
+        read (:class:`RoundStats`)."""
+        t0, m = self.rounds, self.m
+        N, B = m * t0, m * rounds
+        self._grow(N + B, t0 + rounds, with_Y=a is not None)
+        K_new, K_max = self._block_rows_of_K(mu, offset, rounds)
+        block = self._block_rows_of_L(K_new)
+        L_frobenius2 = self.L_frobenius2 + np.cumsum(per_round((block**2).sum(axis=1), m))
+        self.L_frobenius2 = float(L_frobenius2[-1])
+        stats = RoundStats(np.arange(t0 + 1, t0 + rounds + 1), L_frobenius2, K_max)
+        self.rounds = t0 + rounds
+        if a is None:
+            return stats
         # block row t of G: G[t, k] = a_(t-k) (shifted), k = 0..t
-        g = a[offset:t + offset + 1][::-1].T.copy()
-        if t:
-            g[:, :t] -= _lower_product(l_row, self.Y, N, t, m)
-        y = scipy.linalg.solve_triangular(diagonal, g, lower=True, check_finite=False)
-        self.Y[N:N + m, :t + 1] = y
-        self.rows_l1 += float((np.abs(y).sum(axis=1) ** 2).sum())
-        self.Y_frobenius2 += float((y**2).sum())
+        G_new = np.zeros((B, t0 + rounds))
+        for i, t in enumerate(range(t0, t0 + rounds)):
+            G_new[i * m:(i + 1) * m, :t + 1] = a[offset:t + offset + 1][::-1].T
+        y = block_rows_of_Y(block, N, m, self.Y, G_new)
+        self.Y[N:N + B, :t0 + rounds] = y
+        rows_l1 = self.rows_l1 + np.cumsum(per_round(np.abs(y).sum(axis=1) ** 2, m))
+        Y_frobenius2 = self.Y_frobenius2 + np.cumsum(per_round((y**2).sum(axis=1), m))
+        self.rows_l1, self.Y_frobenius2 = float(rows_l1[-1]), float(Y_frobenius2[-1])
         self.ones += float((y.sum(axis=1) ** 2).sum())
-        self.rounds = t + 1
+        errors = np.zeros((rounds, 2)) if truncations is None else np.asarray(truncations)
+        bounds = self.certified_rows_upper(rows_l1, Y_frobenius2, errors[:, 0], errors[:, 1],
+                                           stats)
         # Delta_t^2 is non-decreasing in t, so the running maximum is still a bound (and
         # rounds_within may bisect)
         previous = float(self.history[-1]) if self.history.size else 0.0
-        self.history = np.append(self.history, max(previous, self.certified_upper(*truncation)))
+        self.history = np.append(self.history, np.maximum.accumulate(
+            np.maximum(bounds, previous)))
+        return stats
+
+    def _block_rows_of_K(self, mu: np.ndarray, offset: int,
+                         rounds: int) -> tuple[np.ndarray, np.ndarray]:
+        """The new block rows of ``K^`` (B x (N + B), zero right of each round's own block)
+        by the lag recursion, the row sums of ``K^`` brought up to date, and their largest
+        after each new round."""
+        t0, m = self.rounds, self.m
+        K_new = np.zeros((m * rounds, m * (t0 + rounds)))
+        K_max = np.zeros(rounds)
+        for i, t in enumerate(range(t0, t0 + rounds)):
+            N = m * t
+            # block row t of K^: K[t, 0] = mu_t, K[t, s] = K[t-1, s-1] + mu_(t+s) (shifted)
+            first = t + 2 * offset
+            row = np.array(mu[first:first + t + 1].transpose(1, 0, 2).reshape(m, N + m))
+            row[:, m:] += self.K_row
+            self.K_row = row
+            self.K_row_sums[:N] += row[:, :N].sum(axis=0)
+            self.K_row_sums[N:N + m] = row.sum(axis=1)
+            K_max[i] = self.K_row_sums[:N + m].max()
+            K_new[i * m:(i + 1) * m, :N + m] = row
+        return K_new, K_max
+
+    def _block_rows_of_L(self, K_new: np.ndarray) -> np.ndarray:
+        """The factor's new rows ``[L21 L22]`` (written into :attr:`L` and returned):
+        ``L21 = K21 L11^{-T}`` by panels with every new row as a right-hand side, then the
+        Cholesky factor of ``K22 - L21 L21^T`` (its lower triangle)."""
+        B, N = K_new.shape[0], K_new.shape[1] - K_new.shape[0]
+        L21 = _forward_solve(self.L, N, K_new[:, :N].T, self._blocks).T
+        pivot = K_new[:, N:] - L21 @ L21.T
+        L22, info = scipy.linalg.lapack.dpotrf(pivot, lower=1, clean=1, overwrite_a=1)
+        if info:
+            failed = self.rounds + (info - 1) // self.m + 1 if info > 0 else self.rounds + 1
+            raise ParameterError(
+                f"K_T is not numerically positive definite at round {failed}: the incremental "
+                "factorisation cannot continue (use sparsedp.squared_sensitivity)")
+        self.L[N:N + B, :N] = L21
+        self.L[N:N + B, N:N + B] = L22
+        return self.L[N:N + B, :N + B]
 
     def certified_upper(self, e_K: float = 0.0, e_G: float = 0.0) -> float:
         """The certified upper bound on ``Delta_T^2`` at ``T = rounds`` (module docstring),
@@ -159,29 +273,47 @@ class BorderedFactor:
                                                np.array([self.Y_frobenius2]), e_K, e_G)[0])
 
     def certified_rows_upper(self, rows_l1: np.ndarray, Y_frobenius2: np.ndarray,
-                             e_K: float = 0.0, e_G: float = 0.0) -> np.ndarray:
+                             e_K=0.0, e_G=0.0, stats: RoundStats | None = None) -> np.ndarray:
         """The certified bound of the module docstring for any right-hand sides G solved
         against this factor (every target of one attacker,
         :mod:`sparsedp.accountant.targets`): from their running sums ``S_T`` (``rows_l1``)
         and ``||Y^||_F^2`` (``Y_frobenius2``), arrays, and the truncation's errors ``e_K``,
-        ``e_G``; ``T`` when the rounding leaves no room."""
-        T, N = self.rounds, self.m * self.rounds
-        g_c = gamma(2 * N + 4)
-        sums = 1 + gamma(N * (T + 2) + 4)  # the running sums of non-negative terms
-        L_norm2 = self.L_frobenius2 * sums
-        dK = gamma(T + 2) * float(self.K_row_sums.max()) * sums
-        e = (g_c * L_norm2 + dK + e_K) * (1 + 4 * UNIT_ROUNDOFF)
-        lam = self.lambda_lb
-        if lam <= 2 * e:
-            return np.full(np.shape(rows_l1), float(T))
-        f = (lam - e) / (lam - 2 * e)
-        delta = g_c * math.sqrt(L_norm2) / math.sqrt(lam - e)
-        root = (np.sqrt(rows_l1 * sums) + delta * np.sqrt(T * Y_frobenius2 * sums)
-                + e_G / math.sqrt(lam - e)) * (1 + 4 * UNIT_ROUNDOFF)
-        return np.minimum(f * root**2 * (1 + 16 * UNIT_ROUNDOFF), float(T))
+        ``e_G``; ``T`` when the rounding leaves no room.  At ``T = rounds`` by default; with
+        ``stats`` (:meth:`extend`'s), at each of its rounds: the arrays then have one row per
+        round (leading axis), the errors one value per round."""
+        if stats is None:
+            stats = RoundStats(np.array([self.rounds]), np.array([self.L_frobenius2]),
+                               np.array([float(self.K_row_sums.max(initial=0.0))]))
+            rows_l1, Y_frobenius2 = np.asarray(rows_l1)[None], np.asarray(Y_frobenius2)[None]
+            return self._certified(stats, rows_l1, Y_frobenius2, e_K, e_G)[0]
+        return self._certified(stats, np.asarray(rows_l1), np.asarray(Y_frobenius2), e_K, e_G)
 
-    def _grow(self, rows: int, columns: int) -> None:
-        """Room for ``rows`` rows of L and Y and ``columns`` columns of Y (capacity doubles)."""
+    def _certified(self, stats: RoundStats, rows_l1: np.ndarray, Y_frobenius2: np.ndarray,
+                   e_K, e_G) -> np.ndarray:
+        """The bound at each round of ``stats``; rows_l1, Y_frobenius2 (rounds, ...)."""
+        T = stats.rounds.astype(np.float64)
+        N = self.m * stats.rounds
+        g_c = _gammas(CHOLESKY_GAMMA * N + CHOLESKY_GAMMA_OFFSET)
+        sums = 1 + _gammas(N * (stats.rounds + 2) + 4)  # the running sums of non-negative terms
+        L_norm2 = stats.L_frobenius2 * sums
+        dK = _gammas(stats.rounds + 2) * stats.K_max * sums
+        e = (g_c * L_norm2 + dK + np.asarray(e_K)) * (1 + 4 * UNIT_ROUNDOFF)
+        lam = self.lambda_lb
+        room = lam > 2 * e
+        e = np.where(room, e, 0.0)  # no division by zero where the bound is T anyway
+        f = (lam - e) / (lam - 2 * e)
+        delta = g_c * np.sqrt(L_norm2) / np.sqrt(lam - e)
+        shape = (-1,) + (1,) * (rows_l1.ndim - 1)
+        root = (np.sqrt(rows_l1 * sums.reshape(shape))
+                + (delta * np.sqrt(T * sums)).reshape(shape) * np.sqrt(Y_frobenius2)
+                + (np.asarray(e_G) / np.sqrt(lam - e)).reshape(shape)) * (1 + 4 * UNIT_ROUNDOFF)
+        bound = f.reshape(shape) * root**2 * (1 + 16 * UNIT_ROUNDOFF)
+        return np.where(room.reshape(shape), np.minimum(bound, T.reshape(shape)),
+                        T.reshape(shape))
+
+    def _grow(self, rows: int, columns: int, with_Y: bool = True) -> None:
+        """Room for ``rows`` rows of L and (``with_Y``) Y and ``columns`` columns of Y
+        (capacity doubles)."""
         if rows > self.L.shape[0]:
             size = max(rows, 2 * self.L.shape[0])
             L = np.zeros((size, size))
@@ -190,7 +322,7 @@ class BorderedFactor:
             sums = np.zeros(size)
             sums[:self.K_row_sums.size] = self.K_row_sums
             self.K_row_sums = sums
-        if rows > self.Y.shape[0] or columns > self.Y.shape[1]:
+        if with_Y and (rows > self.Y.shape[0] or columns > self.Y.shape[1]):
             Y = np.zeros((max(rows, 2 * self.Y.shape[0]), max(columns, 2 * self.Y.shape[1])))
             Y[:self.Y.shape[0], :self.Y.shape[1]] = self.Y
             self.Y = Y

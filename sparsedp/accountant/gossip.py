@@ -4,26 +4,31 @@ round, answering at any time with certified bounds (issue 34).
 :class:`Accountant` keeps what round T computed and extends it to round T + 1: one sparse
 product for the new lags (:class:`sparsedp.accountant.lags.LagStream`; none once a chain long
 enough for the one-shot query to truncate has mixed, the truncation's error then charged to
-the running bound and to the interval) and one block row of
-the Cholesky factor of ``K_T`` and of ``Y_T = L^{-1} G_T``
-(:class:`sparsedp.accountant.bordered.BorderedFactor`), whose running sums give a certified
-upper bound on ``Delta_T^2`` after every step.  The tight interval (the one-shot query's own
+the running bound and to the interval) and, when an answer needs them, the block rows of the
+Cholesky factor of ``K_T`` and of ``Y_T = L^{-1} G_T`` of every round recorded since the last
+answer, in one block (:class:`sparsedp.accountant.bordered.BorderedFactor`, level-3 BLAS),
+whose running sums give a certified upper bound on ``Delta_T^2`` after every round.  The tight
+interval (the one-shot query's own
 bounds: c = 1, local search, multistart, the exhaustive search for small T, the spectral,
 diagonal-shift and entrywise upper bounds) is computed lazily, on request, from the same lags
 through the engine's certified sandwich (:mod:`sparsedp.gossip.certified_solve`), so its lower
 bound is the one of :func:`sparsedp.squared_sensitivity` with ``method="structured"``.
 
-What each answer costs (T rounds, m observed rows, nnz(W) non-zeros):
+What each answer costs (T rounds, m observed rows, nnz(W) non-zeros, b rounds recorded since
+the last answer):
 
 =========================  =================================================================
 ``step(k)``                k sparse products with the n x m block until the chain has mixed
-                           (then none), ``O(m^2 T^2)`` flops each
-``upper``, ``epsilon``,    ``O(1)``: the running bound (or the interval's upper bound, when
-``rdp``, ``to_dp_event``   :meth:`interval` was asked at this round)
+                           (then none)
+``upper``, ``epsilon``,    the b pending block rows of the factor and of Y, ``O(m^2 T^2 b)``
+``rdp``, ``to_dp_event``   flops reading L once (then ``O(1)``): the running bound (or the
+                           interval's upper bound, when :meth:`interval` was asked at this
+                           round)
 ``interval()``             lazy, ``O((m T)^3)``: the engine's sandwich and bound search at this
                            round (about one one-shot query without its propagation); cached
 ``rounds_within``          ``O(1)`` per round already computed; rounds beyond are computed
-                           ahead (as ``step``, without recording them)
+                           ahead, 16 at a time (as ``step``, without recording them)
+``state_dict``             the pending rows first (a restored copy continues identically)
 =========================  =================================================================
 
 Supported: one constant, exactly symmetric W (the structured form) and the views whose
@@ -41,7 +46,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsedp import defaults, validation
-from sparsedp.accountant.bordered import BorderedFactor
+from sparsedp.accountant.bordered import BLOCK_ROUNDS, BorderedFactor
 from sparsedp.accountant.lags import LagStream
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.certified_solve import (
@@ -67,6 +72,7 @@ from sparsedp.privacy.interop import gaussian_dp_event
 from sparsedp.reprs import short_repr
 
 ROUNDS_WITHIN_LIMIT = 4096  # default horizon of rounds_within
+LOOKAHEAD_BLOCK = 16  # rounds factored at once when rounds_within computes ahead
 
 
 class Accountant:
@@ -160,20 +166,25 @@ class Accountant:
 
     @limit_blas_threads
     def step(self, k: int = 1) -> None:
-        """Record ``k`` more rounds (``k >= 1``) and extend the bounds to them."""
+        """Record ``k`` more rounds (``k >= 1``): their lags now, the factor's rows when an
+        answer needs them (several rounds at once, :meth:`_compute_to`)."""
         k = validation.rounds(k)
-        self._compute_to(self.rounds + k)
+        self._lags.extend_to(self.rounds + k + self.offset - 1)
         self.rounds += k
         self._interval = None
 
     def _compute_to(self, T: int) -> None:
-        """Lags and factor for T rounds (computed ahead of the recorded rounds if need be)."""
+        """Lags and factor for T rounds (computed ahead of the recorded rounds if need be),
+        the rounds not yet factored bordered in blocks of up to ``BLOCK_ROUNDS``."""
         if T <= self._factor.rounds:
             return
         self._lags.extend_to(T + self.offset - 1)
-        while self._factor.rounds < T:
-            truncation = self._lags.truncation_error(self._factor.rounds + 1, self.offset)
-            self._factor.append(self._lags.mu, self._lags.a, self.offset, truncation)
+        mu, a = self._lags.mu, self._lags.a
+        for first in range(self._factor.rounds, T, BLOCK_ROUNDS):
+            last = min(T, first + BLOCK_ROUNDS)
+            truncations = [self._lags.truncation_error(t, self.offset)
+                           for t in range(first + 1, last + 1)]
+            self._factor.extend(mu, a, self.offset, last - first, truncations)
 
     # -- answers ---------------------------------------------------------------------------
 
@@ -182,6 +193,7 @@ class Accountant:
         """The best certified upper bound on ``Delta_T^2`` at the recorded T (0 at T = 0)."""
         if self.rounds == 0:
             return 0.0
+        self._compute_to(self.rounds)
         bound = float(self._factor.history[self.rounds - 1])
         if self._interval is not None:
             bound = min(bound, self._interval.upper)
@@ -248,9 +260,10 @@ class Accountant:
             return gaussian_epsilon(float(self._factor.history[t - 1]), self.sigma,
                                     delta) <= epsilon
 
+        self._compute_to(min(self.rounds, limit))
         while self._factor.rounds < limit and (self._factor.rounds == 0
                                                or within(self._factor.rounds)):
-            self._compute_to(self._factor.rounds + 1)
+            self._compute_to(min(limit, self._factor.rounds + LOOKAHEAD_BLOCK))
         horizon = min(self._factor.rounds, limit)
         # the bound is non-decreasing in T: the first round over budget
         first_over = bisect.bisect_left(range(1, horizon + 1), True,
@@ -258,6 +271,7 @@ class Accountant:
         return first_over
 
     def _evaluate(self, T: int) -> SensitivityResult:
+        self._compute_to(T)
         running = Bound("incremental_rows", float(self._factor.history[T - 1]),
                         "certified upper", "sum_r ||(L^{-1} G_T)_r||_1^2 with the "
                         "factorisation's rounding charged (sparsedp.accountant.bordered)")
@@ -282,6 +296,7 @@ class Accountant:
             "backend": self.backend,
             "rounds": self.rounds,
         }
+        self._compute_to(self.rounds)  # no pending rows: the copy continues as the original
         state.update(self._lags.state())
         state.update(self._factor.state())
         return state

@@ -17,7 +17,12 @@ from __future__ import annotations
 import numpy as np
 
 from sparsedp import defaults, validation
-from sparsedp.accountant.gossip import ROUNDS_WITHIN_LIMIT, Accountant, gradients_from_state
+from sparsedp.accountant.gossip import (
+    LOOKAHEAD_BLOCK,
+    ROUNDS_WITHIN_LIMIT,
+    Accountant,
+    gradients_from_state,
+)
 from sparsedp.accountant.lags import LagStream
 from sparsedp.accountant.sets import (
     RunningBox,
@@ -88,13 +93,15 @@ class ObserversAccountant:
     =========================  ==============================================================
     ``step(k)``                per round one sparse product with a vector, ``O(n)`` for the
                                box bounds, and each tight observer's pair step (one sparse
-                               product with a vector, ``O(T^2)`` dense work)
+                               product with a vector)
     ``upper``, ``worst_upper``, ``O(n)``; ``epsilons`` one ``gaussian_epsilon`` per distinct
-    ``epsilon``, ``epsilons``   bound, ``epsilon`` (the worst observer) one
+    ``epsilon``, ``epsilons``   bound, ``epsilon`` (the worst observer) one; first the b
+                               rounds recorded since the last answer (each tight pair's
+                               factor rows, ``O(T^2 b)`` in blocks, and ``O(n b)``)
     ``interval(observers)``    lazy, ``O(T^3)`` per observer asked (plus, for an observer not
                                tight, its pair's steps since it was last asked); cached
     ``rounds_within``          ``O(1)`` per round already computed; rounds beyond are computed
-                               ahead (as ``step``, without recording them)
+                               ahead, 16 at a time (as ``step``, without recording them)
     =========================  ==============================================================
 
     Examples
@@ -147,25 +154,39 @@ class ObserversAccountant:
 
     @limit_blas_threads
     def step(self, k: int = 1) -> None:
-        """Record ``k`` more rounds (``k >= 1``) and extend every observer's bound to them."""
+        """Record ``k`` more rounds (``k >= 1``): the target's vector and the box sums now,
+        the tight observers' factor rows when an answer needs them (their pairs' blocks)."""
         k = validation.rounds(k)
-        self._compute_to(self.rounds + k)
+        self._record_to(self.rounds + k)
         self.rounds += k
-        for a in self.tight_observers.tolist():  # computed ahead already
+        for a in self.tight_observers.tolist():  # lags only: the pairs are lazy too
             self._pairs[a].step(self.rounds - self._pairs[a].rounds)
         self._intervals = {}
 
     def _compute_to(self, T: int) -> None:
         """The target's vector and the bounds for T rounds (ahead of the recorded rounds if
-        need be): round t reads ``x_(t-1)``."""
+        need be)."""
+        self._record_to(T)
+        self._bound_to(T)
+
+    def _record_to(self, T: int) -> None:
+        """The target's vector and the box sums for T rounds: round t reads ``x_(t-1)``."""
         while self._box.rounds < T:
             if self._lags.products < self._box.rounds:
                 self._lags.extend_to(self._box.rounds)  # one product
             self._box.add(self._lags.V)
-            t = self._box.rounds
-            bound = self._box.bound()
+
+    def _bound_to(self, T: int) -> None:
+        """The worst bound of every round recorded but not yet bounded, up to T: the tight
+        observers' pairs factor their pending rounds in blocks first."""
+        first = self._worst.size
+        if T <= first:
+            return
+        for a in self.tight_observers.tolist():
+            self._pairs[a]._compute_to(T)
+        for t in range(first + 1, T + 1):
+            bound = self._box.bound(t)
             for a in self.tight_observers.tolist():
-                self._pairs[a]._compute_to(t)
                 bound[a] = min(bound[a], float(self._pairs[a]._factor.history[t - 1]))
             bound[self.target] = 0.0
             self._worst = np.append(self._worst, float(bound.max()))
@@ -181,6 +202,7 @@ class ObserversAccountant:
         if T == 0:
             out = np.zeros(self.W.shape[0])
         else:
+            self._bound_to(T)
             out = self._box.bound(T)
         if T:
             for a in self.tight_observers.tolist():
@@ -254,14 +276,18 @@ class ObserversAccountant:
         epsilon = validation.nonnegative("epsilon", epsilon)
         delta = validation.probability_delta(delta)
         limit = validation.rounds(limit)
-        return budget_rounds(lambda: self._worst, self._compute_to, self.sigma, epsilon, delta,
-                             limit)
+        self._bound_to(min(self.rounds, limit))
+        return budget_rounds(
+            lambda: self._worst,
+            lambda T: self._compute_to(min(limit, T + LOOKAHEAD_BLOCK - 1)),
+            self.sigma, epsilon, delta, limit)
 
     # -- checkpoints -----------------------------------------------------------------------
 
     def state_dict(self) -> dict:
         """Everything needed to continue, as numpy arrays, numbers and strings (no pickle):
         the tight observers' pair states under the prefix ``pair<a>_``."""
+        self._bound_to(self.rounds)  # no pending rows: the copy continues as the original
         state = matrix_state(self.W)
         state.update({"target": self.target, "sigma": self.sigma, "exact": str(self.exact),
                       "gradients": self.gradients,

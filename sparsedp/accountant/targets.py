@@ -22,11 +22,21 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.linalg
 
 from sparsedp import defaults, resources, validation
-from sparsedp.accountant.bordered import BorderedFactor, _lower_product
-from sparsedp.accountant.gossip import ROUNDS_WITHIN_LIMIT, gradients_from_state, lag_interval
+from sparsedp.accountant.bordered import (
+    BLOCK_ROUNDS,
+    BorderedFactor,
+    RoundStats,
+    block_rows_of_Y,
+    per_round,
+)
+from sparsedp.accountant.gossip import (
+    LOOKAHEAD_BLOCK,
+    ROUNDS_WITHIN_LIMIT,
+    gradients_from_state,
+    lag_interval,
+)
 from sparsedp.accountant.lags import LagStream, computed_sequence
 from sparsedp.accountant.sets import (
     RunningBox,
@@ -105,16 +115,18 @@ class TargetsAccountant:
     What each answer costs (T rounds, m observed rows, n nodes):
 
     =========================  ==============================================================
-    ``step(k)``                k sparse products with the n x m block, ``O(n m)`` for the
-                               running box bounds, and with tight targets one block row of
-                               the shared factor (``O(m^2 T^2)``) and ``O(m^2 T^2)`` per
-                               tight target, each
+    ``step(k)``                k sparse products with the n x m block and ``O(n m)`` for
+                               the running box bounds, each
     ``upper``, ``worst_upper``, ``O(n)``; ``epsilons`` one ``gaussian_epsilon`` per distinct
-    ``epsilon``, ``epsilons``   bound, ``epsilon`` (the worst target) one
+    ``epsilon``, ``epsilons``   bound, ``epsilon`` (the worst target) one; with tight targets
+                               first the b rounds recorded since the last answer: the shared
+                               factor's and every tight target's block rows in blocks of up
+                               to 64 rounds (level-3 BLAS, ``O(m^2 T^2 b)`` each)
     ``interval(targets)``      lazy, ``O((m T)^3)`` per target asked (one one-shot query
                                without its propagation); cached until the next step
     ``rounds_within``          ``O(1)`` per round already computed; rounds beyond are computed
-                               ahead (as ``step``, without recording them)
+                               ahead, 16 at a time (as ``step``, without recording them)
+    ``state_dict``             the pending rows first (a restored copy continues identically)
     =========================  ==============================================================
 
     Memory: the lags ``V_l`` of every round, ``8 n m T`` bytes (80 MB at n = 10^4, m = 1,
@@ -193,15 +205,22 @@ class TargetsAccountant:
 
     @limit_blas_threads
     def step(self, k: int = 1) -> None:
-        """Record ``k`` more rounds (``k >= 1``) and extend every target's bound to them."""
+        """Record ``k`` more rounds (``k >= 1``): their lags and running box bounds now, the
+        tight targets' rows when an answer needs them (several rounds at once)."""
         k = validation.rounds(k)
-        self._compute_to(self.rounds + k)
+        self._rows.check_room(self._factor.m * (self.rounds + k), self.rounds + k)
+        self._record_to(self.rounds + k)
         self.rounds += k
         self._intervals, self._results = {}, {}
 
     def _compute_to(self, T: int) -> None:
-        """Lags and running bounds for T rounds (ahead of the recorded rounds if need be):
-        round t reads ``V_(t-1+p)``, each ``V_l`` kept as it is produced."""
+        """Lags and running bounds for T rounds (ahead of the recorded rounds if need be)."""
+        self._record_to(T)
+        self._border_to(T)
+
+    def _record_to(self, T: int) -> None:
+        """Lags and box sums for T rounds: round t reads ``V_(t-1+p)``, each ``V_l`` kept as
+        it is produced."""
         while self._box.rounds < T:
             needed = self._box.rounds + self.offset  # V_needed is this round's lag block
             while len(self._history) <= needed:
@@ -209,28 +228,39 @@ class TargetsAccountant:
                     self._lags.extend_to(len(self._history))  # one product
                 self._keep(self._lags.V)
             self._box.add(self._history[needed])
-            self._border()
 
-    def _border(self) -> None:
-        """One block row of the shared factor and of every tight target's Y; the round's
-        bounds."""
-        t, m, p = self._box.rounds - 1, self._factor.m, self.offset
+    def _border_to(self, T: int) -> None:
+        """The block rows of the shared factor and of every tight target's Y of the rounds
+        recorded but not yet bordered, up to T, in one block; each round's bounds."""
+        first = len(self._tight_history)
+        if T <= first:
+            return
         if self.tight_targets.size:  # the shared factor serves the tight targets only
-            self._factor.append(self._lags.mu, np.zeros((t + 1 + p, m)), p)
-            N = m * t
-            block = self._factor.L[N:N + m, :N + m]
-            # G[t, k] = a_(t-k+p) for k = 0..t, every tight target: (tight, m, t + 1)
-            g = self._tight_lags[p:p + t + 1][::-1].transpose(1, 2, 0)
-            bound = self._rows.append(block, g, self._factor)
+            bounds = np.concatenate([self._border_block(start, min(T, start + BLOCK_ROUNDS))
+                                     for start in range(first, T, BLOCK_ROUNDS)])
         else:
-            bound = np.zeros(0)
-        if self._tight_history:
-            bound = np.maximum(bound, self._tight_history[-1])  # Delta_t^2 grows with t
-        self._tight_history.append(bound)
-        both = self._box.bound()
-        both[self.tight_targets] = np.minimum(both[self.tight_targets], bound)
-        both[self.observers] = 0.0
-        self._worst = np.append(self._worst, float(both.max()))
+            bounds = np.zeros((T - first, 0))
+        for t, bound in zip(range(first + 1, T + 1), bounds, strict=True):
+            if self._tight_history:
+                bound = np.maximum(bound, self._tight_history[-1])  # Delta_t^2 grows with t
+            self._tight_history.append(bound)
+            both = self._box.bound(t)
+            both[self.tight_targets] = np.minimum(both[self.tight_targets], bound)
+            both[self.observers] = 0.0
+            self._worst = np.append(self._worst, float(both.max()))
+
+    def _border_block(self, first: int, last: int) -> np.ndarray:
+        """Rounds ``first + 1 .. last`` of the shared factor and of every tight target's Y
+        in one block; their bounds, (rounds, tight)."""
+        m, p = self._factor.m, self.offset
+        stats = self._factor.extend(self._lags.mu, None, p, last - first)
+        N, B = m * first, m * (last - first)
+        block = self._factor.L[N:N + B, :N + B]
+        # G[t, k] = a_(t-k+p) for k = 0..t, every tight target: (tight, m, t + 1)
+        g = np.zeros((self.tight_targets.size, B, last))
+        for i, t in enumerate(range(first, last)):
+            g[:, i * m:(i + 1) * m, :t + 1] = self._tight_lags[p:p + t + 1][::-1].transpose(1, 2, 0)
+        return self._rows.extend(block, N, g, self._factor, stats)
 
     def _keep(self, V: np.ndarray) -> None:
         """Append ``V_l`` to the kept lags (capacity doubles)."""
@@ -253,6 +283,7 @@ class TargetsAccountant:
         if self.rounds == 0:
             out = np.zeros(n)
         else:
+            self._border_to(self.rounds)
             out = self._box.bound(self.rounds)
             out[self.tight_targets] = np.minimum(out[self.tight_targets],
                                                  self._tight_history[self.rounds - 1])
@@ -338,13 +369,17 @@ class TargetsAccountant:
         epsilon = validation.nonnegative("epsilon", epsilon)
         delta = validation.probability_delta(delta)
         limit = validation.rounds(limit)
-        return budget_rounds(lambda: self._worst, self._compute_to, self.sigma, epsilon, delta,
-                             limit)
+        self._border_to(min(self.rounds, limit))
+        return budget_rounds(
+            lambda: self._worst,
+            lambda T: self._compute_to(min(limit, T + LOOKAHEAD_BLOCK - 1)),
+            self.sigma, epsilon, delta, limit)
 
     # -- checkpoints -----------------------------------------------------------------------
 
     def state_dict(self) -> dict:
         """Everything needed to continue, as numpy arrays, numbers and strings (no pickle)."""
+        self._border_to(self.rounds)  # no pending rows: the copy continues as the original
         state = matrix_state(self.W)
         state.update({"observers": self.observers, "sigma": self.sigma, "view": self.view,
                       "exact": str(self.exact), "gradients": self.gradients,
@@ -381,10 +416,11 @@ class TargetsAccountant:
 
 
 class TightRows:
-    """``Y = L^{-1} G_T`` of k targets against one shared bordered factor, one block row a
-    round, and their running sums ``S_T = sum_r ||Y_r||_1^2`` and ``||Y||_F^2``: the pair's
-    running bound (:mod:`sparsedp.accountant.bordered`) for every target at once, the new
-    block row of all k in one batched product with the non-zero part of the old rows.
+    """``Y = L^{-1} G_T`` of k targets against one shared bordered factor, extended by the
+    factor's blocks of rounds, and their running sums ``S_T = sum_r ||Y_r||_1^2`` and
+    ``||Y||_F^2`` after each round: the pair's running bound
+    (:mod:`sparsedp.accountant.bordered`) for every target at once, the new block rows of all
+    k in one batched product with the non-zero part of the old rows and one triangular solve.
     Memory ``8 m T^2 k`` bytes; about ``m T^3 k / 6`` flops over T rounds.
 
     Parameters
@@ -401,36 +437,42 @@ class TightRows:
         self.rows_l1 = np.zeros(targets)
         self.Y_frobenius2 = np.zeros(targets)
 
-    def append(self, block: np.ndarray, g: np.ndarray, factor: BorderedFactor) -> np.ndarray:
-        """Round ``t + 1`` (t = g's columns - 1): ``block`` is the new block row ``[l, L_tt]``
-        of the factor (m x m (t + 1)), ``g`` (k, m, t + 1) each target's block row of G;
-        returns each target's certified bound at ``t + 1`` (``factor`` stepped already)."""
-        k, m, columns = g.shape
-        t, N = columns - 1, self.m * (columns - 1)
-        self._grow(N + m, columns)
-        rest = g.copy()
-        if t:
-            rest[:, :, :t] -= _lower_product(block[:, :N], self.Y, N, t, m)
-        diagonal = block[:, N:N + m]
-        y = scipy.linalg.solve_triangular(diagonal, rest.transpose(1, 0, 2).reshape(m, -1),
-                                          lower=True, check_finite=False)
-        y = y.reshape(m, k, columns).transpose(1, 0, 2)
-        self.Y[:, N:N + m, :columns] = y
-        self.rows_l1 += (np.abs(y).sum(axis=2) ** 2).sum(axis=1)
-        self.Y_frobenius2 += (y**2).sum(axis=(1, 2))
-        return factor.certified_rows_upper(self.rows_l1, self.Y_frobenius2)
+    def extend(self, block: np.ndarray, N: int, g: np.ndarray, factor: BorderedFactor,
+               stats: RoundStats) -> np.ndarray:
+        """The rounds of one extension of the shared factor: ``block`` its new rows ``[L21
+        L22]`` (B x (N + B), N the rows before), ``g`` (k, B, C) each target's new block rows
+        of G, ``stats`` what :meth:`BorderedFactor.extend` returned; each target's certified
+        bound after each new round, (B / m, k)."""
+        B, columns = g.shape[1], g.shape[2]
+        self._grow(N + B, columns)
+        y = block_rows_of_Y(block, N, self.m, self.Y, g)
+        self.Y[:, N:N + B, :columns] = y
+        rows_l1 = self.rows_l1 + np.cumsum(per_round(np.abs(y).sum(axis=2) ** 2, self.m),
+                                           axis=1).T
+        Y_frobenius2 = self.Y_frobenius2 + np.cumsum(per_round((y**2).sum(axis=2), self.m),
+                                                     axis=1).T
+        self.rows_l1, self.Y_frobenius2 = rows_l1[-1].copy(), Y_frobenius2[-1].copy()
+        return factor.certified_rows_upper(rows_l1, Y_frobenius2, stats=stats)
 
     def _grow(self, rows: int, columns: int) -> None:
         k, R, C = self.Y.shape
         if rows > R or columns > C:
-            shape = (k, max(rows, 2 * R), max(columns, 2 * C))
+            shape = self.check_room(rows, columns)
+            Y = np.zeros(shape)
+            Y[:, :R, :C] = self.Y
+            self.Y = Y
+
+    def check_room(self, rows: int, columns: int) -> tuple[int, int, int]:
+        """The shape Y grows to for ``rows`` rows and ``columns`` columns (capacity doubles);
+        ResourceLimitError, before anything is allocated, when it exceeds the memory budget."""
+        k, R, C = self.Y.shape
+        shape = (k, max(rows, 2 * R), max(columns, 2 * C))
+        if rows > R or columns > C:
             resources.require_within(
                 8.0 * math.prod(shape), resources.memory_budget(),
                 f"the running bounds of {k} tight targets at T = {columns}",
                 "pass fewer tight_targets (the others keep the running box bound)")
-            Y = np.zeros(shape)
-            Y[:, :R, :C] = self.Y
-            self.Y = Y
+        return shape
 
     def state(self, rounds: int) -> dict:
         """The rows (used part: ``rounds`` rounds) and sums as plain arrays."""
