@@ -48,6 +48,12 @@ import scipy.sparse as sp
 from sparsedp import defaults, validation
 from sparsedp.accountant.bordered import BLOCK_ROUNDS, BorderedFactor
 from sparsedp.accountant.lags import LagStream
+from sparsedp.accountant.state import (
+    exact_from_state,
+    gradients_from_state,
+    matrix_from_state,
+    matrix_state,
+)
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.certified_solve import (
     _lag_sandwich,
@@ -148,18 +154,12 @@ class Accountant:
         self.model = resolve_view(view, W, self.target, self.observers, False)
         if self.model.observes_everything:
             raise ParameterError("view 'local-dp' needs no accountant: Delta_T^2 = T exactly")
-        system = GossipSystem([W], self.model.observers, 1,
-                              power_offset=self.model.power_offset)
-        lambda_lb = analytic_lambda_min_lower_bound(system)
-        if not lambda_lb:
-            raise ParameterError(f"view {view!r} has no analytic lambda_min(K_T) bound for this "
-                                 "W (not diagonally dominant): not offered by the accountant")
-        self.lambda_lb = lambda_lb
+        self.lambda_lb = view_lambda_min(W, self.model)
         self.offset = self.model.power_offset
         self.rounds = 0
         self._lags = LagStream(W, self.model.observers, self.target, backend,
                                truncate=doubly_stochastic_to_rounding(W))
-        self._factor = BorderedFactor(self.model.observers.size, lambda_lb)
+        self._factor = BorderedFactor(self.model.observers.size, self.lambda_lb)
         self._interval: SensitivityResult | None = None
 
     # -- recording rounds ------------------------------------------------------------------
@@ -287,8 +287,7 @@ class Accountant:
         :func:`sparsedp.accountant.checkpoint.save` writes it to an ``.npz`` file)."""
         W = sp.csr_matrix(self.W)
         state = {
-            "W_data": W.data, "W_indices": W.indices, "W_indptr": W.indptr,
-            "W_shape": np.asarray(W.shape), "target": self.target,
+            **matrix_state(W), "target": self.target,
             "observers": (np.zeros(0, dtype=np.int64) if self.observers is None
                           else self.observers),
             "observers_given": self.observers is not None, "sigma": self.sigma,
@@ -305,10 +304,8 @@ class Accountant:
     def from_state(cls, state: dict) -> Accountant:
         """The accountant of :meth:`state_dict` (plain arrays, e.g. loaded from ``.npz``):
         it continues with answers identical to the original's."""
-        W = sp.csr_matrix((np.asarray(state["W_data"]), np.asarray(state["W_indices"]),
-                           np.asarray(state["W_indptr"])),
-                          shape=tuple(int(s) for s in np.asarray(state["W_shape"])))
-        exact = {"True": True, "False": False}.get(str(state["exact"]), str(state["exact"]))
+        W = matrix_from_state(state)
+        exact = exact_from_state(state)
         observers = (np.asarray(state["observers"]).tolist()
                      if bool(state["observers_given"]) else None)
         accountant = cls(W, int(state["target"]), observers, sigma=float(state["sigma"]),
@@ -320,9 +317,15 @@ class Accountant:
         return accountant
 
 
-def gradients_from_state(state: dict) -> str:
-    """The ``gradients`` of a state (``"scalar"`` in checkpoints written before the option)."""
-    return str(state["gradients"]) if "gradients" in state else "scalar"
+def view_lambda_min(W, model) -> float:
+    """The analytic lower bound on ``lambda_min(K_T)`` of a view's observed rows (every T),
+    which the accountants' running bounds need; ParameterError where the view has none."""
+    system = GossipSystem([W], model.observers, 1, power_offset=model.power_offset)
+    lambda_lb = analytic_lambda_min_lower_bound(system)
+    if not lambda_lb:
+        raise ParameterError(f"view {model.view!r} has no analytic lambda_min(K_T) bound for "
+                             "this W (not diagonally dominant): not offered by the accountant")
+    return float(lambda_lb)
 
 
 def lag_interval(lags: LagSequence, T: int, target: int, model, lambda_lb: float,

@@ -59,7 +59,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsedp import defaults, validation
-from sparsedp.accountant.gossip import ROUNDS_WITHIN_LIMIT, gradients_from_state
+from sparsedp.accountant.gossip import ROUNDS_WITHIN_LIMIT
+from sparsedp.accountant.state import gradients_from_state, matrix_from_state, matrix_state
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.inputs import _resolve_exact, gossip_sequence
 from sparsedp.linalg.certified import (
@@ -298,8 +299,7 @@ class GraphAccountant:
         """Everything needed to continue, as numpy arrays and numbers (no pickle; the column
         maxima included, so that restoring costs no propagation)."""
         W = sp.csr_matrix(self.W)
-        state = {"W_data": W.data, "W_indices": W.indices, "W_indptr": W.indptr,
-                 "W_shape": np.asarray(W.shape), "sigma": self.sigma,
+        state = {**matrix_state(W), "sigma": self.sigma,
                  "gradients": self.gradients,
                  "mixing_tolerance": self.mixing_tolerance, "max_depth": self.max_depth,
                  "rounds": self.rounds}
@@ -309,9 +309,7 @@ class GraphAccountant:
     @classmethod
     def from_state(cls, state: dict) -> GraphAccountant:
         """The accountant of :meth:`state_dict`: it continues with identical answers."""
-        W = sp.csr_matrix((np.asarray(state["W_data"]), np.asarray(state["W_indices"]),
-                           np.asarray(state["W_indptr"])),
-                          shape=tuple(int(s) for s in np.asarray(state["W_shape"])))
+        W = matrix_from_state(state)
         accountant = cls.__new__(cls)
         maxima = tuple(np.array(state[name]) for name in ("h", "depth", "tail"))
         accountant._setup(W, float(state["sigma"]), gradients_from_state(state),

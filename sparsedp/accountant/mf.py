@@ -54,6 +54,7 @@ import scipy.sparse as sp
 from sparsedp import defaults, validation
 from sparsedp.accountant.bordered import BorderedFactor
 from sparsedp.accountant.lags import LagStream
+from sparsedp.accountant.state import exact_from_state, matrix_from_state, matrix_state
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.certified_solve import analytic_lambda_min_lower_bound
 from sparsedp.gossip.views import resolve_view
@@ -276,8 +277,7 @@ class MFAccountant:
         :func:`sparsedp.accountant.checkpoint.save` writes such a dict to ``.npz``)."""
         scheme = self.scheme.to_dict()
         state = {
-            "family": "mf", "W_data": self.W.data, "W_indices": self.W.indices,
-            "W_indptr": self.W.indptr, "W_shape": np.asarray(self.W.shape),
+            "family": "mf", **matrix_state(self.W),
             "target": self.target,
             "attackers": (np.zeros(0, dtype=np.int64) if self.attackers is None
                           else self.attackers),
@@ -297,13 +297,11 @@ class MFAccountant:
     def from_state(cls, state: dict) -> MFAccountant:
         """The accountant of :meth:`state_dict` (plain arrays, e.g. loaded from ``.npz``):
         it continues with answers identical to the original's."""
-        W = sp.csr_matrix((np.asarray(state["W_data"]), np.asarray(state["W_indices"]),
-                           np.asarray(state["W_indptr"])),
-                          shape=tuple(int(s) for s in np.asarray(state["W_shape"])))
+        W = matrix_from_state(state)
         name = str(state["participation"])
         scheme = (participation.cyclic(*(int(v) for v in np.asarray(state["participation_kb"])))
                   if name.startswith("cyclic") else name)
-        exact = {"True": True, "False": False}.get(str(state["exact"]), str(state["exact"]))
+        exact = exact_from_state(state)
         attackers = (np.asarray(state["attackers"]).tolist()
                      if bool(state["attackers_given"]) else None)
         accountant = cls(W, int(state["target"]), attackers, sigma=float(state["sigma"]),

@@ -21,7 +21,6 @@ from sparsedp.accountant.gossip import (
     LOOKAHEAD_BLOCK,
     ROUNDS_WITHIN_LIMIT,
     Accountant,
-    gradients_from_state,
 )
 from sparsedp.accountant.lags import LagStream
 from sparsedp.accountant.sets import (
@@ -30,8 +29,11 @@ from sparsedp.accountant.sets import (
     budget_rounds,
     checked_symmetric,
     epsilons_of,
-    exact_from_state,
     lag_depth,
+)
+from sparsedp.accountant.state import (
+    exact_from_state,
+    gradients_from_state,
     matrix_from_state,
     matrix_state,
 )

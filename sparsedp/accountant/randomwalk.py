@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsedp import defaults, validation
+from sparsedp.accountant.state import matrix_from_state, matrix_state
 from sparsedp.errors import ParameterError
 from sparsedp.randomwalk.accounting import (
     check_options,
@@ -195,8 +196,7 @@ class RandomWalkAccountant:
     def state_dict(self) -> dict:
         """Everything needed to continue, as numpy arrays, numbers and strings (no pickle)."""
         x, total, T = self._walk_state
-        state = {"family": "random-walk", "W_data": self.W.data, "W_indices": self.W.indices,
-                 "W_indptr": self.W.indptr, "W_shape": np.asarray(self.W.shape),
+        state = {"family": "random-walk", **matrix_state(self.W),
                  "source": self.source, "sigma": self.sigma, "alpha": self.alpha,
                  "sender_known": self.options["sender_known"], "clip": self.options["clip"],
                  "walk_x": x, "walk_series": total, "rounds": T}
@@ -209,9 +209,7 @@ class RandomWalkAccountant:
     @classmethod
     def from_state(cls, state: dict) -> RandomWalkAccountant:
         """The accountant of :meth:`state_dict`: it continues with identical answers."""
-        W = sp.csr_matrix((np.asarray(state["W_data"]), np.asarray(state["W_indices"]),
-                           np.asarray(state["W_indptr"])),
-                          shape=tuple(int(s) for s in np.asarray(state["W_shape"])))
+        W = matrix_from_state(state)
         options = {name: (np.asarray(state[name]).tolist() if bool(state[f"{name}_given"])
                           else None) for name in ("contributions", "receivers", "coalition")}
         accountant = cls(W, int(state["source"]), sigma=float(state["sigma"]),

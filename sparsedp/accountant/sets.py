@@ -171,22 +171,3 @@ def budget_rounds(worst, compute_to, sigma: float, epsilon: float, delta: float,
         compute_to(worst().size + 1)
     horizon = min(worst().size, limit)
     return bisect.bisect_left(range(1, horizon + 1), True, key=lambda t: not within(t))
-
-
-def matrix_state(W: sp.csr_matrix) -> dict:
-    """W as plain CSR arrays (:func:`matrix_from_state`)."""
-    W = sp.csr_matrix(W)
-    return {"W_data": W.data, "W_indices": W.indices, "W_indptr": W.indptr,
-            "W_shape": np.asarray(W.shape)}
-
-
-def matrix_from_state(state: dict) -> sp.csr_matrix:
-    """The W of :func:`matrix_state`."""
-    return sp.csr_matrix((np.asarray(state["W_data"]), np.asarray(state["W_indices"]),
-                          np.asarray(state["W_indptr"])),
-                         shape=tuple(int(s) for s in np.asarray(state["W_shape"])))
-
-
-def exact_from_state(state: dict):
-    """The ``exact`` flag of a state (saved as a string)."""
-    return {"True": True, "False": False}.get(str(state["exact"]), str(state["exact"]))

@@ -34,8 +34,8 @@ from sparsedp.accountant.bordered import (
 from sparsedp.accountant.gossip import (
     LOOKAHEAD_BLOCK,
     ROUNDS_WITHIN_LIMIT,
-    gradients_from_state,
     lag_interval,
+    view_lambda_min,
 )
 from sparsedp.accountant.lags import LagStream, computed_sequence
 from sparsedp.accountant.sets import (
@@ -44,16 +44,17 @@ from sparsedp.accountant.sets import (
     budget_rounds,
     checked_symmetric,
     epsilons_of,
-    exact_from_state,
     lag_depth,
+)
+from sparsedp.accountant.state import (
+    exact_from_state,
+    gradients_from_state,
     matrix_from_state,
     matrix_state,
 )
 from sparsedp.errors import ParameterError
-from sparsedp.gossip.certified_solve import analytic_lambda_min_lower_bound
 from sparsedp.gossip.inputs import _resolve_exact
 from sparsedp.gossip.views import resolve_view
-from sparsedp.linalg.operators import GossipSystem
 from sparsedp.linalg.sign_bounds import Bound
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.privacy import gaussian_epsilon
@@ -170,20 +171,14 @@ class TargetsAccountant:
         self.gradients = gradients
         _resolve_exact(exact, 1, gradients)  # checks both values
         self.model = resolve_view(view, self.W, int(self.observers[0]), self.observers, False)
-        system = GossipSystem([self.W], self.model.observers, 1,
-                              power_offset=self.model.power_offset)
-        lambda_lb = analytic_lambda_min_lower_bound(system)
-        if not lambda_lb:
-            raise ParameterError(f"view {view!r} has no analytic lambda_min(K_T) bound for this "
-                                 "W (not diagonally dominant): not offered by the accountant")
-        self.lambda_lb = lambda_lb
+        self.lambda_lb = view_lambda_min(self.W, self.model)
         self.offset = self.model.power_offset
         self.rounds = 0
         observed = self.model.observers
         # the stream's own target is not read: every target's lags are the rows of V_l
         self._lags = LagStream(self.W, observed, int(observed[0]), backend)
         self._history: list[np.ndarray] = []  # V_l, l = 0 .. products
-        self._box = RunningBox(n, observed.size, lambda_lb, lag_depth(self.W), self.offset)
+        self._box = RunningBox(n, observed.size, self.lambda_lb, lag_depth(self.W), self.offset)
         if tight_targets is None:
             tight = np.setdiff1d(np.arange(n), self.observers)
         elif np.size(tight_targets) == 0:
@@ -193,7 +188,7 @@ class TargetsAccountant:
             if np.isin(tight, self.observers).any():
                 raise ParameterError("a tight target is one of the attacker's nodes")
         self.tight_targets = tight
-        self._factor = BorderedFactor(observed.size, lambda_lb)  # shared by every target
+        self._factor = BorderedFactor(observed.size, self.lambda_lb)  # shared by every target
         self._rows = TightRows(tight.size, observed.size)
         self._worst = np.zeros(0)  # the largest bound over the targets after each round
         self._tight_lags = np.zeros((0, tight.size, observed.size))  # V_l[tight], grown
