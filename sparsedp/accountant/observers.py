@@ -92,19 +92,19 @@ class ObserversAccountant:
     ``observers=[a]``, the map's and the worst case's view).  What each answer costs (T
     rounds, n nodes, k tight observers):
 
-    =========================  ==============================================================
-    ``step(k)``                per round one sparse product with a vector, ``O(n)`` for the
-                               box bounds, and each tight observer's pair step (one sparse
-                               product with a vector)
-    ``upper``, ``worst_upper``, ``O(n)``; ``epsilons`` one ``gaussian_epsilon`` per distinct
-    ``epsilon``, ``epsilons``   bound, ``epsilon`` (the worst observer) one; first the b
-                               rounds recorded since the last answer (each tight pair's
-                               factor rows, ``O(T^2 b)`` in blocks, and ``O(n b)``)
-    ``interval(observers)``    lazy, ``O(T^3)`` per observer asked (plus, for an observer not
-                               tight, its pair's steps since it was last asked); cached
-    ``rounds_within``          ``O(1)`` per round already computed; rounds beyond are computed
-                               ahead, 16 at a time (as ``step``, without recording them)
-    =========================  ==============================================================
+    ============================  ==============================================================
+    ``step(k)``                   per round one sparse product with a vector, ``O(n)`` for the
+                                  box bounds, and each tight observer's pair step (one sparse
+                                  product with a vector)
+    ``upper``, ``worst_upper``,   ``O(n)``; ``epsilons`` one ``gaussian_epsilon`` per distinct
+    ``epsilon``, ``epsilons``     bound, ``epsilon`` (the worst observer) one; first the b
+                                  rounds recorded since the last answer (each tight pair's
+                                  factor rows, ``O(T^2 b)`` in blocks, and ``O(n b)``)
+    ``interval(observers)``       lazy, ``O(T^3)`` per observer asked (plus, for an observer not
+                                  tight, its pair's steps since it was last asked); cached
+    ``rounds_within``             ``O(1)`` per round already computed; rounds beyond are computed
+                                  ahead, 16 at a time (as ``step``, without recording them)
+    ============================  ==============================================================
 
     Examples
     --------

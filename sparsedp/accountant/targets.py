@@ -115,20 +115,20 @@ class TargetsAccountant:
     -----
     What each answer costs (T rounds, m observed rows, n nodes):
 
-    =========================  ==============================================================
-    ``step(k)``                k sparse products with the n x m block and ``O(n m)`` for
-                               the running box bounds, each
-    ``upper``, ``worst_upper``, ``O(n)``; ``epsilons`` one ``gaussian_epsilon`` per distinct
-    ``epsilon``, ``epsilons``   bound, ``epsilon`` (the worst target) one; with tight targets
-                               first the b rounds recorded since the last answer: the shared
-                               factor's and every tight target's block rows in blocks of up
-                               to 64 rounds (level-3 BLAS, ``O(m^2 T^2 b)`` each)
-    ``interval(targets)``      lazy, ``O((m T)^3)`` per target asked (one one-shot query
-                               without its propagation); cached until the next step
-    ``rounds_within``          ``O(1)`` per round already computed; rounds beyond are computed
-                               ahead, 16 at a time (as ``step``, without recording them)
-    ``state_dict``             the pending rows first (a restored copy continues identically)
-    =========================  ==============================================================
+    ============================  ==============================================================
+    ``step(k)``                   k sparse products with the n x m block and ``O(n m)`` for
+                                  the running box bounds, each
+    ``upper``, ``worst_upper``,   ``O(n)``; ``epsilons`` one ``gaussian_epsilon`` per distinct
+    ``epsilon``, ``epsilons``     bound, ``epsilon`` (the worst target) one; with tight targets
+                                  first the b rounds recorded since the last answer: the shared
+                                  factor's and every tight target's block rows in blocks of up
+                                  to 64 rounds (level-3 BLAS, ``O(m^2 T^2 b)`` each)
+    ``interval(targets)``         lazy, ``O((m T)^3)`` per target asked (one one-shot query
+                                  without its propagation); cached until the next step
+    ``rounds_within``             ``O(1)`` per round already computed; rounds beyond are computed
+                                  ahead, 16 at a time (as ``step``, without recording them)
+    ``state_dict``                the pending rows first (a restored copy continues identically)
+    ============================  ==============================================================
 
     Memory: the lags ``V_l`` of every round, ``8 n m T`` bytes (80 MB at n = 10^4, m = 1,
     T = 1000), kept for :meth:`interval`; ``8 m T^2`` bytes per tight target.
