@@ -22,13 +22,14 @@ MAX_TEXT = 32  # characters of a string shown before it is cut
 
 
 def short_repr(result: Any) -> str:
-    """``ClassName(field=summary, ...)`` over the dataclass fields of ``result`` (module
-    docstring): a few hundred characters at most, whatever the size of the data.
+    """``ClassName(field=summary, ...)`` over the dataclass fields of ``result`` (another
+    object: its public instance attributes, e.g. an accountant's; module docstring): a few
+    hundred characters at most, whatever the size of the data.
 
     Parameters
     ----------
-    result : dataclass instance
-        A result object; assign ``__repr__ = short_repr`` in its class body.
+    result : dataclass instance or object
+        A result object (or an accountant); assign ``__repr__ = short_repr`` in its class body.
 
     Returns
     -------
@@ -48,8 +49,10 @@ def short_repr(result: Any) -> str:
     >>> Result(0.5, (1, -1) * 1000, np.zeros((3, 4)))
     Result(upper=0.5, signs=<tuple of 2000>, nats=<float64 array 3x4>)
     """
-    parts = [f"{f.name}={_summary(getattr(result, f.name))}"
-             for f in dataclasses.fields(result) if f.repr]
+    names = ([f.name for f in dataclasses.fields(result) if f.repr]
+             if dataclasses.is_dataclass(result)
+             else [name for name in vars(result) if not name.startswith("_")])
+    parts = [f"{name}={_summary(getattr(result, name))}" for name in names]
     return f"{type(result).__name__}({', '.join(parts)})"
 
 

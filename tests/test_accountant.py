@@ -105,7 +105,9 @@ def test_rounds_within_is_the_brute_force_largest_T(seed):
     accountant.step(3)
     probe = sparsedp.Accountant(W, target, observers, sigma=sigma, view=view)
     probe.step(25)
-    epsilon = probe.epsilon(delta)  # a budget that runs out within the limit
+    # a budget that runs out within the limit, a hair above round 25's bound: the running
+    # bound of a round depends in its last bits on how the rounds were blocked
+    epsilon = probe.epsilon(delta) * (1 + 1e-9)
     expected = _brute_force_rounds(W, target, observers, view, sigma, epsilon, delta, limit)
     assert 3 <= expected < limit
     assert accountant.rounds_within(epsilon, delta, limit=limit) == expected

@@ -230,3 +230,20 @@ def test_reprs_of_real_results_name_the_numbers_and_summarise_the_rest():
         "Graph(adjacency=<csr_matrix 5000x5000>, node_ids=<int64 array 5000>)")
     assert repr(sparsedp.Bound("ones", 0.5, "lower", "c = 1")) == (
         "Bound(name='ones', value=0.5, kind='lower', description='c = 1')")
+
+
+def test_every_accountant_repr_is_short_after_many_rounds():
+    """The accountants are not dataclasses: their repr summarises their public attributes
+    (it raised TypeError before)."""
+    W = sparsedp.gossip_matrix(nx.cycle_graph(12))
+    accountants = [sparsedp.Accountant(W, 0, [6], sigma=2.0),
+                   sparsedp.TargetsAccountant(W, [6], sigma=2.0),
+                   sparsedp.ObserversAccountant(W, 0, sigma=2.0),
+                   sparsedp.GraphAccountant(W, sigma=2.0),
+                   sparsedp.RandomWalkAccountant(W, 0, sigma=3.0, receivers=[6], contributions=3),
+                   sparsedp.MFAccountant(W, 0, [6], sigma=3.0, trust_model="pndp-eq12")]
+    for accountant in accountants:
+        accountant.step(40)
+        text = repr(accountant)
+        name = type(accountant).__name__
+        assert text.startswith(f"{name}(") and "sigma=" in text and len(text) <= 1000, text

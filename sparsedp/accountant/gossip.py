@@ -47,7 +47,7 @@ import scipy.sparse as sp
 
 from sparsedp import defaults, validation
 from sparsedp.accountant.bordered import BLOCK_ROUNDS, BorderedFactor
-from sparsedp.accountant.lags import LagStream
+from sparsedp.accountant.lags import LagStream, worth_truncating
 from sparsedp.accountant.state import (
     exact_from_state,
     gradients_from_state,
@@ -158,7 +158,8 @@ class Accountant:
         self.offset = self.model.power_offset
         self.rounds = 0
         self._lags = LagStream(W, self.model.observers, self.target, backend,
-                               truncate=doubly_stochastic_to_rounding(W))
+                               truncate=doubly_stochastic_to_rounding(W)
+                               and worth_truncating(W, self.model.observers.size))
         self._factor = BorderedFactor(self.model.observers.size, self.lambda_lb)
         self._interval: SensitivityResult | None = None
 

@@ -47,6 +47,16 @@ def computed_sequence(mu: np.ndarray, a: np.ndarray, rounds: int) -> LagSequence
                        products=rounds - 1, frontier_products=0)
 
 
+def worth_truncating(W: sp.csr_matrix, m: int) -> bool:
+    """Whether a truncating stream can pay on this chain: it is not small even at
+    ``FIRST_CAPACITY`` rounds (``nnz(W) (m + 1) FIRST_CAPACITY > SMALL_PROPAGATION_WORK``).
+    Below, the untruncated stream is used: its kernel is the one-shot query's on small
+    chains, so its lags, and the interval's sign searches, are that query's bit for bit
+    (the truncating stream reads the target's lags from a column of its own, which differs
+    in the last bits and can move a local sign search to another maximum)."""
+    return W.nnz * (m + 1) * FIRST_CAPACITY > SMALL_PROPAGATION_WORK
+
+
 class LagStream:
     """``mu_0 .. mu_(2P)`` and ``a_0 .. a_P`` after P products, extended on demand.
 
