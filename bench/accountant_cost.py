@@ -46,8 +46,10 @@ def _graphs(n: int, seed: int) -> dict:
     return {"er": er, "chung-lu": chung_lu(n, seed)}
 
 
-def _track(W, target: int, observer: int, T: int, every: int, sigma: float, delta: float):
-    accountant = sparsedp.Accountant(W, target, [observer], sigma=sigma)
+def _track(make, T: int, every: int, delta: float):
+    """The tracking: an accountant built (``make()``), stepped every round for T rounds and
+    asked ``epsilon(delta)`` every ``every`` rounds."""
+    accountant = make()
     epsilons = []
     for t in range(1, T + 1):
         accountant.step()
@@ -71,7 +73,8 @@ def measure(W, T: int, every: int, sigma: float, delta: float) -> dict:
     one_shot_s, one_shot_cpu, one_shot = _cpu_timed(
         lambda: sparsedp.squared_sensitivity(W, target, [observer], T))
     track_s, track_cpu, (accountant, epsilons) = _cpu_timed(
-        lambda: _track(W, target, observer, T, every, sigma, delta))
+        lambda: _track(lambda: sparsedp.Accountant(W, target, [observer], sigma=sigma), T,
+                       every, delta))
     interval_s, interval_cpu, interval = _cpu_timed(accountant.interval)
     return {
         "n": W.shape[0], "nnz": int(W.nnz), "T": T, "every": every, "target": target,
@@ -96,27 +99,18 @@ def _observer(W, target: int = 0) -> int:
     return next(i for i in range(W.shape[0] - 1, 0, -1) if i not in neighbours)
 
 
-def _track_targets(W, observer: int, T: int, every: int, sigma: float, delta: float,
-                   tight: str):
-    tight = ([j for j in W[observer].indices.tolist() if j != observer]
-             if tight == "neighbours" else [])
-    accountant = sparsedp.TargetsAccountant(W, [observer], sigma=sigma, tight_targets=tight)
-    epsilons = []
-    for t in range(1, T + 1):
-        accountant.step()
-        if t % every == 0:
-            epsilons.append(accountant.epsilon(delta))
-    return accountant, epsilons
-
-
 def measure_targets(W, T: int, every: int, sigma: float, delta: float, map_upper: str,
                     tight: str) -> dict:
     observer = _observer(W)
+    tight_targets = ([j for j in W[observer].indices.tolist() if j != observer]
+                     if tight == "neighbours" else [])
     sparsedp.privacy_map(W, [observer], "all", 20, sigma, delta, upper=map_upper)  # warm-up
     map_s, map_cpu, one_shot = _cpu_timed(
         lambda: sparsedp.privacy_map(W, [observer], "all", T, sigma, delta, upper=map_upper))
     track_s, track_cpu, (accountant, epsilons) = _cpu_timed(
-        lambda: _track_targets(W, observer, T, every, sigma, delta, tight))
+        lambda: _track(lambda: sparsedp.TargetsAccountant(W, [observer], sigma=sigma,
+                                                          tight_targets=tight_targets),
+                       T, every, delta))
     lower = np.asarray(one_shot.columns["lower"])
     targets = np.asarray(one_shot.columns["target"])
     upper = accountant.upper[targets]

@@ -1,10 +1,18 @@
+import json
 import math
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
 
 import networkx as nx
 import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
+import sparsedp
 from sparsedp.graphs.weights import gossip_matrix
 from tests.interrupt_plugin import pytest_configure, pytest_runtest_protocol  # noqa: F401
 
@@ -193,3 +201,51 @@ def random_family_graph(k: int, seed_base: int, low: int = 20, high: int = 201) 
         G = nx.watts_strogatz_graph(n, 4, 0.2, seed=k)
     G = G.subgraph(max(nx.connected_components(G), key=len)).copy()
     return nx.convert_node_labels_to_integers(G)
+
+
+def killed_and_whole_runs(tmp_path, child: str, args: list, T: int, kill_after: int):
+    """The kill -9 check of the accountants' checkpoints.  ``child`` is a script run as
+    ``child DIR *args`` that resumes from its checkpoint in DIR if there is one, checkpoints
+    every round, writes the rounds done to ``DIR/rounds`` and prints its answers as JSON.  It
+    runs once killed with SIGKILL after ``kill_after`` rounds (fewer than T) and restarted,
+    once straight through; returns both outputs, parsed."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "PYTHONPATH": str(pathlib.Path(sparsedp.__file__).parents[1])}
+    script = tmp_path / "child.py"
+    script.write_text(child)
+    straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
+    straight.mkdir()
+    interrupted.mkdir()
+    args = [str(a) for a in args]
+    running = subprocess.Popen([sys.executable, str(script), str(interrupted), *args], env=env,
+                               stdout=subprocess.DEVNULL)
+    progress = interrupted / "rounds"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if progress.exists() and int(progress.read_text() or 0) >= kill_after:
+            break
+        time.sleep(0.02)
+    os.kill(running.pid, signal.SIGKILL)
+    running.wait()
+    assert int(progress.read_text()) < T
+
+    def run(directory):
+        done = subprocess.run([sys.executable, str(script), str(directory), *args], env=env,
+                              capture_output=True, text=True, check=True)
+        return json.loads(done.stdout)
+
+    return run(interrupted), run(straight)
+
+
+def brute_force_rounds(make, epsilon: float, delta: float, limit: int) -> int:
+    """The largest T <= limit whose fresh accountant (``make()`` stepped T rounds) keeps
+    ``epsilon(delta)`` within the budget."""
+    best = 0
+    for T in range(1, limit + 1):
+        accountant = make()
+        accountant.step(T)
+        if accountant.epsilon(delta) > epsilon:
+            break
+        best = T
+    return best
+

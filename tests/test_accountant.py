@@ -5,13 +5,7 @@ brute-force largest T; a checkpointed run killed with kill -9 continues identica
 from __future__ import annotations
 
 import json
-import os
-import pathlib
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 
 import networkx as nx
 import numpy as np
@@ -21,7 +15,7 @@ import scipy.sparse as sp
 import sparsedp
 from sparsedp.accountant import load, save
 from sparsedp.errors import ParameterError
-from tests.conftest import slow_after
+from tests.conftest import killed_and_whole_runs, slow_after
 
 VIEWS = ("secure-summation", "neighbourhood", "secure-summation-v1", "target-v1")
 
@@ -191,30 +185,8 @@ CHILD = textwrap.dedent("""
 @pytest.mark.slow
 def test_kill_9_and_restart_from_the_checkpoint_gives_identical_answers(tmp_path):
     T = 150
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-           "PYTHONPATH": str(pathlib.Path(sparsedp.__file__).parents[1])}
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
-    straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
-    straight.mkdir()
-    interrupted.mkdir()
-    child = subprocess.Popen([sys.executable, str(script), str(interrupted), str(T)], env=env,
-                             stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        progress = interrupted / "rounds"
-        if progress.exists() and int(progress.read_text() or 0) >= 40:
-            break
-        time.sleep(0.05)
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait()
-    killed_at = int((interrupted / "rounds").read_text())
-    assert killed_at < T
-    resumed = subprocess.run([sys.executable, str(script), str(interrupted), str(T)], env=env,
-                             capture_output=True, text=True, check=True)
-    whole = subprocess.run([sys.executable, str(script), str(straight), str(T)], env=env,
-                           capture_output=True, text=True, check=True)
-    assert json.loads(resumed.stdout) == json.loads(whole.stdout)
+    resumed, whole = killed_and_whole_runs(tmp_path, CHILD, [T], T, kill_after=40)
+    assert resumed == whole
 
 
 def test_simulator_stops_at_the_accountants_budget():

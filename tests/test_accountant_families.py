@@ -8,13 +8,7 @@ with identical answers; the cases not offered are refused by name."""
 from __future__ import annotations
 
 import json
-import os
-import pathlib
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 
 import networkx as nx
 import numpy as np
@@ -24,7 +18,7 @@ import scipy.sparse as sp
 import sparsedp
 from sparsedp.errors import ParameterError
 from sparsedp.mf import antipgd, mf_sensitivity, muffliato_sgd
-from tests.conftest import slow_after
+from tests.conftest import brute_force_rounds, killed_and_whole_runs, slow_after
 
 TRUST = ("pndp-eq12", "pndp-eq12-no-own")
 SCHEMES = ("user-level", "single", (2, 3))
@@ -121,18 +115,6 @@ def test_mf_running_bound_is_tight_far_from_the_attackers():
         2.0 / np.sqrt(one_shot.upper), rel=1e-15)
 
 
-def _brute_force(make, epsilon: float, delta: float, limit: int) -> int:
-    """The largest T <= limit whose fresh accountant's epsilon stays within the budget."""
-    best = 0
-    for T in range(1, limit + 1):
-        accountant = make()
-        accountant.step(T)
-        if accountant.epsilon(delta) > epsilon:
-            break
-        best = T
-    return best
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_mf_rounds_within_is_the_brute_force_largest_T(seed):
     W, target, attackers, options = _mf_case(seed)
@@ -145,7 +127,7 @@ def test_mf_rounds_within_is_the_brute_force_largest_T(seed):
     probe = make()
     probe.step(25)
     epsilon = probe.epsilon(delta)
-    expected = _brute_force(make, epsilon, delta, limit)
+    expected = brute_force_rounds(make, epsilon, delta, limit)
     assert 3 <= expected < limit
     accountant = make()
     accountant.step(3)
@@ -288,7 +270,6 @@ def test_rw_refuses_what_random_walk_rdp_refuses():
 
 
 def test_budget_command_prints_a_line_per_family(capsys):
-    import json
 
     from sparsedp.cli.main import main
 
@@ -339,27 +320,5 @@ CHILD = textwrap.dedent("""
 @pytest.mark.parametrize("family", ["mf", "random-walk"])
 def test_kill_9_and_restart_from_the_checkpoint_gives_identical_answers(family, tmp_path):
     T = 120
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-           "PYTHONPATH": str(pathlib.Path(sparsedp.__file__).parents[1])}
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
-    straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
-    straight.mkdir()
-    interrupted.mkdir()
-    child = subprocess.Popen([sys.executable, str(script), str(interrupted), family, str(T)],
-                             env=env, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        progress = interrupted / "rounds"
-        if progress.exists() and int(progress.read_text() or 0) >= 30:
-            break
-        time.sleep(0.01)
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait()
-    killed_at = int((interrupted / "rounds").read_text())
-    assert killed_at < T
-    resumed = subprocess.run([sys.executable, str(script), str(interrupted), family, str(T)],
-                             env=env, capture_output=True, text=True, check=True)
-    whole = subprocess.run([sys.executable, str(script), str(straight), family, str(T)],
-                           env=env, capture_output=True, text=True, check=True)
-    assert json.loads(resumed.stdout) == json.loads(whole.stdout)
+    resumed, whole = killed_and_whole_runs(tmp_path, CHILD, [family, T], T, kill_after=30)
+    assert resumed == whole

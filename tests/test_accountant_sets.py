@@ -6,14 +6,7 @@ largest T; a state round trip continues identically, also after kill -9."""
 
 from __future__ import annotations
 
-import json
-import os
-import pathlib
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 
 import networkx as nx
 import numpy as np
@@ -22,7 +15,7 @@ import scipy.sparse as sp
 
 import sparsedp
 from sparsedp.errors import ParameterError
-from tests.conftest import slow_after
+from tests.conftest import brute_force_rounds, killed_and_whole_runs, slow_after
 
 FAMILIES = ("er", "power-law", "cycle", "regular", "clustered")
 VIEWS = ("secure-summation", "neighbourhood", "secure-summation-v1")
@@ -179,18 +172,6 @@ def test_running_bounds_contain_the_exhaustive_exact_value(seed):
     assert targets_tight.worst_upper <= targets_box.worst_upper
 
 
-def _brute_force_rounds(make, epsilon, delta, limit):
-    """The largest T <= limit whose fresh accountant's worst epsilon stays within budget."""
-    best = 0
-    for T in range(1, limit + 1):
-        accountant = make()
-        accountant.step(T)
-        if accountant.epsilon(delta) > epsilon:
-            break
-        best = T
-    return best
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("tracked", ["targets", "observers"])
 def test_rounds_within_is_the_brute_force_largest_T(seed, tracked):
@@ -207,7 +188,7 @@ def test_rounds_within_is_the_brute_force_largest_T(seed, tracked):
     probe = make()
     probe.step(15)
     epsilon = probe.epsilon(delta)  # a budget that runs out within the limit
-    expected = _brute_force_rounds(make, epsilon, delta, limit)
+    expected = brute_force_rounds(make, epsilon, delta, limit)
     assert 3 <= expected < limit
     accountant = make()
     accountant.step(3)
@@ -315,30 +296,8 @@ def test_kill_9_and_restart_from_the_checkpoint_gives_identical_answers(tmp_path
     (sparsedp.accountant.save of state_dict) is killed with SIGKILL after 30 rounds,
     restarted from its checkpoint, and answers as a run never interrupted."""
     T = 80
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-           "PYTHONPATH": str(pathlib.Path(sparsedp.__file__).parents[1])}
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
-    straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
-    straight.mkdir()
-    interrupted.mkdir()
-    command = [sys.executable, str(script)]
-    child = subprocess.Popen([*command, str(interrupted), str(T), tracked], env=env,
-                             stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        progress = interrupted / "rounds"
-        if progress.exists() and int(progress.read_text() or 0) >= 30:
-            break
-        time.sleep(0.05)
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait()
-    assert int((interrupted / "rounds").read_text()) < T
-    resumed = subprocess.run([*command, str(interrupted), str(T), tracked], env=env,
-                             capture_output=True, text=True, check=True)
-    whole = subprocess.run([*command, str(straight), str(T), tracked], env=env,
-                           capture_output=True, text=True, check=True)
-    assert json.loads(resumed.stdout) == json.loads(whole.stdout)
+    resumed, whole = killed_and_whole_runs(tmp_path, CHILD, [T, tracked], T, kill_after=30)
+    assert resumed == whole
 
 
 def test_too_many_tight_targets_is_refused_before_allocating():
