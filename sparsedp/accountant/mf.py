@@ -1,13 +1,14 @@
 """An online accountant for matrix-factorisation decentralized learning (issue 34): one
-target against one attacker set, stepped every gradient step, for the algorithms, trust
-models and participation schemes whose ``M_T = A_u^T (B_T B_T^T)^+ A_u`` grows by appending
-rows.
+target against one attacker set, stepped every gradient step, for every algorithm, trust
+model, participation scheme and gradient model that :func:`sparsedp.mf.mf_sensitivity`
+accepts (with its validation errors).
 
-The one-shot reference is :func:`sparsedp.mf.mf_sensitivity`.  What is incremental:
+The one-shot reference is :func:`sparsedp.mf.mf_sensitivity`.  Three routes:
 
-* DP-D-SGD (one gossip round per step, independent noise) under ``"pndp-eq12"`` and
-  ``"pndp-eq12-no-own"``: the attackers see the messages they receive and know no noise, so
-  ``M_T`` is the gossip secure-summation view of those rows (the path
+* **Bordered factor** (incremental).  DP-D-SGD (one gossip round per step, independent noise)
+  under ``"pndp-eq12"`` and ``"pndp-eq12-no-own"`` with an exactly symmetric W that has an
+  analytic ``lambda_min(K_T)`` bound: the attackers see the messages they receive and know no
+  noise, so ``M_T`` is the gossip secure-summation view of those rows (the path
   :func:`sparsedp.mf.blocks.gossip_block` takes).  Round T + 1 appends the observed rows of
   round T + 1 (every row kept: no noise is known, so ``B_T B_T^T = K_T`` is positive definite
   with its analytic ``lambda_min`` bound) and the target's new column: one sparse product for
@@ -17,28 +18,51 @@ The one-shot reference is :func:`sparsedp.mf.mf_sensitivity`.  What is increment
   bounds ``x^T M_pi x`` for every pattern pi and every ``||x_t|| <= 1``, vector gradients
   included (``||sum_(t in pi) Y_rt x_t|| <= sum_t |Y_rt|``).  With independent noise
   ``M_T <= I``, so the longest pattern ``|pi|`` caps it.
-* Any algorithm with independent noise (DP-D-SGD, Muffliato-SGD(K)) under ``"ldp"``:
-  ``M_T = I`` and ``sens^2 = |pi|`` exactly, nothing to factorise.
+* **Closed form.**  Independent node-local noise (DP-D-SGD, Muffliato-SGD(K), with or without
+  resets) under ``"ldp"`` or ``"secldp"`` (every message public: local DP for every node but
+  the attackers): ``M_T = I`` and ``sens^2 = |pi|`` exactly, nothing to factorise.
+* **One-shot, lazily** (every other case: ``"pndp"``, correlated noise — AntiPGD, MF-D-SGD,
+  SR, BSR, resets —, Muffliato-SGD(K) under PNDP, DECOR, Zip-DL, a non-symmetric W).
+  ``step(k)`` only records; :attr:`~MFAccountant.upper`, :meth:`~MFAccountant.epsilon`,
+  :meth:`~MFAccountant.interval` run :func:`~sparsedp.mf.mf_sensitivity` at the recorded T
+  (one query per T, cached).  Why not incrementally: under ``"pndp"`` the attackers' known
+  noise columns leave ``B_T B_T^T`` singular (dependent rows, decided exactly by
+  :mod:`sparsedp.mf.exact_rows` on the whole horizon), with no analytic ``lambda_min``
+  bound to charge a bordered factor's rounding to; correlated noise and K > 1 gossip rounds
+  per step share this.  The running bound that holds for free: with independent noise
+  ``M_T <= I`` (``B^+ B`` is a projection and the target's noise is never known), so
+  ``sens^2 <= |pi|``, the longest pattern; with correlated noise none is claimed.  Before a
+  whole participation pattern fits in T steps (the one-shot query refuses such a T), the
+  upper bound is the user-level query's at T: every prefix of a pattern lies in
+  ``{1..T}`` and ``M`` is PSD, so it dominates.
 
-Not offered (ParameterError naming them): the ``"pndp"`` and ``"secldp"`` trust models
-beyond local DP's closed form (``"pndp"`` removes the attackers' known noise from B, which
-breaks the lag structure of ``K_T``), correlated noise (AntiPGD, MF-D-SGD, SR, BSR, resets),
-Muffliato-SGD(K) under PNDP (its row decisions need the whole horizon), DECOR and Zip-DL, and
-a W that is not exactly symmetric.
+Monotonicity, which :meth:`~MFAccountant.rounds_within` relies on: when the noise of a step
+uses no later draw (L lower triangular and the T-step L the leading block of the
+(T + 1)-step one: every algorithm but the symmetric SR / BSR encoders and fixed-length
+MF-D-SGD correlations), the attackers' knowledge after T steps is part of their knowledge
+after T + 1 (the same observations, plus the new rows and, under ``"pndp"`` / ``"secldp"``,
+the new known noise), and every participation pattern of T steps is one of T + 1's, so
+``sens^2`` is non-decreasing in T and the budget is found by exponential search and
+bisection.  Otherwise (a T-step run with future draws is another mechanism than the first T
+steps of a longer one) the steps are scanned from 1 to the first over budget; a correlation
+of fixed length N (``mf_d_sgd(L)``) is defined at T = N only, and every answer at another T
+raises the one-shot query's ParameterError.
 
-The tight interval is :func:`sparsedp.mf.mf_sensitivity` itself at the recorded T, asked
-lazily (its lower bound is the one-shot query's), with the running bound added as the
-certified upper bound ``"incremental_rows"``.
-
-What each answer costs (T steps, m observed rows, nnz(W) non-zeros):
+What each answer costs (T steps, m observed rows, nnz(W) non-zeros; Q(T) is one
+:func:`~sparsedp.mf.mf_sensitivity` query at T):
 
 =========================  =================================================================
-``step(k)``                k sparse products with the n x m block, ``O(m^2 T^2)`` flops each
-                           (``O(1)`` under local DP)
-``upper``, ``epsilon``,    ``O(1)``: the running bound (or the interval's upper bound, when
-``rdp``, ``to_dp_event``   :meth:`~MFAccountant.interval` was asked at this T)
-``interval()``             lazy: one :func:`sparsedp.mf.mf_sensitivity` query at this T; cached
-``rounds_within``          ``O(1)`` per step already computed; steps beyond are computed ahead
+``step(k)``                bordered: k sparse products with the n x m block, ``O(m^2 T^2)``
+                           flops each; closed form and one-shot: ``O(1)``
+``upper``, ``epsilon``,    bordered and closed form: ``O(1)`` (the running bound, or the
+``rdp``, ``to_dp_event``   interval's upper bound when :meth:`~MFAccountant.interval` was
+                           asked at this T); one-shot: Q(T), cached per T
+``interval()``             Q(T), cached (bordered: plus the running bound as the certified
+                           upper bound ``"incremental_rows"``)
+``rounds_within``          bordered and closed form: ``O(1)`` per step already computed,
+                           steps beyond computed ahead; one-shot: Q(t) at ``O(log T*)``
+                           steps up to ``2 T*`` (exponential search and bisection), or at
+                           every step up to ``T* + 1`` for noise with future draws
 =========================  =================================================================
 """
 
@@ -63,8 +87,10 @@ from sparsedp.linalg.sign_bounds import Bound
 from sparsedp.linalg.stochastic import check_gossip_matrix, matrix_facts
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.mf import algorithms, participation, trust
+from sparsedp.mf.blocks import require_invertible
 from sparsedp.mf.result import MFResult
 from sparsedp.mf.sensitivity import GRADIENTS, mf_sensitivity
+from sparsedp.mf.sensitivity import _resolve_exact as resolve_exact
 from sparsedp.privacy import gaussian_epsilon, rdp_epsilon
 from sparsedp.privacy.interop import gaussian_dp_event
 from sparsedp.reprs import short_repr
@@ -89,10 +115,13 @@ class MFAccountant:
     sigma : float
         Noise standard deviation per step, in units of the per-step sensitivity.
     algorithm : str or Algorithm
-        ``dp_d_sgd()`` (any offered trust model) or ``muffliato_sgd(K)`` (``"ldp"`` only), or
-        their names.
+        Any algorithm of :func:`sparsedp.mf.mf_sensitivity` (``dp_d_sgd()``,
+        ``muffliato_sgd(K)``, ``antipgd()``, ``mf_d_sgd(L)``, ``square_root()``,
+        ``banded_square_root(b)``, ``with_resets(...)``, ``decor(s)``, ``zip_dl()``) or a
+        name; the route each case takes: module docstring.
     trust_model : str
-        ``"pndp-eq12"``, ``"pndp-eq12-no-own"`` or ``"ldp"``.
+        ``"pndp-eq12"`` (default here), ``"pndp-eq12-no-own"``, ``"pndp"``, ``"secldp"`` or
+        ``"ldp"`` (:mod:`sparsedp.mf.trust`).
     participation_scheme : str, tuple or Participation
         As :func:`sparsedp.mf.mf_sensitivity` (default user level).
     gradients : {"vector", "scalar"}
@@ -107,8 +136,9 @@ class MFAccountant:
     Raises
     ------
     ParameterError
-        Bad input, as :func:`sparsedp.mf.mf_sensitivity`, or a case the accountant does not
-        offer (module docstring), named in the message.
+        Bad input, as :func:`sparsedp.mf.mf_sensitivity` (what depends on T — a participation
+        scheme or a fixed-length noise correlation longer than the steps recorded — when an
+        answer is asked at that T).
     GossipMatrixError
         W negative or not row-stochastic.
 
@@ -128,6 +158,16 @@ class MFAccountant:
     0.3819
     >>> acc.rounds_within(1.0, 1e-5)
     102
+
+    AntiPGD under PNDP (the one-shot route: ``epsilon`` runs one query at the recorded T):
+
+    >>> from sparsedp.mf import antipgd
+    >>> acc = sparsedp.MFAccountant(W, 0, [2], sigma=20.0, algorithm=antipgd(),
+    ...                             trust_model="pndp")
+    >>> acc.step(6)
+    >>> one_shot = mf_sensitivity(W, 0, [2], 6, algorithm=antipgd())
+    >>> acc.interval().lower == one_shot.lower and acc.upper == one_shot.upper
+    True
     """
 
     __repr__ = short_repr
@@ -151,28 +191,31 @@ class MFAccountant:
         self.sigma = validation.sigma(sigma)
         self.trust_model, self.gradients = trust_model, gradients
         self.exact, self.method, self.backend = exact, method, backend
-        _require_offered(self.algorithm, trust_model)
+        _check_like_the_one_shot_query(self.algorithm, trust_model, gradients, exact, n)
         self.rounds = 0
         self.history = np.zeros(0)  # certified upper bound on sens^2 at t = 1..computed
         self._interval: MFResult | None = None
+        self._queries: dict[int, MFResult] = {}  # the one-shot route's queries, per T
         self._lags: LagStream | None = None
         self._factor: BorderedFactor | None = None
         self.offset = 0
+        self.one_shot = not _closed_form(self.algorithm, trust_model) and not (
+            self.algorithm.independent_noise and self.algorithm.K == 1
+            and trust_model in RECEIVED_ROWS)
         observed = self.observation.observed
-        if trust_model in RECEIVED_ROWS and observed.size:
-            if not matrix_facts(W).symmetric:
-                raise ParameterError(
-                    f"trust model {trust_model!r}: the accountant needs an exactly symmetric W "
-                    "(the structured form of K_T); use sparsedp.mf.mf_sensitivity per step")
-            model = resolve_view("secure-summation", W, self.target, observed, False)
-            system = GossipSystem([W], model.observers, 1, power_offset=model.power_offset)
-            lambda_lb = analytic_lambda_min_lower_bound(system)
-            if not lambda_lb:
-                raise ParameterError(f"trust model {trust_model!r}: no analytic "
-                                     "lambda_min(K_T) bound for this W: not offered")
-            self.offset = model.power_offset
-            self._lags = LagStream(W, model.observers, self.target, backend)
-            self._factor = BorderedFactor(model.observers.size, lambda_lb)
+        if not self.one_shot and trust_model in RECEIVED_ROWS and observed.size:
+            lambda_lb = 0.0
+            if matrix_facts(W).symmetric:  # the structured form of K_T
+                model = resolve_view("secure-summation", W, self.target, observed, False)
+                system = GossipSystem([W], model.observers, 1,
+                                      power_offset=model.power_offset)
+                lambda_lb = analytic_lambda_min_lower_bound(system)
+            if lambda_lb:
+                self.offset = model.power_offset
+                self._lags = LagStream(W, model.observers, self.target, backend)
+                self._factor = BorderedFactor(model.observers.size, lambda_lb)
+            else:
+                self.one_shot = True
 
     # -- recording steps -------------------------------------------------------------------
 
@@ -186,14 +229,16 @@ class MFAccountant:
 
     def _compute_to(self, T: int) -> None:
         """The running bound for T steps (computed ahead of the recorded steps if need
-        be): the bordered factor's, capped by the longest pattern (``M <= I``)."""
+        be): the bordered factor's, capped by the longest pattern (``M <= I``, independent
+        noise; none claimed for correlated noise)."""
         for t in range(self.history.size + 1, T + 1):
-            bound = float(self._longest_pattern(t))
+            bound = (float(self._longest_pattern(t)) if self.algorithm.independent_noise
+                     else float("inf"))
             if self._factor is not None and self._lags is not None:
                 self._lags.extend_to(t + self.offset - 1)
                 self._factor.append(self._lags.mu, self._lags.a, self.offset)
                 bound = min(bound, float(self._factor.history[t - 1]))
-            elif self.trust_model in RECEIVED_ROWS:
+            elif self.trust_model in RECEIVED_ROWS and not self.one_shot:
                 bound = 0.0  # the attackers observe no message: M = 0
             self.history = np.append(self.history, bound)
 
@@ -205,13 +250,35 @@ class MFAccountant:
 
     @property
     def upper(self) -> float:
-        """The best certified upper bound on ``sens^2`` at the recorded T (0 at T = 0)."""
+        """The best certified upper bound on ``sens^2`` at the recorded T (0 at T = 0; the
+        one-shot route runs one query at T: module docstring)."""
         if self.rounds == 0:
             return 0.0
+        if self.one_shot:
+            return self._upper_at(self.rounds)
         bound = float(self.history[self.rounds - 1])
         if self._interval is not None:
             bound = min(bound, self._interval.upper)
         return bound
+
+    def _query(self, T: int, scheme: participation.Participation) -> MFResult:
+        """:func:`sparsedp.mf.mf_sensitivity` at T with this accountant's options."""
+        return mf_sensitivity(
+            self.W, self.target, self.attackers, T, algorithm=self.algorithm,
+            trust_model=self.trust_model, participation_scheme=scheme,
+            gradients=self.gradients, exact=self.exact, method=self.method)
+
+    def _upper_at(self, T: int) -> float:
+        """The one-shot route's certified upper bound at T (one query per T, cached): the
+        query's, or the user-level query's before a whole pattern fits (its patterns
+        contain every prefix of a pattern), capped by the free running bound."""
+        if T not in self._queries:
+            whole = T >= self.scheme.shortest_run()
+            self._queries[T] = self._query(T, self.scheme if whole
+                                           else participation.user_level())
+        free = (float(self._longest_pattern(T)) if self.algorithm.independent_noise
+                else float("inf"))
+        return min(free, self._queries[T].upper)
 
     def epsilon(self, delta: float) -> float:
         """Tight epsilon at ``delta`` of the T steps recorded (one Gaussian mechanism of
@@ -236,12 +303,15 @@ class MFAccountant:
         upper); lazy (one one-shot query) and cached until the next step."""
         if self.rounds == 0:
             raise ParameterError("no steps recorded yet: call step() first")
+        if self.one_shot:
+            T = self.rounds
+            if T < self.scheme.shortest_run():  # the one-shot query's refusal
+                self.scheme.uses_and_period(T)
+            self._upper_at(T)
+            return self._queries[T]
         if self._interval is None:
             T = self.rounds
-            result = mf_sensitivity(
-                self.W, self.target, self.attackers, T, algorithm=self.algorithm,
-                trust_model=self.trust_model, participation_scheme=self.scheme,
-                gradients=self.gradients, exact=self.exact, method=self.method)
+            result = self._query(T, self.scheme)
             running = float(self.history[T - 1])
             bound = Bound("incremental_rows", running, "certified upper",
                           "sum_r ||(L^{-1} A_u)_r||_1^2 with the factorisation's rounding "
@@ -254,12 +324,16 @@ class MFAccountant:
     def rounds_within(self, epsilon: float, delta: float, *,
                       limit: int = ROUNDS_WITHIN_LIMIT) -> int:
         """The largest number of steps T (counted from the start, at most ``limit``) whose
-        running certified bound keeps epsilon at ``delta`` within ``epsilon`` (the bound is
-        non-decreasing in T); steps beyond those recorded are computed ahead.  ``limit`` is
-        returned when the budget lasts that long."""
+        certified bound keeps epsilon at ``delta`` within ``epsilon``: the running bound
+        (non-decreasing in T), steps beyond those recorded computed ahead; on the one-shot
+        route the queries' bounds, by exponential search and bisection where ``sens^2`` is
+        non-decreasing in T, by a scan from T = 1 otherwise (module docstring).  ``limit``
+        is returned when the budget lasts that long."""
         epsilon = validation.nonnegative("epsilon", epsilon)
         delta = validation.probability_delta(delta)
         limit = validation.rounds(limit)
+        if self.one_shot:
+            return self._rounds_within_by_queries(epsilon, delta, limit)
 
         def within(t: int) -> bool:
             return gaussian_epsilon(float(self.history[t - 1]), self.sigma, delta) <= epsilon
@@ -269,6 +343,23 @@ class MFAccountant:
             self._compute_to(self.history.size + 1)
         horizon = min(self.history.size, limit)
         return bisect.bisect_left(range(1, horizon + 1), True, key=lambda t: not within(t))
+
+    def _rounds_within_by_queries(self, epsilon: float, delta: float, limit: int) -> int:
+        """:meth:`rounds_within` on the one-shot route."""
+
+        def within(t: int) -> bool:
+            return gaussian_epsilon(self._upper_at(t), self.sigma, delta) <= epsilon
+
+        if not _no_future_draws(self.algorithm):
+            return next((t - 1 for t in range(1, limit + 1) if not within(t)), limit)
+        good, bad = 0, 1  # within(good) (0: vacuously), not within(bad) unless bad > limit
+        while bad <= limit and within(bad):
+            good, bad = bad, 2 * bad
+        bad = min(bad, limit + 1)
+        while bad - good > 1:
+            middle = (good + bad) // 2
+            good, bad = (middle, bad) if within(middle) else (good, middle)
+        return good
 
     # -- checkpoints -----------------------------------------------------------------------
 
@@ -317,22 +408,31 @@ class MFAccountant:
         return accountant
 
 
-def _require_offered(algorithm: algorithms.Algorithm, trust_model: str) -> None:
-    """ParameterError naming what the accountant does not offer (module docstring)."""
-    if not algorithm.independent_noise or algorithms.resolve(algorithm.name) != algorithm:
-        raise ParameterError(
-            f"the MF accountant does not offer algorithm {algorithm.name!r} (correlated or "
-            "reset noise, DECOR, Zip-DL): only DP-D-SGD and Muffliato-SGD(K) with independent "
-            "noise; use sparsedp.mf.mf_sensitivity per step")
-    if trust_model == "ldp":
-        return
-    if trust_model not in RECEIVED_ROWS:
-        raise ParameterError(
-            f"the MF accountant does not offer trust model {trust_model!r} (the known noise "
-            "of 'pndp' and 'secldp' breaks the lag structure of B B^T): use 'pndp-eq12', "
-            "'pndp-eq12-no-own' or 'ldp', or sparsedp.mf.mf_sensitivity per step")
-    if algorithm.K != 1:
-        raise ParameterError(
-            f"the MF accountant does not offer {algorithm.name!r} under {trust_model!r} "
-            "(K > 1 gossip rounds per step: its row decisions need the whole horizon); "
-            "only under 'ldp'")
+def _closed_form(algorithm: algorithms.Algorithm, trust_model: str) -> bool:
+    """Independent node-local noise with every message public: ``M = I``."""
+    return algorithm.independent_noise and trust_model in ("ldp", "secldp")
+
+
+def _no_future_draws(algorithm: algorithms.Algorithm) -> bool:
+    """Whether the first T steps of a longer run are the T-step run (no step's noise uses a
+    later draw; a fixed-length correlation has one T only): ``sens^2`` is then
+    non-decreasing in T (module docstring)."""
+    if algorithm.correlation in ("custom", "per-node"):
+        return False
+    return algorithm.correlation != "square-root" or algorithm.causal
+
+
+def _check_like_the_one_shot_query(algorithm: algorithms.Algorithm, trust_model: str,
+                                   gradients: str, exact: Any, n: int) -> None:
+    """The ParameterErrors of :func:`sparsedp.mf.mf_sensitivity` that do not depend on T:
+    ``exact``, DECOR's scale, a per-node correlation for another number of nodes and, under
+    PNDP, a singular fixed-length correlation."""
+    resolve_exact(exact, gradients, 1)
+    if algorithm.correlation == "decor":
+        _ = algorithm.decor_scale
+    if algorithm.correlation in ("custom", "per-node"):
+        length = np.shape(algorithm.noise)[-1]
+        L = algorithms.node_noise(algorithm, length, n)
+        if trust_model not in ("ldp", "secldp"):
+            for node_L in L.reshape(-1, length, length):
+                require_invertible(node_L, trust_model)
