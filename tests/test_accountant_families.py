@@ -3,11 +3,14 @@
 their answers contain the one-shot query's (mf_sensitivity: the interval's lower bound is its
 lower bound to 1e-9 relative, the certified upper bounds never below it; random_walk_rdp: the
 same loss bit for bit); rounds_within is the brute-force largest T; a checkpoint continues
-with identical answers; the cases not offered are refused by name."""
+with identical answers; bad input gets the one-shot query's errors.  The MF accountant's
+one-shot route (every case mf_sensitivity accepts beyond the bordered factor and the closed
+form) is checked per family, with the monotonicity in T that its rounds_within relies on."""
 
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 
 import networkx as nx
@@ -17,7 +20,17 @@ import scipy.sparse as sp
 
 import sparsedp
 from sparsedp.errors import ParameterError
-from sparsedp.mf import antipgd, mf_sensitivity, muffliato_sgd
+from sparsedp.mf import (
+    antipgd,
+    banded_square_root,
+    decor,
+    dp_d_sgd,
+    mf_d_sgd,
+    mf_sensitivity,
+    muffliato_sgd,
+    square_root,
+    zip_dl,
+)
 from tests.conftest import brute_force_rounds, killed_and_whole_runs, slow_after
 
 TRUST = ("pndp-eq12", "pndp-eq12-no-own")
@@ -165,22 +178,194 @@ def test_mf_checkpoint_continues_identically(seed, tmp_path):
             == original.rounds_within(5.0, 1e-6, limit=80))
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"trust_model": "pndp"}, "does not offer trust model 'pndp'"),
-    ({"trust_model": "secldp"}, "does not offer trust model 'secldp'"),
-    ({"algorithm": antipgd()}, "does not offer algorithm 'antipgd'"),
-    ({"algorithm": muffliato_sgd(2)}, r"does not offer 'muffliato-sgd\(2\)' under 'pndp-eq12'"),
-])
-def test_mf_cases_not_offered_are_refused_by_name(kwargs, message):
+# -- the MF families beyond the bordered factor ------------------------------------------
+
+# name: (algorithm, trust model, route, whether sens^2 is non-decreasing in T, T of the slow
+# tier: each interval asked is one more one-shot query, whose cost grows with T)
+FAMILIES = {
+    "antipgd-pndp": (antipgd(), "pndp", "one-shot", True, 200),
+    "dp-d-sgd-pndp": (dp_d_sgd(), "pndp", "one-shot", True, 200),
+    "muffliato-sgd(2)-pndp": (muffliato_sgd(2), "pndp", "one-shot", True, 60),
+    "dp-d-sgd-secldp": (dp_d_sgd(), "secldp", "closed form", True, 200),
+    "antipgd-secldp": (antipgd(), "secldp", "one-shot", True, 200),
+    "sr-pndp-eq12": (square_root(), "pndp-eq12", "one-shot", False, 40),
+    "bsr(3)-causal-pndp": (banded_square_root(3, causal=True), "pndp", "one-shot", True, 40),
+    "decor(1)-pndp": (decor(1.0), "pndp", "one-shot", True, 60),
+    "zip-dl-pndp-eq12": (zip_dl(), "pndp-eq12", "one-shot", True, 60),
+}
+
+
+def _family_case(family: str, seed: int) -> tuple[sp.csr_matrix, int, list[int], dict]:
+    """:func:`_mf_case`'s graph, target and attackers with the family's algorithm and trust
+    model."""
+    W, target, attackers, options = _mf_case(seed)
+    algorithm, trust_model = FAMILIES[family][:2]
+    return W, target, attackers, {**options, "algorithm": algorithm, "trust_model": trust_model}
+
+
+def _route(accountant: sparsedp.MFAccountant) -> str:
+    return ("one-shot" if accountant.one_shot else "bordered factor"
+            if accountant._factor is not None else "closed form")
+
+
+def _check_family_every_step(family: str, seed: int, T: int) -> None:
+    """At every step up to 30 and every tenth beyond: the interval is the one-shot query's
+    (or its error), the upper bound is certified against the one-shot lower bound and,
+    where the accountant bisects, is never below the lower bound of the step before (sens^2
+    non-decreasing in T); independent noise keeps the free bound |pi|."""
+    W, target, attackers, options = _family_case(family, seed)
+    if T > 30:
+        options["exact"] = False
+    accountant = sparsedp.MFAccountant(W, target, attackers, sigma=2.0, **options)
+    route, monotone = FAMILIES[family][2:4]
+    assert _route(accountant) == route
+    scheme = sparsedp.mf.participation.resolve(options["participation_scheme"])
+    previous_lower = 0.0
+    for t in range(1, T + 1):
+        accountant.step()
+        if t > 30 and t % 10 and t < T:
+            continue
+        try:
+            one_shot = mf_sensitivity(W, target, attackers, t, **options)
+        except ParameterError as refusal:  # the accountant's answer is the same refusal
+            with pytest.raises(ParameterError, match=re.escape(str(refusal))):
+                accountant.interval()
+            if t < scheme.shortest_run():  # the user-level query bounds every prefix
+                user_level = mf_sensitivity(W, target, attackers, t,
+                                            **{**options, "participation_scheme": "user-level"})
+                assert accountant.upper == min(user_level.upper, accountant.history[t - 1])
+            continue
+        result = accountant.interval()
+        assert result.T == t
+        assert abs(result.lower - one_shot.lower) <= 1e-9 * max(one_shot.lower, 1e-300), t
+        assert accountant.upper >= result.upper >= one_shot.lower  # upper: also the free bound
+        assert accountant.upper == min(one_shot.upper, accountant.history[t - 1])
+        if options["algorithm"].independent_noise:
+            assert accountant.history[t - 1] == scheme.sizes(t)[1]
+        else:
+            assert accountant.history[t - 1] == np.inf
+        if monotone:
+            assert accountant.upper >= previous_lower * (1 - 1e-9), (t, previous_lower)
+        previous_lower = one_shot.lower
+
+
+FAMILY_SEEDS = [(family, seed) for family in FAMILIES for seed in range(20)]
+
+
+@pytest.mark.parametrize("family, seed", slow_after(
+    [case for case in FAMILY_SEEDS if case[1] == 0]
+    + [case for case in FAMILY_SEEDS if case[1] > 0], keep=len(FAMILIES)))
+def test_mf_family_interval_contains_the_one_shot_value_at_every_step(family, seed):
+    _check_family_every_step(family, seed, 8 if seed == 0 else FAMILIES[family][4]
+                             if seed % 5 == 0 else min(FAMILIES[family][4], 30))
+
+
+@pytest.mark.parametrize("family", slow_after(
+    ["antipgd-pndp", "sr-pndp-eq12", "dp-d-sgd-secldp", "dp-d-sgd-pndp",
+     "muffliato-sgd(2)-pndp", "bsr(3)-causal-pndp", "antipgd-secldp", "decor(1)-pndp",
+     "zip-dl-pndp-eq12"], keep=3))
+def test_mf_family_rounds_within_is_the_brute_force_largest_T(family):
+    """Bisection (sens^2 non-decreasing in T) or the scan (SR's future draws) against the
+    brute force, from fresh accountants, for one case of each family on a small graph."""
+    W, target, attackers, options = _family_case(family, 2)
+    options.update(participation_scheme="user-level", gradients="vector")
+    sigma, delta, limit = 3.0, 1e-5, 30
+
+    def make():
+        return sparsedp.MFAccountant(W, target, attackers, sigma=sigma, **options)
+
+    probe = make()
+    probe.step(9)
+    epsilon = probe.epsilon(delta)
+    expected = brute_force_rounds(make, epsilon, delta, limit)
+    assert 9 <= expected < limit
+    accountant = make()
+    accountant.step(2)
+    assert accountant.rounds_within(epsilon, delta, limit=limit) == expected
+    assert accountant.rounds == 2  # looking ahead records nothing
+    assert accountant.rounds_within(1e6, delta, limit=limit) == limit
+
+
+def test_mf_family_checkpoint_continues_identically(tmp_path):
+    W, target, attackers, options = _family_case("antipgd-pndp", 1)
+    original = sparsedp.MFAccountant(W, target, attackers, sigma=2.0, **options)
+    original.step(5)
+    original.interval()  # a cached query is not part of the state
+    restored = sparsedp.MFAccountant.from_state(_through_npz(original.state_dict(),
+                                                             tmp_path / "mf.npz"))
+    assert restored.one_shot and restored.algorithm == original.algorithm
+    for accountant in (original, restored):
+        accountant.step(4)
+    assert restored.rounds == original.rounds == 9
+    assert restored.epsilon(1e-6) == original.epsilon(1e-6)
+    assert restored.interval().lower == original.interval().lower
+    assert (restored.rounds_within(5.0, 1e-6, limit=20)
+            == original.rounds_within(5.0, 1e-6, limit=20))
+
+
+def test_mf_keeps_the_bordered_factor_and_the_closed_form_where_they_hold():
     W = sparsedp.gossip_matrix(nx.cycle_graph(8), scheme="metropolis")
-    with pytest.raises(ParameterError, match=message):
-        sparsedp.MFAccountant(W, 0, [2], sigma=2.0, **kwargs)
+    routes = {(alg.name, trust_model): _route(sparsedp.MFAccountant(
+        W, 0, None if trust_model == "ldp" else [2], sigma=2.0, algorithm=alg,
+        trust_model=trust_model))
+        for alg in (dp_d_sgd(), muffliato_sgd(2), antipgd())
+        for trust_model in ("pndp-eq12", "pndp-eq12-no-own", "pndp", "secldp", "ldp")}
+    assert {key for key, route in routes.items() if route != "one-shot"} == {
+        ("dp-d-sgd", "pndp-eq12"), ("dp-d-sgd", "pndp-eq12-no-own"), ("dp-d-sgd", "secldp"),
+        ("dp-d-sgd", "ldp"), ("muffliato-sgd(2)", "secldp"), ("muffliato-sgd(2)", "ldp")}
+    assert routes["dp-d-sgd", "pndp-eq12"] == "bordered factor"
 
 
-def test_mf_refuses_a_non_symmetric_W():
+def test_mf_non_symmetric_W_is_the_one_shot_query():
     W = sparsedp.gossip_matrix(nx.path_graph(6), scheme="row-normalised-self-loops")
-    with pytest.raises(ParameterError, match="exactly symmetric W"):
-        sparsedp.MFAccountant(W, 0, [2], sigma=2.0)
+    accountant = sparsedp.MFAccountant(W, 0, [2], sigma=2.0)
+    assert accountant.one_shot
+    accountant.step(7)
+    one_shot = mf_sensitivity(W, 0, [2], 7, trust_model="pndp-eq12")
+    assert accountant.interval().lower == one_shot.lower
+    assert accountant.upper == one_shot.upper
+
+
+def test_mf_fixed_length_correlation_answers_at_its_length_only():
+    W = sparsedp.gossip_matrix(nx.cycle_graph(8), scheme="metropolis")
+    L = np.tril(np.ones((4, 4)))
+    accountant = sparsedp.MFAccountant(W, 0, [2], sigma=2.0, algorithm=mf_d_sgd(L),
+                                       trust_model="pndp")
+    accountant.step(3)
+    message = "its noise correlation is 4 x 4, the run has T = {} gradient steps"
+    for answer in (lambda: accountant.upper, accountant.interval):
+        with pytest.raises(ParameterError, match=message.format(3)):
+            answer()
+    with pytest.raises(ParameterError, match=message.format(1)):  # the scan's first step
+        accountant.rounds_within(1.0, 1e-5, limit=10)
+    accountant.step()
+    one_shot = mf_sensitivity(W, 0, [2], 4, algorithm=mf_d_sgd(L))
+    assert accountant.interval().lower == one_shot.lower
+    assert accountant.epsilon(1e-5) == one_shot.epsilon(2.0, 1e-5)
+
+
+@pytest.mark.parametrize("kwargs, attackers, message", [
+    ({"trust_model": "pndp-foo"}, [2], "unknown trust model 'pndp-foo'"),
+    ({"gradients": "matrix"}, [2], "gradients must be one of"),
+    ({"exact": True}, [2], "exact=True is the exhaustive sign search"),
+    ({"exact": "yes"}, [2], "exact must be 'auto', True or False"),
+    ({"algorithm": "pgd"}, [2], "unknown algorithm 'pgd'"),
+    ({"participation_scheme": (0, 2)}, [2], "k must be a positive integer"),
+    ({"trust_model": "pndp"}, [0], "target"),
+    ({"trust_model": "secldp"}, [], "the attacker set is empty"),
+    ({"trust_model": "ldp"}, [2], "pass attackers=None"),
+    ({"algorithm": mf_d_sgd(np.stack([np.eye(4)] * 5))}, [2],
+     "one noise correlation per node for 5 nodes, W has 8"),
+    ({"algorithm": mf_d_sgd(np.diag([1.0, 0.0, 1.0, 1.0])), "trust_model": "pndp"}, [2],
+     "needs an invertible noise correlation"),
+])
+def test_mf_bad_input_gets_the_one_shot_error(kwargs, attackers, message):
+    W = sparsedp.gossip_matrix(nx.cycle_graph(8), scheme="metropolis")
+    with pytest.raises(ParameterError, match=message) as one_shot:
+        mf_sensitivity(W, 0, attackers, 4, **kwargs)
+    with pytest.raises(ParameterError, match=message) as accountant:
+        sparsedp.MFAccountant(W, 0, attackers, sigma=2.0, **kwargs)
+    assert str(accountant.value) == str(one_shot.value)
 
 
 # -- random walks ------------------------------------------------------------------------
