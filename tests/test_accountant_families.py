@@ -473,6 +473,25 @@ def test_budget_command_prints_a_line_per_family(capsys):
     assert 0 < mf < 300 and 0 < rows[2]["rounds"] < 300
 
 
+@pytest.mark.parametrize("algorithm, trust_model", [("antipgd", "pndp"),
+                                                      ("dp-d-sgd", "secldp")])
+def test_budget_command_accepts_every_mf_trust_model_and_algorithm(algorithm, trust_model,
+                                                                    capsys):
+    from sparsedp.cli.main import main
+
+    assert main(["budget", "--generator", "ring:12", "--target", "0", "--observer", "6",
+                 "--epsilon", "6", "--delta", "1e-5", "--sigma", "3", "--limit", "40",
+                 "--family", "mf", "--algorithm", algorithm, "--trust-model", trust_model,
+                 "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["budgets"][0]
+    W = sparsedp.gossip_matrix(nx.cycle_graph(12))
+    rounds = sparsedp.MFAccountant(W, 0, [6], sigma=3.0, algorithm=algorithm,
+                                   trust_model=trust_model).rounds_within(6.0, 1e-5, limit=40)
+    assert row == {"family": "mf", "view": f"{algorithm}, {trust_model}", "target": 0,
+                   "observers": [6], "rounds": rounds, "reached_limit": False}
+    assert 0 < rounds < 40
+
+
 CHILD = textwrap.dedent("""
     import json, pathlib, sys
     import networkx as nx, numpy as np, sparsedp

@@ -26,15 +26,18 @@ The one-shot reference is :func:`sparsedp.mf.mf_sensitivity`.  Three routes:
   ``step(k)`` only records; :attr:`~MFAccountant.upper`, :meth:`~MFAccountant.epsilon`,
   :meth:`~MFAccountant.interval` run :func:`~sparsedp.mf.mf_sensitivity` at the recorded T
   (one query per T, cached).  Why not incrementally: under ``"pndp"`` the attackers' known
-  noise columns leave ``B_T B_T^T`` singular (dependent rows, decided exactly by
-  :mod:`sparsedp.mf.exact_rows` on the whole horizon), with no analytic ``lambda_min``
-  bound to charge a bordered factor's rounding to; correlated noise and K > 1 gossip rounds
-  per step share this.  The running bound that holds for free: with independent noise
-  ``M_T <= I`` (``B^+ B`` is a projection and the target's noise is never known), so
-  ``sens^2 <= |pi|``, the longest pattern; with correlated noise none is claimed.  Before a
-  whole participation pattern fits in T steps (the one-shot query refuses such a T), the
-  upper bound is the user-level query's at T: every prefix of a pattern lies in
-  ``{1..T}`` and ``M`` is PSD, so it dominates.
+  noise columns leave ``B_T B_T^T`` singular (dependent rows, dropped by the exact
+  elimination of :mod:`sparsedp.mf.exact_rows`; the kept rows' ``B B^T`` is certified
+  positive definite by a computed bound), with no analytic ``lambda_min`` bound to charge a
+  bordered factor's rounding to at every step; correlated noise and K > 1 gossip rounds per
+  step take the same operator path.  Appending rows is algebraically possible (the
+  mechanism is causal), but a certified incremental elimination and factor is not built.
+  The running bound that holds for free: with independent noise ``M_T <= I`` (``B^+ B`` is
+  a projection and the target's noise is never known), so ``sens^2 <= |pi|``, the longest
+  pattern; with correlated noise none is claimed.  Before a whole participation pattern
+  fits in T steps (the one-shot query refuses such a T), the upper bound is the user-level
+  query's at T: every prefix of a pattern lies in ``{1..T}`` and ``M`` is PSD, so it
+  dominates.
 
 Monotonicity, which :meth:`~MFAccountant.rounds_within` relies on: when the noise of a step
 uses no later draw (L lower triangular and the T-step L the leading block of the
@@ -204,7 +207,7 @@ class MFAccountant:
             and trust_model in RECEIVED_ROWS)
         observed = self.observation.observed
         if not self.one_shot and trust_model in RECEIVED_ROWS and observed.size:
-            lambda_lb = 0.0
+            lambda_lb: float | None = None
             if matrix_facts(W).symmetric:  # the structured form of K_T
                 model = resolve_view("secure-summation", W, self.target, observed, False)
                 system = GossipSystem([W], model.observers, 1,
@@ -431,7 +434,7 @@ def _check_like_the_one_shot_query(algorithm: algorithms.Algorithm, trust_model:
     if algorithm.correlation == "decor":
         _ = algorithm.decor_scale
     if algorithm.correlation in ("custom", "per-node"):
-        length = np.shape(algorithm.noise)[-1]
+        length = np.shape(np.asarray(algorithm.noise))[-1]
         L = algorithms.node_noise(algorithm, length, n)
         if trust_model not in ("ldp", "secldp"):
             for node_L in L.reshape(-1, length, length):

@@ -5,10 +5,10 @@ gossip rounds T whose certified epsilon at ``--delta`` stays within ``--epsilon`
 ``--sigma``, for one target against one observer set
 (:meth:`sparsedp.Accountant.rounds_within`, at most ``--limit`` rounds examined).
 
-``--family mf`` (:class:`sparsedp.MFAccountant`: ``--algorithm``, ``--trust-model``; the
-observers are the attackers) and ``--family random-walk``
-(:class:`sparsedp.RandomWalkAccountant`: the observers are one coalition of receivers,
-``--contributions`` caps the target's) add a line each.
+``--family mf`` (:class:`sparsedp.MFAccountant`: ``--algorithm`` by name, ``--trust-model``,
+any of :func:`sparsedp.mf.mf_sensitivity`'s; the observers are the attackers) and
+``--family random-walk`` (:class:`sparsedp.RandomWalkAccountant`: the observers are one
+coalition of receivers, ``--contributions`` caps the target's) add a line each.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from sparsedp.accountant.randomwalk import RandomWalkAccountant
 from sparsedp.cli.graph_input import add_graph_options, load_graph, target_and_observers
 from sparsedp.gossip.views import VIEWS, VIEWS_WITHOUT_OBSERVERS
 from sparsedp.graphs.weights import SCHEMES, gossip_matrix
+from sparsedp.mf.trust import TRUST_MODELS
 
 DEFAULT_GRAPH_NODES = 2000
 FAMILIES = ("gossip", "mf", "random-walk")
@@ -53,9 +54,9 @@ def add_parser(sub) -> None:
     parser.add_argument("--family", action="append", dest="families", choices=FAMILIES,
                         help="protocol family; repeat for several (default: gossip)")
     parser.add_argument("--algorithm", default=defaults.ALGORITHM,
-                        help="--family mf: dp-d-sgd, or muffliato-sgd(K) under ldp")
-    parser.add_argument("--trust-model", default=RECEIVED_ROWS[0],
-                        choices=(*RECEIVED_ROWS, "ldp"), help="--family mf: trust model")
+                        help="--family mf: dp-d-sgd, antipgd, sr, zip-dl or muffliato-sgd(K)")
+    parser.add_argument("--trust-model", default=RECEIVED_ROWS[0], choices=TRUST_MODELS,
+                        help="--family mf: trust model")
     parser.add_argument("--contributions", type=float,
                         help="--family random-walk: cap on the target's contributions "
                              "(default: the expected T/n, an estimate)")
