@@ -48,8 +48,9 @@ the new known noise), and every participation pattern of T steps is one of T + 1
 ``sens^2`` is non-decreasing in T and the budget is found by exponential search and
 bisection.  Otherwise (a T-step run with future draws is another mechanism than the first T
 steps of a longer one) the steps are scanned from 1 to the first over budget; a correlation
-of fixed length N (``mf_d_sgd(L)``) is defined at T = N only, and every answer at another T
-raises the one-shot query's ParameterError.
+of fixed length N (``mf_d_sgd(L)``) is defined at T = N only (with resets: at the multiples
+of the period), and every answer at another T raises the one-shot query's ParameterError
+(:meth:`~MFAccountant.rounds_within`'s scan too).
 
 What each answer costs (T steps, m observed rows, nnz(W) non-zeros; Q(T) is one
 :func:`~sparsedp.mf.mf_sensitivity` query at T):
@@ -140,7 +141,7 @@ class MFAccountant:
     ------
     ParameterError
         Bad input, as :func:`sparsedp.mf.mf_sensitivity` (what depends on T — a participation
-        scheme or a fixed-length noise correlation longer than the steps recorded — when an
+        scheme, a fixed-length noise correlation of another length than the steps — when an
         answer is asked at that T).
     GossipMatrixError
         W negative or not row-stochastic.
@@ -308,8 +309,8 @@ class MFAccountant:
             raise ParameterError("no steps recorded yet: call step() first")
         if self.one_shot:
             T = self.rounds
-            if T < self.scheme.shortest_run():  # the one-shot query's refusal
-                self.scheme.uses_and_period(T)
+            if T < self.scheme.shortest_run():
+                self._query(T, self.scheme)  # raises the one-shot query's refusal
             self._upper_at(T)
             return self._queries[T]
         if self._interval is None:
