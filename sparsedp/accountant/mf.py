@@ -25,13 +25,16 @@ The one-shot reference is :func:`sparsedp.mf.mf_sensitivity`.  Three routes:
   SR, BSR, resets —, Muffliato-SGD(K) under PNDP, DECOR, Zip-DL, a non-symmetric W).
   ``step(k)`` only records; :attr:`~MFAccountant.upper`, :meth:`~MFAccountant.epsilon`,
   :meth:`~MFAccountant.interval` run :func:`~sparsedp.mf.mf_sensitivity` at the recorded T
-  (one query per T, cached).  Why not incrementally: under ``"pndp"`` the attackers' known
-  noise columns leave ``B_T B_T^T`` singular (dependent rows, dropped by the exact
-  elimination of :mod:`sparsedp.mf.exact_rows`; the kept rows' ``B B^T`` is certified
-  positive definite by a computed bound), with no analytic ``lambda_min`` bound to charge a
-  bordered factor's rounding to at every step; correlated noise and K > 1 gossip rounds per
-  step take the same operator path.  Appending rows is algebraically possible (the
-  mechanism is causal), but a certified incremental elimination and factor is not built.
+  (one query per T, cached).  Why not incrementally: for DP-D-SGD under ``"pndp"`` the
+  innovation form of :mod:`sparsedp.mf.innovations` is causal with ``lambda_min(K) >= 1``
+  (``K = I + F F^T``), so a bordered factor would be sound, but its block rows are the
+  identity plus the lag recursion of ``W_OU W_UU^l W_UO`` shifted by one round, which the
+  recursion of :class:`~sparsedp.accountant.bordered.BorderedFactor` (first block column
+  ``mu_t``) does not express: not built yet.  With correlated noise or K > 1 gossip rounds
+  per step, the rows the attackers' known noise makes dependent are dropped by exact
+  decisions (the gossip engine's for K = 1, :mod:`sparsedp.mf.exact_rows` for K > 1) and
+  the kept rows' ``lambda_min`` is certified numerically, with no analytic bound to charge
+  a running factor's rounding to.
   The running bound that holds for free: with independent noise ``M_T <= I`` (``B^+ B`` is
   a projection and the target's noise is never known), so ``sens^2 <= |pi|``, the longest
   pattern; with correlated noise none is claimed.  Before a whole participation pattern
