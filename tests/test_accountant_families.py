@@ -113,7 +113,7 @@ def test_mf_running_bound_is_tight_far_from_the_attackers():
     """Away from the attackers every row of L^{-1} A_u has one sign, so the running bound is
     Theorem 7's entrywise sum, close to the one-shot upper bound."""
     W = sp.csr_matrix(sparsedp.gossip_matrix(nx.cycle_graph(12), scheme="metropolis"))
-    accountant = sparsedp.MFAccountant(W, 0, [6], sigma=2.0)
+    accountant = sparsedp.MFAccountant(W, 0, [6], sigma=2.0, trust_model="pndp-eq12")
     accountant.step(30)
     one_shot = mf_sensitivity(W, 0, [6], 30, trust_model="pndp-eq12")
     assert one_shot.lower <= accountant.history[-1] <= one_shot.upper * (1 + 1e-6)
@@ -318,7 +318,7 @@ def test_mf_keeps_the_bordered_factor_and_the_closed_form_where_they_hold():
 
 def test_mf_non_symmetric_W_is_the_one_shot_query():
     W = sparsedp.gossip_matrix(nx.path_graph(6), scheme="row-normalised-self-loops")
-    accountant = sparsedp.MFAccountant(W, 0, [2], sigma=2.0)
+    accountant = sparsedp.MFAccountant(W, 0, [2], sigma=2.0, trust_model="pndp-eq12")
     assert accountant.one_shot
     accountant.step(7)
     one_shot = mf_sensitivity(W, 0, [2], 7, trust_model="pndp-eq12")
@@ -467,7 +467,7 @@ def test_budget_command_prints_a_line_per_family(capsys):
     mf = sparsedp.MFAccountant(W, 0, [6], sigma=3.0).rounds_within(6.0, 1e-5, limit=300)
     walk = sparsedp.RandomWalkAccountant(W, 0, sigma=3.0, coalition=[6])
     assert [row["family"] for row in rows] == ["gossip", "mf", "random-walk"]
-    assert rows[1] == {"family": "mf", "view": "dp-d-sgd, pndp-eq12", "target": 0,
+    assert rows[1] == {"family": "mf", "view": "dp-d-sgd, pndp", "target": 0,
                        "observers": [6], "rounds": mf, "reached_limit": mf == 300}
     assert rows[2]["rounds"] == walk.rounds_within(6.0, 1e-5, limit=300)
     assert 0 < mf < 300 and 0 < rows[2]["rounds"] < 300
@@ -504,7 +504,8 @@ CHILD = textwrap.dedent("""
             accountant = kind.from_state({key: data[key] for key in data.files})
     else:
         W = sparsedp.gossip_matrix(nx.random_regular_graph(4, 40, seed=5), scheme="metropolis")
-        accountant = (sparsedp.MFAccountant(W, 3, [17, 21], sigma=2.0) if family == "mf" else
+        accountant = (sparsedp.MFAccountant(W, 3, [17, 21], sigma=2.0,
+                                           trust_model="pndp-eq12") if family == "mf" else
                       sparsedp.RandomWalkAccountant(W, 3, sigma=3.0, receivers=[17, 21]))
     while accountant.rounds < T:
         accountant.step()

@@ -127,7 +127,8 @@ class MFAccountant:
         ``banded_square_root(b)``, ``with_resets(...)``, ``decor(s)``, ``zip_dl()``) or a
         name; the route each case takes: module docstring.
     trust_model : str
-        ``"pndp-eq12"`` (default here), ``"pndp-eq12-no-own"``, ``"pndp"``, ``"secldp"`` or
+        ``"pndp"`` (the default, as :func:`~sparsedp.mf.mf_sensitivity`), ``"pndp-eq12"``,
+        ``"pndp-eq12-no-own"``, ``"secldp"`` or
         ``"ldp"`` (:mod:`sparsedp.mf.trust`).
     participation_scheme : str, tuple or Participation
         As :func:`sparsedp.mf.mf_sensitivity` (default user level).
@@ -181,7 +182,7 @@ class MFAccountant:
 
     def __init__(self, W: Any, target: int, attackers: Any, *, sigma: float,
                  algorithm: str | algorithms.Algorithm = defaults.ALGORITHM,
-                 trust_model: str = "pndp-eq12",
+                 trust_model: str = defaults.TRUST_MODEL,
                  participation_scheme: Any = defaults.PARTICIPATION,
                  gradients: str = defaults.GRADIENTS, exact: Any = defaults.EXACT,
                  method: str = defaults.METHOD, backend: str = "auto"):

@@ -19,7 +19,7 @@ import time
 from sparsedp import defaults, validation
 from sparsedp.accountant import Accountant
 from sparsedp.accountant.gossip import ROUNDS_WITHIN_LIMIT
-from sparsedp.accountant.mf import RECEIVED_ROWS, MFAccountant
+from sparsedp.accountant.mf import MFAccountant
 from sparsedp.accountant.randomwalk import RandomWalkAccountant
 from sparsedp.cli.graph_input import add_graph_options, load_graph, target_and_observers
 from sparsedp.gossip.views import VIEWS, VIEWS_WITHOUT_OBSERVERS
@@ -55,8 +55,8 @@ def add_parser(sub) -> None:
                         help="protocol family; repeat for several (default: gossip)")
     parser.add_argument("--algorithm", default=defaults.ALGORITHM,
                         help="--family mf: dp-d-sgd, antipgd, sr, zip-dl or muffliato-sgd(K)")
-    parser.add_argument("--trust-model", default=RECEIVED_ROWS[0], choices=TRUST_MODELS,
-                        help="--family mf: trust model")
+    parser.add_argument("--trust-model", default=defaults.TRUST_MODEL, choices=TRUST_MODELS,
+                        help="--family mf: trust model (default: %(default)s, as `sparsedp mf`)")
     parser.add_argument("--contributions", type=float,
                         help="--family random-walk: cap on the target's contributions "
                              "(default: the expected T/n, an estimate)")
