@@ -34,8 +34,33 @@ the last answer):
 Supported: one constant, exactly symmetric W (the structured form) and the views whose
 ``lambda_min(K_T)`` has the analytic bound (every view of
 :mod:`sparsedp.gossip.views` except ``local-dp``, without ``noise_removed``; the v1 forms when W
-is diagonally dominant).  Time-varying or non-symmetric W and removed noise are not offered:
-ParameterError.  Every node's worst case over the graph: :class:`sparsedp.GraphAccountant`.
+is diagonally dominant).  Removed noise is not offered: ParameterError.  Every node's worst
+case over the graph: :class:`sparsedp.GraphAccountant`.
+
+**Time-varying gossip** (``Accountant(None, target, observers, sigma=..., n=n)``, then
+``step(W_t)`` with the matrix of each round) **and one constant non-symmetric W** have no lag
+structure: round t's block rows of ``K_T`` and ``G_T`` come from the matrix-free operator
+(:mod:`sparsedp.accountant.operator_rows`, their ``gamma_N`` rounding charged) and are bordered
+into the same factor, whose ``lambda_min`` bound is the least per-matrix analytic bound of the
+matrices recorded (as the one-shot query bounds a sequence).  The interval is the one-shot
+query itself on the recorded matrices (:func:`sparsedp.squared_sensitivity`, the matrix-free
+path for a sequence, ``gram`` for a constant W), computed lazily, plus the running bound.  The
+views that read their observers from W's pattern (``neighbourhood``, ``adaptive-v1``) are
+refused for time-varying gossip (the union of the patterns is not known in advance);
+``rounds_within`` needs the planned matrices (``schedule=``).  Costs (m observed rows, T rounds,
+p the view's power offset):
+
+=========================  =================================================================
+``step(W_t)``              the matrix checked, its transpose and ``lambda_min`` bound:
+                           ``O(nnz(W_t))``
+``upper``, ``epsilon``,    per pending round t: ``2 (t + p)`` sparse products of an n x m
+``rdp``, ``to_dp_event``   block (``O(nnz m t)``, ``O(nnz m T^2)`` over T rounds) and the
+                           factor's block rows as above
+``interval()``             lazy: one one-shot query at T (matrix-free PCG), cached
+``rounds_within``          as above; rounds beyond are computed ahead with the schedule's
+                           matrices, then forgotten (the factor rewound)
+``state_dict``             the recorded matrices (stacked CSR) and the factor
+=========================  =================================================================
 """
 
 from __future__ import annotations
@@ -92,9 +117,11 @@ class Accountant:
 
     Parameters
     ----------
-    W : square sparse matrix or array
-        The gossip matrix: non-negative, row-stochastic and exactly symmetric (e.g.
-        :func:`sparsedp.gossip_matrix` with Metropolis weights).
+    W : square sparse matrix or array, or None
+        The gossip matrix of every round: non-negative and row-stochastic (e.g.
+        :func:`sparsedp.gossip_matrix` with Metropolis weights); exactly symmetric W take
+        the lag path, others the operator's rows (module docstring).  ``None``: time-varying
+        gossip, each round's matrix given to :meth:`step`.
     target : int
         Row of W whose data is protected.
     observers : int or iterable of int or None
@@ -112,6 +139,8 @@ class Accountant:
         value; the running bounds hold for both, the interval adds the SDP bounds).
     backend : str
         Kernel backend, ``"auto" | "numba" | "numpy"``.
+    n : int or None
+        The number of nodes, for time-varying gossip (``W=None``) only.
 
     Raises
     ------
@@ -134,6 +163,24 @@ class Accountant:
     1.5783
     >>> acc.rounds_within(2.0, 1e-5)
     67
+
+    Time-varying gossip: randomized pairwise averaging on the 8-cycle, one edge a round, the
+    matrix of each round recorded as it is used:
+
+    >>> import numpy as np
+    >>> def pair(t):  # nodes t and t + 1 (mod 8) average, the others keep their value
+    ...     i, j = t % 8, (t + 1) % 8
+    ...     W = np.eye(8)
+    ...     W[[i, i, j, j], [i, j, i, j]] = 0.5
+    ...     return W
+    >>> acc = sparsedp.Accountant(None, target=0, observers=[4], sigma=1.0, n=8)
+    >>> for t in range(24):
+    ...     acc.step(pair(t))
+    >>> one_shot = sparsedp.squared_sensitivity([pair(t) for t in range(24)], 0, [4], 24)
+    >>> acc.interval().lower == one_shot.lower, acc.upper >= one_shot.lower
+    (True, True)
+    >>> acc.rounds_within(3.0, 1e-5, schedule=pair, limit=200)
+    29
     """
 
     __repr__ = short_repr
@@ -153,7 +200,7 @@ class Accountant:
                 raise ParameterError(
                     f"view {view!r} reads its observers from the pattern of every round's W, "
                     "which is not known in advance: not offered for time-varying gossip "
-                    f"(use one of the other views, or squared_sensitivity per round)")
+                    "(use one of the other views, or squared_sensitivity per round)")
             self.precision_notes: list[str] = []
             self.W = None
             pattern = sp.csr_matrix((n, n))
@@ -235,9 +282,16 @@ class Accountant:
             raise ParameterError(f"W_{self.rounds} has shape {Ws[0].shape}, the accountant's "
                                  f"n = {self.n}")
         self.lambda_lb = min(self.lambda_lb, view_lambda_min(Ws[0], self.model))
-        self._operator.record(Ws[0])
+        self._rows.record(Ws[0])
         self.rounds += 1
         self._interval = None
+
+    @property
+    def _rows(self) -> OperatorRows:
+        """The operator's rows (time-varying or non-symmetric W only)."""
+        if self._operator is None:
+            raise TypeError("a constant symmetric W takes the lag path: no operator rows")
+        return self._operator
 
     def _compute_to(self, T: int) -> None:
         """Lags (or operator rows) and factor for T rounds (computed ahead of the recorded
@@ -260,7 +314,7 @@ class Accountant:
         """:meth:`_compute_to` from the operator's rows: their rounding ``gamma_N`` charged to
         K by the factor and to G here, ``|| |G - G^| 1 ||_2 <= r / (1 - r) ||G^ 1||_2``
         (``G >= 0``; the rows of G never change, so ``||G^ 1||^2`` is a running sum)."""
-        operator = self._operator
+        operator = self._rows
         self._factor.lambda_lb = self.lambda_lb
         for first in range(self._factor.rounds, T, BLOCK_ROUNDS):
             rows = [operator.rows(t) for t in range(first, min(T, first + BLOCK_ROUNDS))]
@@ -325,7 +379,8 @@ class Accountant:
     @limit_blas_threads
     def interval(self) -> SensitivityResult:
         """Every bound on ``Delta_T^2`` at the recorded T, with kinds, as
-        :func:`sparsedp.squared_sensitivity` (``method="structured"``) gives them, plus the
+        :func:`sparsedp.squared_sensitivity` (``method="structured"``; for time-varying or
+        non-symmetric W the query itself on the recorded matrices) gives them, plus the
         running bound (``"incremental_rows"``); lazy and cached until the next step."""
         if self.rounds == 0:
             raise ParameterError("no rounds recorded yet: call step() first")
@@ -381,7 +436,7 @@ class Accountant:
             if ahead is not None:  # forget the planned rounds
                 self._factor.rewind(mark[0])
                 self.lambda_lb, self._G_ones2 = mark[1], mark[2]
-                self._operator.forget(self.rounds)
+                self._rows.forget(self.rounds)
         return first_over
 
     def _planned_rounds(self, schedule):
@@ -391,7 +446,7 @@ class Accountant:
         planned = schedule if callable(schedule) else list(schedule)
 
         def ahead(T: int) -> int:
-            operator = self._operator
+            operator = self._rows
             while len(operator.matrices) < T:
                 t = len(operator.matrices)
                 if callable(planned):
@@ -416,7 +471,7 @@ class Accountant:
                         "certified upper", "sum_r ||(L^{-1} G_T)_r||_1^2 with the "
                         "factorisation's rounding charged (sparsedp.accountant.bordered)")
         if self._operator is not None:  # the one-shot query at T, plus the running bound
-            one_shot = squared_sensitivity(self._operator.sequence(T), self.target,
+            one_shot = squared_sensitivity(self._rows.sequence(T), self.target,
                                            self.observers, T, view=self.view,
                                            exact=self.exact, gradients=self.gradients,
                                            backend=self.backend)
@@ -436,7 +491,7 @@ class Accountant:
         :func:`sparsedp.accountant.checkpoint.save` writes it to an ``.npz`` file); for
         time-varying gossip the matrices recorded so far, stacked (``n rounds x n``)."""
         if self.time_varying:
-            recorded = self._operator.matrices
+            recorded = self._rows.matrices
             W = sp.vstack(recorded, format="csr") if recorded else sp.csr_matrix((0, self.n))
         else:
             W = sp.csr_matrix(self.W)
@@ -466,11 +521,11 @@ class Accountant:
         observers = (np.asarray(state["observers"]).tolist()
                      if bool(state["observers_given"]) else None)
         time_varying = bool(state.get("time_varying", False))
-        n = int(state["n"]) if time_varying else None
+        n = int(state["n"]) if time_varying else W.shape[0]
         accountant = cls(None if time_varying else W, int(state["target"]), observers,
                          sigma=float(state["sigma"]), view=str(state["view"]), exact=exact,
                          gradients=gradients_from_state(state), backend=str(state["backend"]),
-                         n=n)
+                         n=n if time_varying else None)
         if time_varying:
             for t in range(int(state["rounds"])):
                 accountant.step(W[t * n:(t + 1) * n])
