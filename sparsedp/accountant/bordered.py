@@ -64,6 +64,12 @@ then formed from lags within known errors of the exact ones, with ``||K - K^||_2
 ``|| |G - G^| 1 ||_2 <= e_G``.  ``e_K`` joins ``dK`` in ``e`` (the argument above holds for
 any ``||K - A|| <= e``), and since ``|(G - G^) c| <= |G - G^| 1`` entrywise for every sign
 vector c, ``||A^{-1/2} (G - G^) c|| <= e_G / sqrt(lambda - e)`` is added to the root.
+
+**Rows without lags** (:meth:`BorderedFactor.extend_rows`: time-varying or non-symmetric W,
+:mod:`sparsedp.accountant.operator_rows`): the block rows of ``K^`` and ``G^`` are given, each
+entry within a relative ``r`` of the exact non-negative one, so ``e_K = r / (1 - r)
+||K^||_inf`` and the caller's ``e_G`` enter as for truncated lags; the argument is otherwise
+unchanged (it never used the lag structure, only that ``K_T``, ``G_T`` are leading blocks).
 """
 
 from __future__ import annotations
