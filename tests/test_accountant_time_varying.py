@@ -173,6 +173,25 @@ def test_a_constant_symmetric_W_stepped_as_a_sequence_agrees():
     assert varying.interval().lower == pytest.approx(constant.interval().lower, rel=1e-9)
 
 
+@pytest.mark.parametrize("view", ["neighbourhood", "adaptive-v1"])
+def test_a_constant_directed_W_in_the_pattern_views(view):
+    """The views read from W's pattern, offered for one constant non-symmetric W: the
+    interval is the one-shot query's (the Gram path) and the running bound is above it."""
+    n = 14
+    W = directed(np.random.default_rng(5), n)
+    if view == "adaptive-v1":
+        W = sp.csr_matrix(0.5 * (sp.identity(n) + W))
+    observers = None if view == "adaptive-v1" else [7]
+    accountant = sparsedp.Accountant(W, 0, observers, sigma=1.0, view=view)
+    for t in (1, 2, 9):
+        accountant.step(t - accountant.rounds)
+        one_shot = sparsedp.squared_sensitivity(W, 0, observers, t, view=view)
+        assert one_shot.method == "gram" or t == 1
+        assert accountant.interval().lower == one_shot.lower
+        assert float(accountant._factor.history[t - 1]) >= one_shot.lower
+    assert one_shot.lower > 0  # the target reached the attacker
+
+
 class _Stepped:
     """A time-varying accountant that ``step(T)`` steps through its schedule's first T
     matrices (for :func:`tests.conftest.brute_force_rounds`)."""
