@@ -64,6 +64,12 @@ then formed from lags within known errors of the exact ones, with ``||K - K^||_2
 ``|| |G - G^| 1 ||_2 <= e_G``.  ``e_K`` joins ``dK`` in ``e`` (the argument above holds for
 any ``||K - A|| <= e``), and since ``|(G - G^) c| <= |G - G^| 1`` entrywise for every sign
 vector c, ``||A^{-1/2} (G - G^) c|| <= e_G / sqrt(lambda - e)`` is added to the root.
+
+**Rows without lags** (:meth:`BorderedFactor.extend_rows`: time-varying or non-symmetric W,
+:mod:`sparsedp.accountant.operator_rows`): the block rows of ``K^`` and ``G^`` are given, each
+entry within a relative ``r`` of the exact non-negative one, so ``e_K = r / (1 - r)
+||K^||_inf`` and the caller's ``e_G`` enter as for truncated lags; the argument is otherwise
+unchanged (it never used the lag structure, only that ``K_T``, ``G_T`` are leading blocks).
 """
 
 from __future__ import annotations
@@ -197,22 +203,55 @@ class BorderedFactor:
         bound of every new round goes into :attr:`history`; returns what each round's bound
         read (:class:`RoundStats`)."""
         t0, m = self.rounds, self.m
-        N, B = m * t0, m * rounds
-        self._grow(N + B, t0 + rounds, with_Y=a is not None)
+        self._grow(m * (t0 + rounds), t0 + rounds, with_Y=a is not None)
         K_new, K_max = self._block_rows_of_K(mu, offset, rounds)
+        G_new = None
+        if a is not None:  # block row t of G: G[t, k] = a_(t-k) (shifted), k = 0..t
+            G_new = np.zeros((m * rounds, t0 + rounds))
+            for i, t in enumerate(range(t0, t0 + rounds)):
+                G_new[i * m:(i + 1) * m, :t + 1] = a[offset:t + offset + 1][::-1].T
+        return self._border(K_new, K_max, G_new, truncations)
+
+    def extend_rows(self, K_rows: list[np.ndarray], G_rows: list[np.ndarray],
+                    entry_rounding: float, G_errors: np.ndarray) -> RoundStats:
+        """Border with one round per entry of ``K_rows`` (round t: its block row ``K[t, :t+1]``,
+        m x m (t + 1)) and ``G_rows`` (its row ``G[t, :t+1]``, m x (t + 1)), formed by any
+        recursion whose every entry is within ``entry_rounding`` (relative) of the exact
+        one, ``K, G >= 0`` (:mod:`sparsedp.accountant.operator_rows`: time-varying or
+        non-symmetric W).  That rounding is charged as ``e_K = r / (1 - r) ||K^||_inf``
+        (``||K - K^||_2 <= ||K - K^||_inf``, the largest row sum of ``K^`` after each round);
+        ``G_errors`` (one per round) bounds ``|| |G - G^| 1 ||_2``, the caller's charge for G
+        (module docstring, "Truncated lags").  Returns what each round's bound read."""
+        t0, m, rounds = self.rounds, self.m, len(K_rows)
+        self._grow(m * (t0 + rounds), t0 + rounds)
+        K_new = np.zeros((m * rounds, m * (t0 + rounds)))
+        G_new = np.zeros((m * rounds, t0 + rounds))
+        for i, (K_row, G_row) in enumerate(zip(K_rows, G_rows, strict=True)):
+            K_new[i * m:(i + 1) * m, :K_row.shape[1]] = K_row
+            G_new[i * m:(i + 1) * m, :G_row.shape[1]] = G_row
+        K_max = self._account_rows_of_K(K_new)
+        relative = entry_rounding / (1.0 - entry_rounding)
+        N = m * (t0 + np.arange(1, rounds + 1))
+        e_K = relative * K_max * (1 + _gammas(N + 2))
+        return self._border(K_new, K_max, G_new,
+                            np.column_stack([e_K, np.asarray(G_errors, dtype=np.float64)]))
+
+    def _border(self, K_new: np.ndarray, K_max: np.ndarray, G_new: np.ndarray | None,
+                truncations) -> RoundStats:
+        """Border with the new block rows ``K_new`` of ``K^`` (K_max: the largest row sum of
+        ``K^`` after each new round) and ``G_new`` of ``G^`` (``None``: the factor only)."""
+        t0, m = self.rounds, self.m
+        rounds = K_new.shape[0] // m
+        N = m * t0
         block = self._block_rows_of_L(K_new)
         L_frobenius2 = self.L_frobenius2 + np.cumsum(per_round((block**2).sum(axis=1), m))
         self.L_frobenius2 = float(L_frobenius2[-1])
         stats = RoundStats(np.arange(t0 + 1, t0 + rounds + 1), L_frobenius2, K_max)
         self.rounds = t0 + rounds
-        if a is None:
+        if G_new is None:
             return stats
-        # block row t of G: G[t, k] = a_(t-k) (shifted), k = 0..t
-        G_new = np.zeros((B, t0 + rounds))
-        for i, t in enumerate(range(t0, t0 + rounds)):
-            G_new[i * m:(i + 1) * m, :t + 1] = a[offset:t + offset + 1][::-1].T
         y = block_rows_of_Y(block, N, m, self.Y, G_new)
-        self.Y[N:N + B, :t0 + rounds] = y
+        self.Y[N:N + m * rounds, :t0 + rounds] = y
         rows_l1 = self.rows_l1 + np.cumsum(per_round(np.abs(y).sum(axis=1) ** 2, m))
         Y_frobenius2 = self.Y_frobenius2 + np.cumsum(per_round((y**2).sum(axis=1), m))
         self.rows_l1, self.Y_frobenius2 = float(rows_l1[-1]), float(Y_frobenius2[-1])
@@ -234,7 +273,6 @@ class BorderedFactor:
         after each new round."""
         t0, m = self.rounds, self.m
         K_new = np.zeros((m * rounds, m * (t0 + rounds)))
-        K_max = np.zeros(rounds)
         for i, t in enumerate(range(t0, t0 + rounds)):
             N = m * t
             # block row t of K^: K[t, 0] = mu_t, K[t, s] = K[t-1, s-1] + mu_(t+s) (shifted)
@@ -242,11 +280,23 @@ class BorderedFactor:
             row = np.array(mu[first:first + t + 1].transpose(1, 0, 2).reshape(m, N + m))
             row[:, m:] += self.K_row
             self.K_row = row
+            K_new[i * m:(i + 1) * m, :N + m] = row
+        return K_new, self._account_rows_of_K(K_new)
+
+    def _account_rows_of_K(self, K_new: np.ndarray) -> np.ndarray:
+        """The row sums of ``K^`` (symmetric) brought up to date with the new block rows
+        ``K_new`` (zero right of each round's own block), and their largest after each new
+        round."""
+        t0, m = self.rounds, self.m
+        rounds = K_new.shape[0] // m
+        K_max = np.zeros(rounds)
+        for i, t in enumerate(range(t0, t0 + rounds)):
+            N = m * t
+            row = K_new[i * m:(i + 1) * m, :N + m]
             self.K_row_sums[:N] += row[:, :N].sum(axis=0)
             self.K_row_sums[N:N + m] = row.sum(axis=1)
             K_max[i] = self.K_row_sums[:N + m].max()
-            K_new[i * m:(i + 1) * m, :N + m] = row
-        return K_new, K_max
+        return K_max
 
     def _block_rows_of_L(self, K_new: np.ndarray) -> np.ndarray:
         """The factor's new rows ``[L21 L22]`` (written into :attr:`L` and returned):
@@ -326,6 +376,28 @@ class BorderedFactor:
             Y = np.zeros((max(rows, 2 * self.Y.shape[0]), max(columns, 2 * self.Y.shape[1])))
             Y[:self.Y.shape[0], :self.Y.shape[1]] = self.Y
             self.Y = Y
+
+    def snapshot(self) -> dict:
+        """What :meth:`rewind` needs to forget the rounds bordered after this call (the
+        running sums and the row sums of ``K^``; the rows of L and Y beyond are overwritten
+        when rounds are bordered again)."""
+        N = self.m * self.rounds
+        return {"rounds": self.rounds, "K_row": self.K_row.copy(),
+                "K_row_sums": self.K_row_sums[:N].copy(), "history": self.history,
+                "lambda_lb": self.lambda_lb,
+                **{name: getattr(self, name) for name in self.SCALARS[1:]}}
+
+    def rewind(self, snapshot: dict) -> None:
+        """Back to the rounds of :meth:`snapshot` (rounds computed ahead with matrices that
+        were only planned, :meth:`sparsedp.Accountant.rounds_within`)."""
+        for name, value in snapshot.items():
+            if name != "K_row_sums":
+                setattr(self, name, value)
+        N = self.m * self.rounds
+        self.K_row_sums[:N] = snapshot["K_row_sums"]
+        self.K_row_sums[N:] = 0.0
+        self._blocks = {start: block for start, block in self._blocks.items()
+                        if start + block.shape[0] <= N}
 
     STATE = ("L", "Y", "K_row", "K_row_sums", "history")
     SCALARS = ("rounds", "L_frobenius2", "rows_l1", "Y_frobenius2", "ones")

@@ -34,13 +34,39 @@ the last answer):
 Supported: one constant, exactly symmetric W (the structured form) and the views whose
 ``lambda_min(K_T)`` has the analytic bound (every view of
 :mod:`sparsedp.gossip.views` except ``local-dp``, without ``noise_removed``; the v1 forms when W
-is diagonally dominant).  Time-varying or non-symmetric W and removed noise are not offered:
-ParameterError.  Every node's worst case over the graph: :class:`sparsedp.GraphAccountant`.
+is diagonally dominant).  Removed noise is not offered: ParameterError.  Every node's worst
+case over the graph: :class:`sparsedp.GraphAccountant`.
+
+**Time-varying gossip** (``Accountant(None, target, observers, sigma=..., n=n)``, then
+``step(W_t)`` with the matrix of each round) **and one constant non-symmetric W** have no lag
+structure: round t's block rows of ``K_T`` and ``G_T`` come from the matrix-free operator
+(:mod:`sparsedp.accountant.operator_rows`, their ``gamma_N`` rounding charged) and are bordered
+into the same factor, whose ``lambda_min`` bound is the least per-matrix analytic bound of the
+matrices recorded (as the one-shot query bounds a sequence).  The interval is the one-shot
+query itself on the recorded matrices (:func:`sparsedp.squared_sensitivity`, the matrix-free
+path for a sequence, ``gram`` for a constant W), computed lazily, plus the running bound.  The
+views that read their observers from W's pattern (``neighbourhood``, ``adaptive-v1``) are
+refused for time-varying gossip (the union of the patterns is not known in advance);
+``rounds_within`` needs the planned matrices (``schedule=``).  Costs (m observed rows, T rounds,
+p the view's power offset):
+
+=========================  =================================================================
+``step(W_t)``              the matrix checked, its transpose and ``lambda_min`` bound:
+                           ``O(nnz(W_t))``
+``upper``, ``epsilon``,    per pending round t: ``2 (t + p)`` sparse products of an n x m
+``rdp``, ``to_dp_event``   block (``O(nnz m t)``, ``O(nnz m T^2)`` over T rounds) and the
+                           factor's block rows as above
+``interval()``             lazy: one one-shot query at T (matrix-free PCG), cached
+``rounds_within``          as above; rounds beyond are computed ahead with the schedule's
+                           matrices, then forgotten (the factor rewound)
+``state_dict``             the recorded matrices (stacked CSR) and the factor
+=========================  =================================================================
 """
 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 
 import numpy as np
 import scipy.sparse as sp
@@ -48,6 +74,7 @@ import scipy.sparse as sp
 from sparsedp import defaults, validation
 from sparsedp.accountant.bordered import BLOCK_ROUNDS, BorderedFactor
 from sparsedp.accountant.lags import LagStream, worth_truncating
+from sparsedp.accountant.operator_rows import OperatorRows
 from sparsedp.accountant.state import (
     exact_from_state,
     gradients_from_state,
@@ -65,8 +92,10 @@ from sparsedp.gossip.sensitivity import (
     SensitivityResult,
     _assemble,
     _refuse_target_among_observers,
+    squared_sensitivity,
 )
 from sparsedp.gossip.views import VIEW_NOTES, resolve_view
+from sparsedp.linalg.certified import gamma
 from sparsedp.linalg.moments import LagSequence
 from sparsedp.linalg.operators import GossipSystem
 from sparsedp.linalg.sign_bounds import Bound, evaluate_bounds
@@ -77,6 +106,8 @@ from sparsedp.privacy import gaussian_epsilon
 from sparsedp.privacy.interop import gaussian_dp_event
 from sparsedp.reprs import short_repr
 
+# views whose observed rows are read from W's pattern (unknown ahead for time-varying gossip)
+PATTERN_VIEWS = ("neighbourhood", "adaptive-v1")
 ROUNDS_WITHIN_LIMIT = 4096  # default horizon of rounds_within
 LOOKAHEAD_BLOCK = 16  # rounds factored at once when rounds_within computes ahead
 
@@ -86,9 +117,11 @@ class Accountant:
 
     Parameters
     ----------
-    W : square sparse matrix or array
-        The gossip matrix: non-negative, row-stochastic and exactly symmetric (e.g.
-        :func:`sparsedp.gossip_matrix` with Metropolis weights).
+    W : square sparse matrix or array, or None
+        The gossip matrix of every round: non-negative and row-stochastic (e.g.
+        :func:`sparsedp.gossip_matrix` with Metropolis weights); exactly symmetric W take
+        the lag path, others the operator's rows (module docstring).  ``None``: time-varying
+        gossip, each round's matrix given to :meth:`step`.
     target : int
         Row of W whose data is protected.
     observers : int or iterable of int or None
@@ -106,6 +139,8 @@ class Accountant:
         value; the running bounds hold for both, the interval adds the SDP bounds).
     backend : str
         Kernel backend, ``"auto" | "numba" | "numpy"``.
+    n : int or None
+        The number of nodes, for time-varying gossip (``W=None``) only.
 
     Raises
     ------
@@ -128,21 +163,58 @@ class Accountant:
     1.5783
     >>> acc.rounds_within(2.0, 1e-5)
     67
+
+    Time-varying gossip: randomized pairwise averaging on the 8-cycle, one edge a round, the
+    matrix of each round recorded as it is used:
+
+    >>> import numpy as np
+    >>> def pair(t):  # nodes t and t + 1 (mod 8) average, the others keep their value
+    ...     i, j = t % 8, (t + 1) % 8
+    ...     W = np.eye(8)
+    ...     W[[i, i, j, j], [i, j, i, j]] = 0.5
+    ...     return W
+    >>> acc = sparsedp.Accountant(None, target=0, observers=[4], sigma=1.0, n=8)
+    >>> for t in range(24):
+    ...     acc.step(pair(t))
+    >>> one_shot = sparsedp.squared_sensitivity([pair(t) for t in range(24)], 0, [4], 24)
+    >>> acc.interval().lower == one_shot.lower, acc.upper >= one_shot.lower
+    (True, True)
+    >>> acc.rounds_within(3.0, 1e-5, schedule=pair, limit=200)
+    29
     """
 
     __repr__ = short_repr
 
     def __init__(self, W, target: int, observers, *, sigma: float,
                  view: str = defaults.VIEW, exact="auto",
-                 gradients: str = defaults.GOSSIP_GRADIENTS, backend: str = "auto"):
-        Ws, self.precision_notes = gossip_sequence(W, 1)
-        if len(Ws) != 1:
-            raise ParameterError("the accountant needs one constant gossip matrix W")
-        self.W = W = Ws[0]
-        if not matrix_facts(W).symmetric:
-            raise ParameterError("the accountant needs an exactly symmetric W (the structured "
-                                 "form of K_T); use sparsedp.squared_sensitivity per round")
-        n = W.shape[0]
+                 gradients: str = defaults.GOSSIP_GRADIENTS, backend: str = "auto",
+                 n: int | None = None):
+        self.time_varying = W is None
+        if self.time_varying:
+            if n is None or isinstance(n, bool) or not isinstance(n, (int, np.integer)) \
+                    or n < 1:
+                raise ParameterError("time-varying gossip (W=None) needs the number of nodes "
+                                     f"n >= 1, got n={n!r}")
+            n = int(n)
+            if view in PATTERN_VIEWS:
+                raise ParameterError(
+                    f"view {view!r} reads its observers from the pattern of every round's W, "
+                    "which is not known in advance: not offered for time-varying gossip "
+                    "(use one of the other views, or squared_sensitivity per round)")
+            self.precision_notes: list[str] = []
+            self.W = None
+            pattern = sp.csr_matrix((n, n))
+        else:
+            if n is not None:
+                raise ParameterError("n is for time-varying gossip (W=None); a W gives its own")
+            Ws, self.precision_notes = gossip_sequence(W, 1)
+            if len(Ws) != 1:
+                raise ParameterError(
+                    "the accountant takes one constant gossip matrix W, or W=None and n for "
+                    "time-varying gossip recorded with step(W_t) every round")
+            self.W = pattern = Ws[0]
+            n = pattern.shape[0]
+        self.n = n
         self.target = validation.node_index(target, n, "target")
         _refuse_target_among_observers(self.target, observers)
         self.observers = None if observers is None else validation.node_set(observers, n,
@@ -151,33 +223,84 @@ class Accountant:
         self.view, self.exact, self.backend = view, exact, backend
         self.gradients = gradients
         _resolve_exact(exact, 1, gradients)  # checks both values
-        self.model = resolve_view(view, W, self.target, self.observers, False)
+        self.model = resolve_view(view, pattern, self.target, self.observers, False)
         if self.model.observes_everything:
             raise ParameterError("view 'local-dp' needs no accountant: Delta_T^2 = T exactly")
-        self.lambda_lb = view_lambda_min(W, self.model)
         self.offset = self.model.power_offset
         self.rounds = 0
-        self._lags = LagStream(W, self.model.observers, self.target, backend,
-                               truncate=doubly_stochastic_to_rounding(W)
-                               and worth_truncating(W, self.model.observers.size))
-        self._factor = BorderedFactor(self.model.observers.size, self.lambda_lb)
         self._interval: SensitivityResult | None = None
+        self._G_ones2 = 0.0  # ||G^ 1||^2 of the operator rows factored (their G charge)
+        if self.W is not None and matrix_facts(self.W).symmetric:  # the lag structure
+            self._operator: OperatorRows | None = None
+            self.lambda_lb = view_lambda_min(self.W, self.model)
+            self._lags = LagStream(self.W, self.model.observers, self.target, backend,
+                                   truncate=doubly_stochastic_to_rounding(self.W)
+                                   and worth_truncating(self.W, self.model.observers.size))
+        else:  # time-varying or non-symmetric: the operator's rows
+            self._operator = OperatorRows(self.model.observers, self.target, self.offset,
+                                          constant=self.W)
+            # the least per-matrix analytic bound of the matrices so far (as the one-shot
+            # query bounds a sequence); set by the first step(W_t) when time-varying
+            self.lambda_lb = (np.inf if self.W is None
+                              else view_lambda_min(self.W, self.model))
+        self._factor = BorderedFactor(self.model.observers.size, self.lambda_lb)
 
     # -- recording rounds ------------------------------------------------------------------
 
     @limit_blas_threads
-    def step(self, k: int = 1) -> None:
-        """Record ``k`` more rounds (``k >= 1``): their lags now, the factor's rows when an
-        answer needs them (several rounds at once, :meth:`_compute_to`)."""
+    def step(self, k=1) -> None:
+        """Record rounds: ``step(k)`` records ``k >= 1`` rounds of the constant W (their lags
+        now, the factor's rows when an answer needs them, several rounds at once,
+        :meth:`_compute_to`); ``step(W_t)``, on a time-varying accountant (``W=None``),
+        records one round mixed with the gossip matrix ``W_t`` (checked as
+        :func:`sparsedp.squared_sensitivity` checks its matrices).  Mixing the two is refused
+        (ParameterError): a constant-W accountant takes no matrix, a time-varying one no
+        count."""
+        if sp.issparse(k) or np.ndim(k) == 2:
+            self._record(k)
+            return
+        if self.time_varying:
+            raise ParameterError("a time-varying accountant (W=None) records a round with "
+                                 "step(W_t), the gossip matrix of that round, not a count")
         k = validation.rounds(k)
-        self._lags.extend_to(self.rounds + k + self.offset - 1)
+        if self._operator is None:
+            self._lags.extend_to(self.rounds + k + self.offset - 1)
         self.rounds += k
         self._interval = None
 
+    def _record(self, W) -> None:
+        """``step(W_t)``: one round of time-varying gossip."""
+        if not self.time_varying:
+            raise ParameterError(
+                "this accountant was created for one constant W: step(k) records k rounds "
+                "of it; for time-varying gossip create Accountant(None, ..., n=n) and call "
+                "step(W_t) every round")
+        Ws, _ = gossip_sequence(W, 1)  # the interval's one-shot query gives the notes
+        if len(Ws) != 1:
+            raise ParameterError("step(W_t) takes one gossip matrix (the round's)")
+        if Ws[0].shape != (self.n, self.n):
+            raise ParameterError(f"W_{self.rounds} has shape {Ws[0].shape}, the accountant's "
+                                 f"n = {self.n}")
+        self.lambda_lb = min(self.lambda_lb, view_lambda_min(Ws[0], self.model))
+        self._rows.record(Ws[0])
+        self.rounds += 1
+        self._interval = None
+
+    @property
+    def _rows(self) -> OperatorRows:
+        """The operator's rows (time-varying or non-symmetric W only)."""
+        if self._operator is None:
+            raise TypeError("a constant symmetric W takes the lag path: no operator rows")
+        return self._operator
+
     def _compute_to(self, T: int) -> None:
-        """Lags and factor for T rounds (computed ahead of the recorded rounds if need be),
-        the rounds not yet factored bordered in blocks of up to ``BLOCK_ROUNDS``."""
+        """Lags (or operator rows) and factor for T rounds (computed ahead of the recorded
+        rounds if need be), the rounds not yet factored bordered in blocks of up to
+        ``BLOCK_ROUNDS``."""
         if T <= self._factor.rounds:
+            return
+        if self._operator is not None:
+            self._factor_operator_rows(T)
             return
         self._lags.extend_to(T + self.offset - 1)
         mu, a = self._lags.mu, self._lags.a
@@ -186,6 +309,24 @@ class Accountant:
             truncations = [self._lags.truncation_error(t, self.offset)
                            for t in range(first + 1, last + 1)]
             self._factor.extend(mu, a, self.offset, last - first, truncations)
+
+    def _factor_operator_rows(self, T: int) -> None:
+        """:meth:`_compute_to` from the operator's rows: their rounding ``gamma_N`` charged to
+        K by the factor and to G here, ``|| |G - G^| 1 ||_2 <= r / (1 - r) ||G^ 1||_2``
+        (``G >= 0``; the rows of G never change, so ``||G^ 1||^2`` is a running sum)."""
+        operator = self._rows
+        self._factor.lambda_lb = self.lambda_lb
+        for first in range(self._factor.rounds, T, BLOCK_ROUNDS):
+            rows = [operator.rows(t) for t in range(first, min(T, first + BLOCK_ROUNDS))]
+            rounding = max(r for _, _, r in rows)
+            last = first + len(rows)
+            charge = rounding / (1.0 - rounding) * (1 + gamma((self._factor.m + 2) * last + 4))
+            G_errors = []
+            for _, G_row, _ in rows:
+                self._G_ones2 += float((G_row.sum(axis=1) ** 2).sum())
+                G_errors.append(charge * np.sqrt(self._G_ones2))
+            self._factor.extend_rows([K for K, _, _ in rows], [G for _, G, _ in rows],
+                                     rounding, np.array(G_errors))
 
     # -- answers ---------------------------------------------------------------------------
 
@@ -238,7 +379,8 @@ class Accountant:
     @limit_blas_threads
     def interval(self) -> SensitivityResult:
         """Every bound on ``Delta_T^2`` at the recorded T, with kinds, as
-        :func:`sparsedp.squared_sensitivity` (``method="structured"``) gives them, plus the
+        :func:`sparsedp.squared_sensitivity` (``method="structured"``; for time-varying or
+        non-symmetric W the query itself on the recorded matrices) gives them, plus the
         running bound (``"incremental_rows"``); lazy and cached until the next step."""
         if self.rounds == 0:
             raise ParameterError("no rounds recorded yet: call step() first")
@@ -248,34 +390,95 @@ class Accountant:
 
     @limit_blas_threads
     def rounds_within(self, epsilon: float, delta: float, *,
-                      limit: int = ROUNDS_WITHIN_LIMIT) -> int:
+                      limit: int = ROUNDS_WITHIN_LIMIT, schedule=None) -> int:
         """The largest number of rounds T (counted from the start, at most ``limit``) whose
         running certified bound keeps epsilon at ``delta`` within ``epsilon``; rounds beyond
         those recorded are computed ahead.  ``limit`` is returned when the budget lasts that
-        long."""
+        long.
+
+        Time-varying gossip needs the planned matrices of the rounds ahead: ``schedule``, a
+        sequence whose item i is the matrix of round ``rounds + i``, or a callable ``t ->
+        W_t`` (t counted from the start); the answer is then at most ``rounds +
+        len(schedule)``.  They are not recorded (the next ``step(W_t)`` may differ).  A
+        constant W takes no schedule (ParameterError either way)."""
         epsilon = validation.nonnegative("epsilon", epsilon)
         delta = validation.probability_delta(delta)
         limit = validation.rounds(limit)
+        if self.time_varying and schedule is None:
+            raise ParameterError("time-varying gossip: rounds_within needs the planned "
+                                 "matrices of the rounds ahead (schedule=[W_T, W_(T+1), ...] "
+                                 "or a callable t -> W_t)")
+        if not self.time_varying and schedule is not None:
+            raise ParameterError("schedule is for time-varying gossip (W=None); this "
+                                 "accountant's W is constant")
 
         def within(t: int) -> bool:
             return gaussian_epsilon(float(self._factor.history[t - 1]), self.sigma,
                                     delta) <= epsilon
 
         self._compute_to(min(self.rounds, limit))
-        while self._factor.rounds < limit and (self._factor.rounds == 0
-                                               or within(self._factor.rounds)):
-            self._compute_to(min(limit, self._factor.rounds + LOOKAHEAD_BLOCK))
-        horizon = min(self._factor.rounds, limit)
-        # the bound is non-decreasing in T: the first round over budget
-        first_over = bisect.bisect_left(range(1, horizon + 1), True,
-                                        key=lambda t: not within(t))
+        ahead = self._planned_rounds(schedule) if self.time_varying else None
+        mark = (self._factor.snapshot(), self.lambda_lb, self._G_ones2)
+        try:
+            while self._factor.rounds < limit and (self._factor.rounds == 0
+                                                   or within(self._factor.rounds)):
+                last = min(limit, self._factor.rounds + LOOKAHEAD_BLOCK)
+                if ahead is not None:
+                    last = ahead(last)
+                    if last <= self._factor.rounds:
+                        break  # the schedule ends
+                self._compute_to(last)
+            horizon = min(self._factor.rounds, limit)
+            # the bound is non-decreasing in T: the first round over budget
+            first_over = bisect.bisect_left(range(1, horizon + 1), True,
+                                            key=lambda t: not within(t))
+        finally:
+            if ahead is not None:  # forget the planned rounds
+                self._factor.rewind(mark[0])
+                self.lambda_lb, self._G_ones2 = mark[1], mark[2]
+                self._rows.forget(self.rounds)
         return first_over
+
+    def _planned_rounds(self, schedule):
+        """``ahead(T)``: the planned matrices of rounds up to T recorded (checked, their
+        lambda bound taken), and how many rounds then have one (fewer at the schedule's
+        end)."""
+        planned = schedule if callable(schedule) else list(schedule)
+
+        def ahead(T: int) -> int:
+            operator = self._rows
+            while len(operator.matrices) < T:
+                t = len(operator.matrices)
+                if callable(planned):
+                    W = planned(t)
+                elif t - self.rounds < len(planned):
+                    W = planned[t - self.rounds]
+                else:
+                    return t
+                Ws, _ = gossip_sequence(W, 1)
+                if Ws[0].shape != (self.n, self.n):
+                    raise ParameterError(f"the planned W_{t} has shape {Ws[0].shape}, the "
+                                         f"accountant's n = {self.n}")
+                self.lambda_lb = min(self.lambda_lb, view_lambda_min(Ws[0], self.model))
+                operator.record(Ws[0])
+            return T
+
+        return ahead
 
     def _evaluate(self, T: int) -> SensitivityResult:
         self._compute_to(T)
         running = Bound("incremental_rows", float(self._factor.history[T - 1]),
                         "certified upper", "sum_r ||(L^{-1} G_T)_r||_1^2 with the "
                         "factorisation's rounding charged (sparsedp.accountant.bordered)")
+        if self._operator is not None:  # the one-shot query at T, plus the running bound
+            one_shot = squared_sensitivity(self._rows.sequence(T), self.target,
+                                           self.observers, T, view=self.view,
+                                           exact=self.exact, gradients=self.gradients,
+                                           backend=self.backend)
+            upper = min(one_shot.upper, running.value)
+            return dataclasses.replace(
+                one_shot, bounds=one_shot.bounds + (running,), upper=upper,
+                exact_error=None if one_shot.exact is None else float(upper - one_shot.exact))
         return lag_interval(self._lags.sequence(T, self.offset), T, self.target, self.model,
                             self.lambda_lb, exact=self.exact, gradients=self.gradients,
                             backend=self.backend,
@@ -285,8 +488,13 @@ class Accountant:
 
     def state_dict(self) -> dict:
         """Everything needed to continue, as numpy arrays, numbers and strings (no pickle;
-        :func:`sparsedp.accountant.checkpoint.save` writes it to an ``.npz`` file)."""
-        W = sp.csr_matrix(self.W)
+        :func:`sparsedp.accountant.checkpoint.save` writes it to an ``.npz`` file); for
+        time-varying gossip the matrices recorded so far, stacked (``n rounds x n``)."""
+        if self.time_varying:
+            recorded = self._rows.matrices
+            W = sp.vstack(recorded, format="csr") if recorded else sp.csr_matrix((0, self.n))
+        else:
+            W = sp.csr_matrix(self.W)
         state = {
             **matrix_state(W), "target": self.target,
             "observers": (np.zeros(0, dtype=np.int64) if self.observers is None
@@ -297,7 +505,10 @@ class Accountant:
             "rounds": self.rounds,
         }
         self._compute_to(self.rounds)  # no pending rows: the copy continues as the original
-        state.update(self._lags.state())
+        if self._operator is None:
+            state.update(self._lags.state())
+        else:
+            state.update(time_varying=self.time_varying, n=self.n, G_ones2=self._G_ones2)
         state.update(self._factor.state())
         return state
 
@@ -309,11 +520,20 @@ class Accountant:
         exact = exact_from_state(state)
         observers = (np.asarray(state["observers"]).tolist()
                      if bool(state["observers_given"]) else None)
-        accountant = cls(W, int(state["target"]), observers, sigma=float(state["sigma"]),
-                         view=str(state["view"]), exact=exact,
-                         gradients=gradients_from_state(state), backend=str(state["backend"]))
-        accountant._lags.restore(state)
+        time_varying = bool(state.get("time_varying", False))
+        n = int(state["n"]) if time_varying else W.shape[0]
+        accountant = cls(None if time_varying else W, int(state["target"]), observers,
+                         sigma=float(state["sigma"]), view=str(state["view"]), exact=exact,
+                         gradients=gradients_from_state(state), backend=str(state["backend"]),
+                         n=n if time_varying else None)
+        if time_varying:
+            for t in range(int(state["rounds"])):
+                accountant.step(W[t * n:(t + 1) * n])
         accountant._factor.restore(state)
+        if accountant._operator is None:
+            accountant._lags.restore(state)
+        else:
+            accountant._G_ones2 = float(state["G_ones2"])
         accountant.rounds = int(state["rounds"])
         return accountant
 

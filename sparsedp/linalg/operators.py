@@ -61,6 +61,7 @@ class GossipSystem:
     known_noise : nodes whose noise the attacker knows (its own nodes, a subset of the
         observers): their noise columns are deleted from every block (``H S_2``).
     memory_budget : bytes allowed for the intermediate of one ``K`` application.
+    transposes : the ``W_t^T`` in CSR when already formed (formed on first use otherwise).
     """
 
     def __init__(
@@ -72,6 +73,7 @@ class GossipSystem:
         power_offset: int = 0,
         known_noise=(),
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
+        transposes=None,
     ):
         self.T = int(T)
         sequence = list(W) if isinstance(W, (list, tuple)) else [W]
@@ -91,6 +93,8 @@ class GossipSystem:
         self.memory_budget = memory_budget
         self.products = 0  # sparse (block) products with W or W^T done so far
         self.exact_rank_skipped = False  # set by redundant_rows
+        if transposes is not None:
+            self._WTs = list(transposes)  # the cached property's value, given
 
     # -- the recursions --------------------------------------------------------------------
 
