@@ -7,6 +7,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
+import scipy.linalg as sla
 import scipy.sparse as sp
 
 import sparsedp
@@ -42,15 +43,54 @@ def test_running_bound_is_never_below_the_brute_force_worst_case(index):
 
 
 def test_lag_bounds_cover_the_dense_powers():
-    """h_j(l) >= max_(a != j) (W^l)_(aj) from numpy's dense powers, below, at and beyond
-    the computed depth (where the max-norm tail bound takes over)."""
+    """h_j(l) >= max_a (W^l)_(aj) from numpy's dense powers at every lag beyond the computed
+    depth (the max-norm tail bound)."""
     for W in _graphs():
         accountant = sparsedp.GraphAccountant(W, sigma=1.0, max_depth=3)
-        dense, power = W.toarray(), np.eye(W.shape[0])
-        for lag in range(12):
-            off = power - np.diag(np.diag(power))
-            assert np.all(accountant._lag_bound(lag) >= off.max(axis=0) * (1 - 1e-12)), lag
-            power = dense @ power
+        dense = W.toarray()
+        for lag in range(int(accountant.depth.max()) + 1, 16):
+            power = np.linalg.matrix_power(dense, lag)
+            assert np.all(accountant._lag_bound(lag) >= power.max(axis=0) * (1 - 1e-12)), lag
+
+
+def _first_passage_sums(W, T: int) -> np.ndarray:
+    """Per (target j, observer a) and t < T: row t of ``H_a^{-1} G_(aj) 1``, each a dense
+    triangular solve with the Toeplitz matrices of ``(W^l)_(aa)`` and ``(W^l)_(aj)``
+    (numpy's powers): ``phi_(ja)(t)`` of the module docstring, whose squares summed over t
+    bound ``Delta_T^2(j -> a) <= max_(|c| <= 1) ||H_a^{-1} G c||^2`` (``H_a^{-1} G >=
+    0``); NaN on the diagonal."""
+    dense, n = W.toarray(), W.shape[0]
+    powers = np.array([np.linalg.matrix_power(dense, lag) for lag in range(T)])
+    out = np.full((n, n, T), np.nan)
+    for a in range(n):
+        H = sla.toeplitz(powers[:, a, a], np.zeros(T))
+        for j in range(n):
+            if j != a:
+                F = sla.solve_triangular(H, sla.toeplitz(powers[:, a, j], np.zeros(T)),
+                                         lower=True)
+                assert F.min() >= -1e-12  # the paths from a to j not returning to a
+                out[j, a] = F.sum(axis=1)
+    return out
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_running_bound_is_the_largest_own_noise_bound_within_the_depth(index):
+    """Within the walks' depth the running bound is ``sum_t (max_a phi_(ja)(t))^2`` capped
+    at T, ``phi`` computed independently by dense Toeplitz solves (``hitting_maxima``'s walks
+    against the solves' running row sums), to 1e-12 relative; it is at least every pair's
+    own-noise bound, and never below the brute-force worst case over observers (below and
+    beyond the depth: test_running_bound_is_never_below_the_brute_force_worst_case)."""
+    W = _graphs()[index]
+    accountant = sparsedp.GraphAccountant(W, sigma=1.0)
+    depth = accountant.hitting.shape[1] - 1
+    assert depth >= 3
+    for T in range(1, depth + 2):
+        accountant.step()
+        phi = _first_passage_sums(W, T)
+        expected = np.minimum(np.sum(np.nanmax(phi, axis=1) ** 2, axis=1), T)
+        assert accountant.running_upper == pytest.approx(expected, rel=1e-12, abs=1e-300), T
+        pairs = np.nanmax(np.sum(phi**2, axis=2), axis=1)
+        assert np.all(accountant.running_upper >= np.minimum(pairs, T))
 
 
 def test_lazy_interval_is_the_per_target_worst_case():

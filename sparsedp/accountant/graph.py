@@ -8,48 +8,62 @@ Setting: the secure-summation single-observer view of gossip averaging (as
 a certified upper bound on ``worst_T(j) = max_(a != j) Delta_T^2(j -> a)`` after every round,
 and the worst over the graph.
 
-**The running bound** (every round, ``O(n)``).  The box bound of
-:mod:`sparsedp.gossip.batched_box`, ``Delta^2(j -> a) <= ||b||^2 / lambda_min(K_a)`` with
-``b[t] = sum_(l <= t) (W^l)_(aj)`` (W >= 0), is taken over every observer at once: with
-``h_j(l) >= max_(a != j) (W^l)_(aj)`` (``h_j(0) = 0``),
+**The running bound** (every round, ``O(n)``).  Observer a's view is ``y = sum_b H_b z_b``
+over the nodes b (independent unit noise), so ``K_a >= H_a H_a^T`` with ``H_a[t, k] =
+(W^(t-k))_(aa)``, lower-triangular Toeplitz with unit diagonal: a's own noise alone.  Hence
+``Delta^2(j -> a) <= ||H_a^{-1} G c||^2``, and ``H_a^{-1} G`` is Toeplitz too: splitting
+every path from a to j at its last visit to a gives ``(W^l)_(aj) = sum_s (W^(l-s))_(aa)
+L_(aj)(s)``, ``L_(aj)(s) = e_a^T W (P_a W)^(s-1) e_j >= 0`` (``P_a`` deletes coordinate a:
+the paths that do not return to a; for symmetric stochastic W, the probability that the walk
+from j first hits a at step s).  With W >= 0, ``|(L c)_t| <= phi_(ja)(t) = sum_(s <= t)
+L_(aj)(s)`` for ``|c| <= 1``, so
 
-    worst_T(j) <= (1 / lambda) sum_(t < T) H_j(t)^2,     H_j(t) = sum_(l <= t) h_j(l),
+    worst_T(j) <= sum_(t < T) P_j(t)^2,     P_j(t) >= max_(a != j) phi_(ja)(t),
 
-``lambda = 1 / (1 + ||W||_2)^2`` the analytic ``lambda_min(K_a)`` bound, the same for every
-observer (:func:`sparsedp.linalg.certified.gossip_lambda_min_lower_bound`), capped at T
-(``M <= I``).  ``h_j(l)`` is the largest off-diagonal entry of column j of ``W^l``, computed
-for ``l <= D_j`` once, at construction (columns propagated by blocks, ``W^l e_j = W W^(l-1)
-e_j``, until ``n ||W^l e_j||_inf <= 1 + mixing_tolerance`` or ``max_depth``); beyond that,
-``||W x||_inf <= (1 + rho) ||x||_inf`` (W >= 0 with row sums within ``rho`` of 1) gives
-``h_j(l) <= ||W^(D_j) e_j||_inf (1 + rho)^(l - D_j)`` for every later lag.  So a round costs
-two length-n updates, whatever T.
+capped at T (``M <= I``): no ``lambda_min`` and no ``1 / lambda`` factor (for symmetric
+stochastic W, ``phi`` is a hitting probability, at most 1, where the box bound's ``sum_l
+(W^l)_(aj)`` keeps growing by about ``1 / n`` a round).
+``P_j(t)`` for ``t <= D`` is computed once, at construction (:func:`hitting_maxima`: the
+walks ``x_s = W^T P_a x_(s-1)`` of every a, by blocks of ``BLOCK_COLUMNS``, their running sums
+and their off-diagonal maxima per j), ``D = max_j D_j``, ``D_j`` the products after which
+column j of ``W^l`` has mixed (:func:`mixing_columns`: columns propagated by blocks until
+``n ||W^l e_j||_inf <= 1 + mixing_tolerance`` or ``max_depth``).  Beyond, ``L_(aj)(l) <=
+(W^l)_(aj) <= h_j(l) = ||W^(D_j) e_j||_inf (1 + rho)^l`` (``||W x||_inf <= (1 + rho)
+||x||_inf``, W >= 0 with row sums within ``rho`` of 1), added to ``P_j(D)``.
+So a round costs two length-n updates, whatever T.  The
+box bound of :mod:`sparsedp.gossip.batched_box` (``||b||^2 / lambda_min(K_a)``, ``b[t] =
+sum_(l <= t) (W^l)_(aj)``) is never below it: ``phi_(ja)(t) <= b[t]`` (``L <= W^l``
+entrywise) and ``lambda <= 1 / 4``.
 
-Certification: the computed columns are within ``gamma(l (d + 1))`` relative of the exact
-ones (non-negative products, d the longest row: the batched engine's rounding model), so each
-``h`` is divided by ``1 - gamma(l (d + 1))``; the running sums of non-negative terms are
-charged ``1 / (1 - gamma_(T+1))^3`` as in :func:`sparsedp.gossip.batched_box.box_upper`.
+Certification: the computed walks and columns are within ``gamma(l (d + 1))`` relative of the
+exact ones (non-negative products, d the longest row of W or of W^T: the batched engine's
+rounding model), the running sums of the walks within ``gamma(l)`` more, so each maximum is
+divided by ``1 - gamma(l (d + 2))``; the running sums of non-negative terms are charged
+``1 / (1 - gamma_(T+1))^3`` as in :func:`sparsedp.gossip.batched_box.box_upper`.
 
-The bound is loose: the box bound is 1.5 to 5 times the c = 1 value at T = 100 on the map
-benchmark graph, and far from the mixing time its ``t / n`` drift grows like
-``T^3 / (3 n^2 lambda)``, so on a 10^4-node graph it exceeds the truth by orders of
-magnitude once T reaches a few hundred.  **The tight answer** (:meth:`GraphAccountant.
-worst_case`) is computed lazily, on request: the engine's per-target worst case at the
-current T (:func:`sparsedp.maps.worst_case.per_target_worst_case`, certified lower and upper
-bounds per node); its upper bounds then replace the running ones until the next step.
+The bound is still loose, less so: against the engine's tight per-target worst case on a
+20-node ER graph (docs/accountant.md) it is 1.3 to 2 times the truth at T <= 10 (the box bound:
+4 to 29 times), and on small graphs it approaches the cap T as the hitting probabilities
+approach 1 (7 to 12 times the truth at T = 80, the box bound 20 times).  **The tight
+answer** (:meth:`GraphAccountant.worst_case`) is computed lazily, on request: the engine's
+per-target worst case at the current T (:func:`sparsedp.maps.worst_case.
+per_target_worst_case`, certified lower and upper bounds per node); its upper bounds then
+replace the running ones until the next step.
 
 What each answer costs (n nodes, nnz(W) non-zeros, T rounds, D the depth reached):
 
 ==========================  ===============================================================
-construction                ``D`` sparse products with every column, ``O(D nnz(W) n)``
-                            flops, in blocks of ``BLOCK_COLUMNS`` columns (``O(n D)`` memory)
+construction                ``D_j`` sparse products with every column and ``D`` with every
+                            walk, ``O(D nnz(W) n)`` flops, in blocks of ``BLOCK_COLUMNS``
+                            columns (``O(n D)`` memory)
 ``step(k)``                 ``O(k n)``
 ``upper``, ``epsilon``,     ``O(n)`` (``epsilon``: one Gaussian epsilon per distinct value
 ``worst``, ``rdp``          asked)
 ``worst_case()``            lazy: one :func:`sparsedp.per_target_worst_case` at T (every
                             observer against every target; cached until the next step)
 ``rounds_within``           ``O(n)`` per round, computed ahead
-``state_dict``,             ``O(n D)``: plain arrays (the column maxima included, so that a
-``from_state``              restored accountant propagates nothing)
+``state_dict``,             ``O(n D)``: plain arrays (the column and walk maxima included, so
+``from_state``              that a restored accountant propagates nothing)
 ==========================  ===============================================================
 """
 
@@ -66,7 +80,6 @@ from sparsedp.gossip.inputs import _resolve_exact, gossip_sequence
 from sparsedp.linalg.certified import (
     UNIT_ROUNDOFF,
     gamma,
-    gossip_lambda_min_lower_bound,
     row_sum_deviation,
     stochastic_growth,
 )
@@ -82,36 +95,46 @@ MIXING_TOLERANCE = 1.0  # stop a block once n ||W^l e_j||_inf <= 1 + this for it
 MAX_DEPTH = 24  # the most products per block (the tail bound covers the later lags)
 
 
-def column_maxima(W: sp.csr_matrix, tolerance: float = MIXING_TOLERANCE,
-                  max_depth: int = MAX_DEPTH) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per node j: ``h[j, l]``, the largest off-diagonal entry of column j of the computed
-    ``W^l`` (``l = 0 .. D_j``, 0 beyond ``D_j``), ``depth[j] = D_j`` and ``tail[j] =
-    ||fl(W^(D_j) e_j)||_inf`` (module docstring)."""
+def mixing_columns(W: sp.csr_matrix, tolerance: float = MIXING_TOLERANCE,
+                   max_depth: int = MAX_DEPTH) -> tuple[np.ndarray, np.ndarray]:
+    """Per node j: ``depth[j] = D_j``, the products after which column j of the computed
+    ``W^l`` has mixed (``n ||fl(W^l e_j)||_inf <= 1 + tolerance``, or ``max_depth``), and
+    ``tail[j] = ||fl(W^(D_j) e_j)||_inf`` (module docstring), the columns propagated in
+    blocks of ``BLOCK_COLUMNS``."""
     n = W.shape[0]
     depth, tail = np.zeros(n, dtype=np.int64), np.zeros(n)
-    maxima = []
     for start in range(0, n, BLOCK_COLUMNS):
         columns = np.arange(start, min(n, start + BLOCK_COLUMNS))
         X = np.zeros((n, columns.size))
         X[columns, np.arange(columns.size)] = 1.0
-        block = [np.zeros(columns.size)]
-        largest = np.ones(columns.size)
-        while len(block) <= max_depth and not (n * largest.max() <= 1 + tolerance):
+        products, largest = 0, np.ones(columns.size)
+        while products < max_depth and not (n * largest.max() <= 1 + tolerance):
             X = np.asarray(W @ X)
-            diagonal = X[columns, np.arange(columns.size)].copy()
-            X[columns, np.arange(columns.size)] = 0.0  # entries are >= 0: 0 hides the diagonal
-            off = X.max(axis=0)
-            X[columns, np.arange(columns.size)] = diagonal
-            block.append(off)
-            largest = np.maximum(off, diagonal)
-        depth[columns] = len(block) - 1
+            products, largest = products + 1, X.max(axis=0)
+        depth[columns] = products
         tail[columns] = largest
-        maxima.append(np.array(block).T)
-    width = max(block.shape[1] for block in maxima)
-    h = np.zeros((n, width))
-    for start, block in zip(range(0, n, BLOCK_COLUMNS), maxima, strict=True):
-        h[start:start + block.shape[0], :block.shape[1]] = block
-    return h, depth, tail
+    return depth, tail
+
+
+def hitting_maxima(W: sp.csr_matrix, depth: int) -> np.ndarray:
+    """Per node j and ``s = 0 .. depth``: the largest ``fl(phi_(ja)(s))`` over ``a != j``
+    (module docstring: the running sums of ``x_s = W^T P_a x_(s-1)``, ``x_0 = e_a``, row j
+    of the walk of a), every a's walk propagated in blocks of ``BLOCK_COLUMNS``."""
+    n = W.shape[0]
+    WT = W.T.tocsr()
+    maxima = np.zeros((n, depth + 1))
+    for start in range(0, n, BLOCK_COLUMNS):
+        walkers = np.arange(start, min(n, start + BLOCK_COLUMNS))
+        own = (walkers, np.arange(walkers.size))  # entry a of walk a
+        X = np.zeros((n, walkers.size))
+        X[own] = 1.0
+        sums = np.zeros((n, walkers.size))
+        for step in range(1, depth + 1):
+            X = np.asarray(WT @ X)
+            X[own] = 0.0  # P_a: the paths do not return to a (entries >= 0: 0 hides (a, a))
+            sums += X
+            maxima[:, step] = np.maximum(maxima[:, step], sums.max(axis=1))
+    return maxima
 
 
 class GraphAccountant:
@@ -162,9 +185,9 @@ class GraphAccountant:
         self._setup(W, sigma, gradients, mixing_tolerance, max_depth, None)
 
     def _setup(self, W, sigma: float, gradients: str, mixing_tolerance: float, max_depth: int,
-               maxima: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> None:
-        """Check the input and start at T = 0; ``maxima``: :func:`column_maxima`'s arrays
-        when already known (a checkpoint)."""
+               maxima: tuple[np.ndarray, ...] | None) -> None:
+        """Check the input and start at T = 0; ``maxima``: :func:`mixing_columns`'s arrays
+        and :func:`hitting_maxima`'s when already known (a checkpoint)."""
         Ws, self.precision_notes = gossip_sequence(W, 1)
         if len(Ws) != 1:
             raise ParameterError("the graph accountant needs one constant gossip matrix W")
@@ -175,14 +198,17 @@ class GraphAccountant:
         self.mixing_tolerance = validation.nonnegative("mixing_tolerance", mixing_tolerance)
         self.max_depth = validation.rounds(max_depth)
         self.n = n = W.shape[0]
-        self.lambda_lb = gossip_lambda_min_lower_bound(W)
-        self.h, self.depth, self.tail = (column_maxima(W, self.mixing_tolerance, self.max_depth)
-                                         if maxima is None else maxima)
-        self.longest_row = matrix_facts(W).longest_row
+        if maxima is None:
+            self.depth, self.tail = mixing_columns(W, self.mixing_tolerance, self.max_depth)
+            self.hitting = hitting_maxima(W, int(self.depth.max()))
+        else:
+            self.depth, self.tail, self.hitting = maxima
+        self.longest_row = max(matrix_facts(W).longest_row,
+                               int(np.bincount(W.indices, minlength=n).max()))  # or column
         self.rho = row_sum_deviation(W)
         self.rounds = 0
-        self._partial = np.zeros(n)  # fl(H_j(t)) at t = rounds - 1
-        self._squares = np.zeros(n)  # fl(sum_(t < rounds) H_j(t)^2)
+        self._partial = np.zeros(n)  # fl(P_j(t)) at t = rounds - 1
+        self._squares = np.zeros(n)  # fl(sum_(t < rounds) P_j(t)^2)
         self._worst_case: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- recording rounds ------------------------------------------------------------------
@@ -197,25 +223,26 @@ class GraphAccountant:
         self._worst_case = None
 
     def _lag_bound(self, lag: int) -> np.ndarray:
-        """Certified ``h_j(lag) >= max_(a != j) (W^lag)_(aj)`` for every j."""
-        if lag == 0:
-            return np.zeros(self.n)
-        known = np.where(lag <= self.depth, self.h[:, min(lag, self.h.shape[1] - 1)], 0.0)
-        error = gamma(lag * (self.longest_row + 1))
-        beyond = self.tail * (1 + stochastic_growth(self.rho, max(lag - 1, 0)))
-        value = np.where(lag <= self.depth, known, beyond)
-        return value / (1 - error) * (1 + 4 * UNIT_ROUNDOFF)
+        """Certified ``h_j(lag) >= max_a (W^lag)_(aj)`` for every j, for ``lag`` beyond
+        every column's mixing depth (module docstring)."""
+        error = gamma(int(self.depth.max()) * (self.longest_row + 1))
+        tail = self.tail / (1 - error) * (1 + 4 * UNIT_ROUNDOFF)
+        return tail * (1 + stochastic_growth(self.rho, lag))
 
     def _advance(self, t: int, partial: np.ndarray, squares: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray]:
-        """The running sums after round ``t + 1`` (lag t added)."""
-        partial = partial + self._lag_bound(t)
+        """The running sums after round ``t + 1``: ``P_j(t)`` added (module docstring), the
+        walks' certified maxima up to their depth, then the lag bounds added to them."""
+        if t < self.hitting.shape[1]:
+            error = gamma(t * (self.longest_row + 2))
+            partial = self.hitting[:, t] / (1 - error) * (1 + 4 * UNIT_ROUNDOFF)
+        else:
+            partial = partial + self._lag_bound(t)
         return partial, squares + partial * partial
 
     def _bound(self, T: int, squares: np.ndarray) -> np.ndarray:
-        """The certified running bound at T from ``fl(sum_t H(t)^2)`` (module docstring)."""
-        g = gamma(T + 1)
-        factor = 1.0 / ((1 - g) ** 3 * self.lambda_lb) * (1 + 8 * UNIT_ROUNDOFF)
+        """The certified running bound at T from ``fl(sum_t P(t)^2)`` (module docstring)."""
+        factor = 1.0 / (1 - gamma(T + 1)) ** 3 * (1 + 8 * UNIT_ROUNDOFF)
         return np.minimum(squares * factor, float(T))
 
     # -- answers ---------------------------------------------------------------------------
@@ -293,7 +320,7 @@ class GraphAccountant:
 
     # -- checkpoints -----------------------------------------------------------------------
 
-    STATE_ARRAYS = ("h", "depth", "tail", "_partial", "_squares")
+    STATE_ARRAYS = ("depth", "tail", "hitting", "_partial", "_squares")
 
     def state_dict(self) -> dict:
         """Everything needed to continue, as numpy arrays and numbers (no pickle; the column
@@ -311,7 +338,7 @@ class GraphAccountant:
         """The accountant of :meth:`state_dict`: it continues with identical answers."""
         W = matrix_from_state(state)
         accountant = cls.__new__(cls)
-        maxima = tuple(np.array(state[name]) for name in ("h", "depth", "tail"))
+        maxima = tuple(np.array(state[name]) for name in ("depth", "tail", "hitting"))
         accountant._setup(W, float(state["sigma"]), gradients_from_state(state),
                           float(state["mixing_tolerance"]),
                           int(state["max_depth"]), maxima)  # type: ignore[arg-type]
