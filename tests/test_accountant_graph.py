@@ -11,6 +11,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 import sparsedp
+from sparsedp.accountant.graph import tail_bound
 from sparsedp.errors import ParameterError
 
 
@@ -42,17 +43,6 @@ def test_running_bound_is_never_below_the_brute_force_worst_case(index):
         assert np.all(accountant.running_upper <= T)
 
 
-def test_lag_bounds_cover_the_dense_powers():
-    """h_j(l) >= max_a (W^l)_(aj) from numpy's dense powers at every lag beyond the computed
-    depth (the max-norm tail bound)."""
-    for W in _graphs():
-        accountant = sparsedp.GraphAccountant(W, sigma=1.0, max_depth=3)
-        dense = W.toarray()
-        for lag in range(int(accountant.depth.max()) + 1, 16):
-            power = np.linalg.matrix_power(dense, lag)
-            assert np.all(accountant._lag_bound(lag) >= power.max(axis=0) * (1 - 1e-12)), lag
-
-
 def _first_passage_sums(W, T: int) -> np.ndarray:
     """Per (target j, observer a) and t < T: row t of ``H_a^{-1} G_(aj) 1``, each a dense
     triangular solve with the Toeplitz matrices of ``(W^l)_(aa)`` and ``(W^l)_(aj)``
@@ -71,6 +61,18 @@ def _first_passage_sums(W, T: int) -> np.ndarray:
                 assert F.min() >= -1e-12  # the paths from a to j not returning to a
                 out[j, a] = F.sum(axis=1)
     return out
+
+
+def test_tail_bound_covers_every_later_first_passage_term():
+    """``tail kappa^l >= L_(aj)(l) = phi_(ja)(l) - phi_(ja)(l - 1)`` (dense Toeplitz solves)
+    for every pair at every lag beyond the walks' depth (max_depth 3: the tail in use)."""
+    for W in _graphs():
+        accountant = sparsedp.GraphAccountant(W, sigma=1.0, max_depth=3)
+        depth = accountant.hitting.shape[1] - 1
+        terms = np.diff(_first_passage_sums(W, 16), axis=2)  # lags 1 .. 15
+        for lag in range(depth + 1, 16):
+            bound = tail_bound(accountant.tail, accountant.growth, lag)
+            assert np.nanmax(terms[:, :, lag - 1]) <= bound, lag
 
 
 @pytest.mark.parametrize("index", range(3))

@@ -23,20 +23,21 @@ L_(aj)(s)`` for ``|c| <= 1``, so
 capped at T (``M <= I``): no ``lambda_min`` and no ``1 / lambda`` factor (for symmetric
 stochastic W, ``phi`` is a hitting probability, at most 1, where the box bound's ``sum_l
 (W^l)_(aj)`` keeps growing by about ``1 / n`` a round).
-``P_j(t)`` for ``t <= D`` is computed once, at construction (:func:`hitting_maxima`: the
-walks ``x_s = W^T P_a x_(s-1)`` of every a, by blocks of ``BLOCK_COLUMNS``, their running sums
-and their off-diagonal maxima per j), ``D = max_j D_j``, ``D_j`` the products after which
-column j of ``W^l`` has mixed (:func:`mixing_columns`: columns propagated by blocks until
-``n ||W^l e_j||_inf <= 1 + mixing_tolerance`` or ``max_depth``).  Beyond, ``L_(aj)(l) <=
-(W^l)_(aj) <= h_j(l) = ||W^(D_j) e_j||_inf (1 + rho)^l`` (``||W x||_inf <= (1 + rho)
-||x||_inf``, W >= 0 with row sums within ``rho`` of 1), added to ``P_j(D)``.
+``P_j(t)`` for ``t <= D`` is computed once, at construction (:func:`first_passage_maxima`:
+the walks ``x_s = W^T P_a x_(s-1)``, ``x_0 = e_a``, of every a, by blocks of
+``BLOCK_COLUMNS``, each block until its walks have faded, ``n ||x_s||_inf <=
+mixing_tolerance``, or ``max_depth`` products; their running sums and, per j, their
+off-diagonal maxima), D the largest depth.  After a walk stops, at ``D_a``, ``||W^T y||_inf
+<= kappa ||y||_inf`` (``kappa`` the largest column sum of W; ``1 + rho`` for a symmetric W
+with row sums within ``rho`` of 1) gives ``L_(aj)(l) <= tail kappa^(l - D_a)``, ``tail >=
+max_a ||x_(D_a)||_inf``, added to ``P_j`` for the later lags.
 So a round costs two length-n updates, whatever T.  The
 box bound of :mod:`sparsedp.gossip.batched_box` (``||b||^2 / lambda_min(K_a)``, ``b[t] =
 sum_(l <= t) (W^l)_(aj)``) is never below it: ``phi_(ja)(t) <= b[t]`` (``L <= W^l``
 entrywise) and ``lambda <= 1 / 4``.
 
-Certification: the computed walks and columns are within ``gamma(l (d + 1))`` relative of the
-exact ones (non-negative products, d the longest row of W or of W^T: the batched engine's
+Certification: the computed walks are within ``gamma(l (d + 1))`` relative of the
+exact ones (non-negative products, d the longest row of W^T: the batched engine's
 rounding model), the running sums of the walks within ``gamma(l)`` more, so each maximum is
 divided by ``1 - gamma(l (d + 2))``; the running sums of non-negative terms are charged
 ``1 / (1 - gamma_(T+1))^3`` as in :func:`sparsedp.gossip.batched_box.box_upper`.
@@ -53,17 +54,16 @@ replace the running ones until the next step.
 What each answer costs (n nodes, nnz(W) non-zeros, T rounds, D the depth reached):
 
 ==========================  ===============================================================
-construction                ``D_j`` sparse products with every column and ``D`` with every
-                            walk, ``O(D nnz(W) n)`` flops, in blocks of ``BLOCK_COLUMNS``
-                            columns (``O(n D)`` memory)
+construction                ``D_a`` sparse products with every walk, ``O(D nnz(W) n)``
+                            flops, in blocks of ``BLOCK_COLUMNS`` walks (``O(n D)`` memory)
 ``step(k)``                 ``O(k n)``
 ``upper``, ``epsilon``,     ``O(n)`` (``epsilon``: one Gaussian epsilon per distinct value
 ``worst``, ``rdp``          asked)
 ``worst_case()``            lazy: one :func:`sparsedp.per_target_worst_case` at T (every
                             observer against every target; cached until the next step)
 ``rounds_within``           ``O(n)`` per round, computed ahead
-``state_dict``,             ``O(n D)``: plain arrays (the column and walk maxima included, so
-``from_state``              that a restored accountant propagates nothing)
+``state_dict``,             ``O(n D)``: plain arrays (the walks' maxima included, so that a
+``from_state``              restored accountant propagates nothing)
 ==========================  ===============================================================
 """
 
@@ -80,7 +80,6 @@ from sparsedp.gossip.inputs import _resolve_exact, gossip_sequence
 from sparsedp.linalg.certified import (
     UNIT_ROUNDOFF,
     gamma,
-    row_sum_deviation,
     stochastic_growth,
 )
 from sparsedp.linalg.stochastic import matrix_facts
@@ -90,51 +89,73 @@ from sparsedp.privacy import gaussian_epsilon
 from sparsedp.privacy.interop import gaussian_dp_event
 from sparsedp.reprs import short_repr
 
-BLOCK_COLUMNS = 512  # columns of W^l propagated together at construction
-MIXING_TOLERANCE = 1.0  # stop a block once n ||W^l e_j||_inf <= 1 + this for its columns
+BLOCK_COLUMNS = 512  # walks propagated together at construction
+MIXING_TOLERANCE = 0.05  # stop a block once n ||x_s||_inf <= this for its walks (the tail
+# then adds at most this / n a round; MAX_DEPTH may stop it first: 0.42 / n on ER(20, 0.25))
 MAX_DEPTH = 24  # the most products per block (the tail bound covers the later lags)
 
 
-def mixing_columns(W: sp.csr_matrix, tolerance: float = MIXING_TOLERANCE,
-                   max_depth: int = MAX_DEPTH) -> tuple[np.ndarray, np.ndarray]:
-    """Per node j: ``depth[j] = D_j``, the products after which column j of the computed
-    ``W^l`` has mixed (``n ||fl(W^l e_j)||_inf <= 1 + tolerance``, or ``max_depth``), and
-    ``tail[j] = ||fl(W^(D_j) e_j)||_inf`` (module docstring), the columns propagated in
-    blocks of ``BLOCK_COLUMNS``."""
-    n = W.shape[0]
-    depth, tail = np.zeros(n, dtype=np.int64), np.zeros(n)
-    for start in range(0, n, BLOCK_COLUMNS):
-        columns = np.arange(start, min(n, start + BLOCK_COLUMNS))
-        X = np.zeros((n, columns.size))
-        X[columns, np.arange(columns.size)] = 1.0
-        products, largest = 0, np.ones(columns.size)
-        while products < max_depth and not (n * largest.max() <= 1 + tolerance):
-            X = np.asarray(W @ X)
-            products, largest = products + 1, X.max(axis=0)
-        depth[columns] = products
-        tail[columns] = largest
-    return depth, tail
+def column_growth(W: sp.csr_matrix) -> float:
+    """``kappa - 1 >= 0`` with ``kappa >= ||W^T||_inf``, the largest column sum of W (``W >=
+    0``), the sums' rounding charged as in
+    :func:`sparsedp.linalg.certified.gossip_lambda_min_lower_bound`: ``||W^T x||_inf <=
+    kappa ||x||_inf``."""
+    column_sums = matrix_facts(W).absolute_line_sums[1]
+    kappa = float(column_sums.max()) * (1 + gamma(W.shape[0] + 1))
+    return max(kappa - 1.0, 0.0) * (1 + 4 * UNIT_ROUNDOFF)
 
 
-def hitting_maxima(W: sp.csr_matrix, depth: int) -> np.ndarray:
-    """Per node j and ``s = 0 .. depth``: the largest ``fl(phi_(ja)(s))`` over ``a != j``
-    (module docstring: the running sums of ``x_s = W^T P_a x_(s-1)``, ``x_0 = e_a``, row j
-    of the walk of a), every a's walk propagated in blocks of ``BLOCK_COLUMNS``."""
+def tail_bound(tail: float, growth: float, lag: int) -> float:
+    """``tail kappa^lag >= L_(aj)(lag)`` for every pair and every lag beyond the depth of
+    a's walk (module docstring; ``growth = kappa - 1``, :func:`column_growth`)."""
+    return tail * (1 + stochastic_growth(growth, lag))
+
+
+def first_passage_maxima(W: sp.csr_matrix, tolerance: float = MIXING_TOLERANCE,
+                         max_depth: int = MAX_DEPTH) -> tuple[np.ndarray, float]:
+    """``P[j, t] >= max_(a != j) phi_(ja)(t)`` for ``t = 0 .. D`` and ``tail`` (module
+    docstring), both certified: the walks ``x_s = W^T P_a x_(s-1)``, ``x_0 = e_a``, of every a
+    in blocks of ``BLOCK_COLUMNS``, each block until ``n ||x_s||_inf <= tolerance`` or
+    ``max_depth`` products (its depth); ``phi`` is the running sum of row j of a's walk.
+    ``tail >= ||x_(D_a)||_inf`` bounds every later ``L_(aj)(l) <= tail kappa^(l - D_a)``, by
+    which a walk that stopped before ``D``, the largest depth, is continued."""
     n = W.shape[0]
     WT = W.T.tocsr()
-    maxima = np.zeros((n, depth + 1))
+    longest = int(np.diff(WT.indptr).max())  # the terms of one entry of W^T x
+    by_depth: dict[int, np.ndarray] = {}  # depth -> the largest fl(phi) of those blocks
+    tail = 0.0
     for start in range(0, n, BLOCK_COLUMNS):
         walkers = np.arange(start, min(n, start + BLOCK_COLUMNS))
         own = (walkers, np.arange(walkers.size))  # entry a of walk a
         X = np.zeros((n, walkers.size))
         X[own] = 1.0
         sums = np.zeros((n, walkers.size))
-        for step in range(1, depth + 1):
+        maxima, largest = [np.zeros(n)], 1.0
+        while len(maxima) <= max_depth and not n * largest <= tolerance:
             X = np.asarray(WT @ X)
             X[own] = 0.0  # P_a: the paths do not return to a (entries >= 0: 0 hides (a, a))
             sums += X
-            maxima[:, step] = np.maximum(maxima[:, step], sums.max(axis=1))
-    return maxima
+            maxima.append(sums.max(axis=1))
+            largest = float(X.max())
+        depth = len(maxima) - 1
+        kept = by_depth.get(depth)
+        by_depth[depth] = np.array(maxima) if kept is None else np.maximum(kept, maxima)
+        # fl(x_D) within gamma(D (d + 1)) relative of the exact walk (non-negative products)
+        tail = max(tail, largest / (1 - gamma(max(depth, 1) * (longest + 1)))
+                   * (1 + 4 * UNIT_ROUNDOFF))
+    growth = column_growth(W)
+    deepest = max(by_depth)
+    P = np.zeros((n, deepest + 1))
+    for depth, maxima in by_depth.items():
+        steps = np.arange(depth + 1)
+        # the running sums of s steps within gamma(s (d + 2)) of the exact ones
+        errors = np.array([gamma(max(s * (longest + 2), 1)) for s in steps])
+        certified = maxima.T / (1 - errors) * (1 + 4 * UNIT_ROUNDOFF)
+        later = np.cumsum([tail_bound(tail, growth, lag - depth)
+                           for lag in range(depth + 1, deepest + 1)])
+        continued = certified[:, -1:] + later  # its rounding: the running sums' (_bound)
+        P = np.maximum(P, np.hstack([certified, continued]))
+    return P, tail
 
 
 class GraphAccountant:
@@ -152,10 +173,10 @@ class GraphAccountant:
         exhaustive sign search (small T) for scalar contributions only, so that its upper
         bounds (box, entrywise, diagonal shift) hold for vectors clipped in norm too.
     mixing_tolerance : float
-        Construction: a column of ``W^l`` counts as mixed once ``n ||W^l e_j||_inf <= 1 +
-        mixing_tolerance`` (module docstring; smaller: a tighter tail, more products).
+        Construction: a walk of a stops once ``n ||x_s||_inf <= mixing_tolerance``
+        (module docstring; smaller: a tighter tail, more products).
     max_depth : int
-        Construction: the most products per block of columns.
+        Construction: the most products per block of walks.
 
     Raises
     ------
@@ -186,8 +207,8 @@ class GraphAccountant:
 
     def _setup(self, W, sigma: float, gradients: str, mixing_tolerance: float, max_depth: int,
                maxima: tuple[np.ndarray, ...] | None) -> None:
-        """Check the input and start at T = 0; ``maxima``: :func:`mixing_columns`'s arrays
-        and :func:`hitting_maxima`'s when already known (a checkpoint)."""
+        """Check the input and start at T = 0; ``maxima``: :func:`first_passage_maxima`'s
+        answer when already known (a checkpoint)."""
         Ws, self.precision_notes = gossip_sequence(W, 1)
         if len(Ws) != 1:
             raise ParameterError("the graph accountant needs one constant gossip matrix W")
@@ -199,13 +220,11 @@ class GraphAccountant:
         self.max_depth = validation.rounds(max_depth)
         self.n = n = W.shape[0]
         if maxima is None:
-            self.depth, self.tail = mixing_columns(W, self.mixing_tolerance, self.max_depth)
-            self.hitting = hitting_maxima(W, int(self.depth.max()))
+            self.hitting, self.tail = first_passage_maxima(W, self.mixing_tolerance,
+                                                           self.max_depth)
         else:
-            self.depth, self.tail, self.hitting = maxima
-        self.longest_row = max(matrix_facts(W).longest_row,
-                               int(np.bincount(W.indices, minlength=n).max()))  # or column
-        self.rho = row_sum_deviation(W)
+            self.hitting, self.tail = maxima
+        self.growth = column_growth(W)
         self.rounds = 0
         self._partial = np.zeros(n)  # fl(P_j(t)) at t = rounds - 1
         self._squares = np.zeros(n)  # fl(sum_(t < rounds) P_j(t)^2)
@@ -222,22 +241,14 @@ class GraphAccountant:
             self.rounds += 1
         self._worst_case = None
 
-    def _lag_bound(self, lag: int) -> np.ndarray:
-        """Certified ``h_j(lag) >= max_a (W^lag)_(aj)`` for every j, for ``lag`` beyond
-        every column's mixing depth (module docstring)."""
-        error = gamma(int(self.depth.max()) * (self.longest_row + 1))
-        tail = self.tail / (1 - error) * (1 + 4 * UNIT_ROUNDOFF)
-        return tail * (1 + stochastic_growth(self.rho, lag))
-
     def _advance(self, t: int, partial: np.ndarray, squares: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray]:
         """The running sums after round ``t + 1``: ``P_j(t)`` added (module docstring), the
-        walks' certified maxima up to their depth, then the lag bounds added to them."""
+        walks' certified maxima up to the depth D, then the tail bound added to them."""
         if t < self.hitting.shape[1]:
-            error = gamma(t * (self.longest_row + 2))
-            partial = self.hitting[:, t] / (1 - error) * (1 + 4 * UNIT_ROUNDOFF)
+            partial = self.hitting[:, t]
         else:
-            partial = partial + self._lag_bound(t)
+            partial = partial + tail_bound(self.tail, self.growth, t)
         return partial, squares + partial * partial
 
     def _bound(self, T: int, squares: np.ndarray) -> np.ndarray:
@@ -320,7 +331,7 @@ class GraphAccountant:
 
     # -- checkpoints -----------------------------------------------------------------------
 
-    STATE_ARRAYS = ("depth", "tail", "hitting", "_partial", "_squares")
+    STATE_ARRAYS = ("hitting", "tail", "_partial", "_squares")
 
     def state_dict(self) -> dict:
         """Everything needed to continue, as numpy arrays and numbers (no pickle; the column
@@ -338,7 +349,7 @@ class GraphAccountant:
         """The accountant of :meth:`state_dict`: it continues with identical answers."""
         W = matrix_from_state(state)
         accountant = cls.__new__(cls)
-        maxima = tuple(np.array(state[name]) for name in ("depth", "tail", "hitting"))
+        maxima = (np.array(state["hitting"], dtype=np.float64), float(state["tail"]))
         accountant._setup(W, float(state["sigma"]), gradients_from_state(state),
                           float(state["mixing_tolerance"]),
                           int(state["max_depth"]), maxima)  # type: ignore[arg-type]
