@@ -13,6 +13,8 @@ import scipy.sparse as sp
 import sparsedp
 from sparsedp.accountant.graph import tail_bound
 from sparsedp.errors import ParameterError
+from tests.conftest import slow_after
+from tests.test_accountant_sets import _graph
 
 
 def _graphs():
@@ -61,6 +63,26 @@ def _first_passage_sums(W, T: int) -> np.ndarray:
                 assert F.min() >= -1e-12  # the paths from a to j not returning to a
                 out[j, a] = F.sum(axis=1)
     return out
+
+
+@pytest.mark.parametrize("seed", slow_after([0, 3] + [s for s in range(20) if s not in (0, 3)], 2))
+def test_running_bound_holds_on_random_graphs_up_to_T_40(seed):
+    """The 20 random graphs of the tracked sets' tests (tests/test_accountant_sets.py;
+    every fourth one with row-normalised weights and self-loops: W not symmetric, its
+    column sums above 1, so the tail grows): the running bound is at least the engine's
+    certified lower bound of the per-target worst case at T = 1, 2, 3, 8, 16, .., 40 (the
+    walks' depth and the tail both in use); a symmetric and a non-symmetric W in the default
+    tier."""
+    G = _graph(seed, np.random.default_rng(seed))
+    scheme = "row-normalised-self-loops" if seed % 4 == 3 else "metropolis"
+    W = sparsedp.gossip_matrix(G, scheme=scheme)
+    accountant = sparsedp.GraphAccountant(W, sigma=1.0)
+    for T in range(1, 41):
+        accountant.step()
+        if T < 4 or T % 8 == 0:
+            table = sparsedp.per_target_worst_case(W, T=T, sigma=None, delta=None)
+            rows = np.asarray(table.columns["target"], dtype=np.int64)
+            assert np.all(accountant.running_upper[rows] >= table.columns["lower"]), T
 
 
 def test_tail_bound_covers_every_later_first_passage_term():
