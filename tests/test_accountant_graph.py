@@ -7,10 +7,14 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
+import scipy.linalg as sla
 import scipy.sparse as sp
 
 import sparsedp
+from sparsedp.accountant.graph import tail_bound
 from sparsedp.errors import ParameterError
+from tests.conftest import slow_after
+from tests.test_accountant_sets import _graph
 
 
 def _graphs():
@@ -41,16 +45,76 @@ def test_running_bound_is_never_below_the_brute_force_worst_case(index):
         assert np.all(accountant.running_upper <= T)
 
 
-def test_lag_bounds_cover_the_dense_powers():
-    """h_j(l) >= max_(a != j) (W^l)_(aj) from numpy's dense powers, below, at and beyond
-    the computed depth (where the max-norm tail bound takes over)."""
+def _first_passage_sums(W, T: int) -> np.ndarray:
+    """Per (target j, observer a) and t < T: row t of ``H_a^{-1} G_(aj) 1``, each a dense
+    triangular solve with the Toeplitz matrices of ``(W^l)_(aa)`` and ``(W^l)_(aj)``
+    (numpy's powers): ``phi_(ja)(t)`` of the module docstring, whose squares summed over t
+    bound ``Delta_T^2(j -> a) <= max_(|c| <= 1) ||H_a^{-1} G c||^2`` (``H_a^{-1} G >=
+    0``); NaN on the diagonal."""
+    dense, n = W.toarray(), W.shape[0]
+    powers = np.array([np.linalg.matrix_power(dense, lag) for lag in range(T)])
+    out = np.full((n, n, T), np.nan)
+    for a in range(n):
+        H = sla.toeplitz(powers[:, a, a], np.zeros(T))
+        for j in range(n):
+            if j != a:
+                F = sla.solve_triangular(H, sla.toeplitz(powers[:, a, j], np.zeros(T)),
+                                         lower=True)
+                assert F.min() >= -1e-12  # the paths from a to j not returning to a
+                out[j, a] = F.sum(axis=1)
+    return out
+
+
+@pytest.mark.parametrize("seed", slow_after([0, 3] + [s for s in range(20) if s not in (0, 3)], 2))
+def test_running_bound_holds_on_random_graphs_up_to_T_40(seed):
+    """The 20 random graphs of the tracked sets' tests (tests/test_accountant_sets.py;
+    every fourth one with row-normalised weights and self-loops: W not symmetric, its
+    column sums above 1, so the tail grows): the running bound is at least the engine's
+    certified lower bound of the per-target worst case at T = 1, 2, 3, 8, 16, .., 40 (the
+    walks' depth and the tail both in use); a symmetric and a non-symmetric W in the default
+    tier."""
+    G = _graph(seed, np.random.default_rng(seed))
+    scheme = "row-normalised-self-loops" if seed % 4 == 3 else "metropolis"
+    W = sparsedp.gossip_matrix(G, scheme=scheme)
+    accountant = sparsedp.GraphAccountant(W, sigma=1.0)
+    for T in range(1, 41):
+        accountant.step()
+        if T < 4 or T % 8 == 0:
+            table = sparsedp.per_target_worst_case(W, T=T, sigma=None, delta=None)
+            rows = np.asarray(table.columns["target"], dtype=np.int64)
+            assert np.all(accountant.running_upper[rows] >= table.columns["lower"]), T
+
+
+def test_tail_bound_covers_every_later_first_passage_term():
+    """``tail kappa^l >= L_(aj)(l) = phi_(ja)(l) - phi_(ja)(l - 1)`` (dense Toeplitz solves)
+    for every pair at every lag beyond the walks' depth (max_depth 3: the tail in use)."""
     for W in _graphs():
         accountant = sparsedp.GraphAccountant(W, sigma=1.0, max_depth=3)
-        dense, power = W.toarray(), np.eye(W.shape[0])
-        for lag in range(12):
-            off = power - np.diag(np.diag(power))
-            assert np.all(accountant._lag_bound(lag) >= off.max(axis=0) * (1 - 1e-12)), lag
-            power = dense @ power
+        depth = accountant.hitting.shape[1] - 1
+        terms = np.diff(_first_passage_sums(W, 16), axis=2)  # lags 1 .. 15
+        for lag in range(depth + 1, 16):
+            bound = tail_bound(accountant.tail, accountant.growth, lag)
+            assert np.nanmax(terms[:, :, lag - 1]) <= bound, lag
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_running_bound_is_the_largest_own_noise_bound_within_the_depth(index):
+    """Within the walks' depth the running bound is ``sum_t (max_a phi_(ja)(t))^2`` capped
+    at T, ``phi`` computed independently by dense Toeplitz solves (``hitting_maxima``'s walks
+    against the solves' running row sums), to 1e-12 relative; it is at least every pair's
+    own-noise bound, and never below the brute-force worst case over observers (below and
+    beyond the depth: test_running_bound_is_never_below_the_brute_force_worst_case)."""
+    W = _graphs()[index]
+    accountant = sparsedp.GraphAccountant(W, sigma=1.0)
+    depth = accountant.hitting.shape[1] - 1
+    assert depth >= 3
+    for T in range(1, depth + 2):
+        accountant.step()
+        phi = _first_passage_sums(W, T)
+        expected = np.minimum(np.sum(np.nanmax(phi, axis=1) ** 2, axis=1), T)
+        assert accountant.running_upper == pytest.approx(expected, rel=1e-12, abs=1e-300), T
+        pairs = np.nanmax(np.sum(phi**2, axis=2), axis=1)
+        assert np.all(accountant.running_upper >= np.minimum(pairs, T))
 
 
 def test_lazy_interval_is_the_per_target_worst_case():

@@ -8,47 +8,64 @@ Setting: the secure-summation single-observer view of gossip averaging (as
 a certified upper bound on ``worst_T(j) = max_(a != j) Delta_T^2(j -> a)`` after every round,
 and the worst over the graph.
 
-**The running bound** (every round, ``O(n)``).  The box bound of
-:mod:`sparsedp.gossip.batched_box`, ``Delta^2(j -> a) <= ||b||^2 / lambda_min(K_a)`` with
-``b[t] = sum_(l <= t) (W^l)_(aj)`` (W >= 0), is taken over every observer at once: with
-``h_j(l) >= max_(a != j) (W^l)_(aj)`` (``h_j(0) = 0``),
+**The running bound** (every round, ``O(n)``).  Observer a's view is ``y = sum_b H_b z_b``
+over the nodes b (independent unit noise), so ``K_a >= H_a H_a^T`` with ``H_a[t, k] =
+(W^(t-k))_(aa)``, lower-triangular Toeplitz with unit diagonal: a's own noise alone.  Hence
+``Delta^2(j -> a) <= ||H_a^{-1} G c||^2``, and ``H_a^{-1} G`` is Toeplitz too: splitting
+every path from a to j at its last visit to a gives ``(W^l)_(aj) = sum_s (W^(l-s))_(aa)
+L_(aj)(s)``, ``L_(aj)(s) = e_a^T W (P_a W)^(s-1) e_j >= 0`` (``P_a`` deletes coordinate a:
+the paths that do not return to a; for symmetric stochastic W, the probability that the walk
+from j first hits a at step s).  With W >= 0, ``|(L c)_t| <= phi_(ja)(t) = sum_(s <= t)
+L_(aj)(s)`` for ``|c| <= 1``, so
 
-    worst_T(j) <= (1 / lambda) sum_(t < T) H_j(t)^2,     H_j(t) = sum_(l <= t) h_j(l),
+    worst_T(j) <= sum_(t < T) P_j(t)^2,     P_j(t) >= max_(a != j) phi_(ja)(t),
 
-``lambda = 1 / (1 + ||W||_2)^2`` the analytic ``lambda_min(K_a)`` bound, the same for every
-observer (:func:`sparsedp.linalg.certified.gossip_lambda_min_lower_bound`), capped at T
-(``M <= I``).  ``h_j(l)`` is the largest off-diagonal entry of column j of ``W^l``, computed
-for ``l <= D_j`` once, at construction (columns propagated by blocks, ``W^l e_j = W W^(l-1)
-e_j``, until ``n ||W^l e_j||_inf <= 1 + mixing_tolerance`` or ``max_depth``); beyond that,
-``||W x||_inf <= (1 + rho) ||x||_inf`` (W >= 0 with row sums within ``rho`` of 1) gives
-``h_j(l) <= ||W^(D_j) e_j||_inf (1 + rho)^(l - D_j)`` for every later lag.  So a round costs
-two length-n updates, whatever T.
+capped at T (``M <= I``): no ``lambda_min`` and no ``1 / lambda`` factor (for symmetric
+stochastic W, ``phi`` is a hitting probability, at most 1, where the box bound's ``sum_l
+(W^l)_(aj)`` keeps growing by about ``1 / n`` a round).
+``P_j(t)`` for ``t <= D`` is computed once, at construction (:func:`first_passage_maxima`:
+the walks ``x_s = W^T P_a x_(s-1)``, ``x_0 = e_a``, of every a, by blocks of
+``BLOCK_COLUMNS``, each block until its walks have faded, ``n ||x_s||_inf <=
+mixing_tolerance``, or ``max_depth`` products; their running sums and, per j, their
+off-diagonal maxima), D the largest depth.  After a walk stops, at ``D_a``, ``||W^T y||_inf
+<= kappa ||y||_inf`` (``kappa`` the largest column sum of W; ``1 + rho`` for a symmetric W
+with row sums within ``rho`` of 1) gives ``L_(aj)(l) <= tail kappa^(l - D_a)``, ``tail >=
+max_a ||x_(D_a)||_inf``, added to ``P_j`` for the later lags.
+So a round costs two length-n updates, whatever T.  The
+box bound of :mod:`sparsedp.gossip.batched_box` (``||b||^2 / lambda_min(K_a)``, ``b[t] =
+sum_(l <= t) (W^l)_(aj)``) is never below it: ``phi_(ja)(t) <= b[t]`` (``L <= W^l``
+entrywise) and ``lambda <= 1 / 4``.
 
-Certification: the computed columns are within ``gamma(l (d + 1))`` relative of the exact
-ones (non-negative products, d the longest row: the batched engine's rounding model), so each
-``h`` is divided by ``1 - gamma(l (d + 1))``; the running sums of non-negative terms are
-charged ``1 / (1 - gamma_(T+1))^3`` as in :func:`sparsedp.gossip.batched_box.box_upper`.
+Certification: the computed walks are within ``gamma(l (d + 1))`` relative of the
+exact ones (non-negative products, d the longest row of W^T: the batched engine's
+rounding model), the running sums of the walks within ``gamma(l)`` more, so each maximum is
+divided by ``1 - gamma(l (d + 2))``; the running sums of non-negative terms are charged
+``1 / (1 - gamma_(T+1))^3`` as in :func:`sparsedp.gossip.batched_box.box_upper`.
 
-The bound is loose: the box bound is 1.5 to 5 times the c = 1 value at T = 100 on the map
-benchmark graph, and far from the mixing time its ``t / n`` drift grows like
-``T^3 / (3 n^2 lambda)``, so on a 10^4-node graph it exceeds the truth by orders of
-magnitude once T reaches a few hundred.  **The tight answer** (:meth:`GraphAccountant.
-worst_case`) is computed lazily, on request: the engine's per-target worst case at the
-current T (:func:`sparsedp.maps.worst_case.per_target_worst_case`, certified lower and upper
-bounds per node); its upper bounds then replace the running ones until the next step.
+The bound is still loose, much less so.  Against the engine's tight per-target worst case
+(its certified upper bound per node): on ER(20, 0.25) (n = 20, D = 24) median 1.09, 1.31,
+1.75, 2.91 and 5.46 times at T = 2, 5, 10, 20, 40 (the box bound before: 4.4, 10.9, 14.0,
+13.3, 12.7), and at T = 80 it is the cap T for the worst nodes as their hitting
+probabilities approach 1; on ER(10^4, average degree 10) at T = 10 median 1.11, max 1.42
+(worst node 3.13 against 2.21; the box bound: the cap 10, median bound 1.80 against
+0.12).  **The tight
+answer** (:meth:`GraphAccountant.worst_case`) is computed lazily, on request: the engine's
+per-target worst case at the current T (:func:`sparsedp.maps.worst_case.
+per_target_worst_case`, certified lower and upper bounds per node); its upper bounds then
+replace the running ones until the next step.
 
 What each answer costs (n nodes, nnz(W) non-zeros, T rounds, D the depth reached):
 
 ==========================  ===============================================================
-construction                ``D`` sparse products with every column, ``O(D nnz(W) n)``
-                            flops, in blocks of ``BLOCK_COLUMNS`` columns (``O(n D)`` memory)
+construction                ``D_a`` sparse products with every walk, ``O(D nnz(W) n)``
+                            flops, in blocks of ``BLOCK_COLUMNS`` walks (``O(n D)`` memory)
 ``step(k)``                 ``O(k n)``
 ``upper``, ``epsilon``,     ``O(n)`` (``epsilon``: one Gaussian epsilon per distinct value
 ``worst``, ``rdp``          asked)
 ``worst_case()``            lazy: one :func:`sparsedp.per_target_worst_case` at T (every
                             observer against every target; cached until the next step)
 ``rounds_within``           ``O(n)`` per round, computed ahead
-``state_dict``,             ``O(n D)``: plain arrays (the column maxima included, so that a
+``state_dict``,             ``O(n D)``: plain arrays (the walks' maxima included, so that a
 ``from_state``              restored accountant propagates nothing)
 ==========================  ===============================================================
 """
@@ -66,8 +83,6 @@ from sparsedp.gossip.inputs import _resolve_exact, gossip_sequence
 from sparsedp.linalg.certified import (
     UNIT_ROUNDOFF,
     gamma,
-    gossip_lambda_min_lower_bound,
-    row_sum_deviation,
     stochastic_growth,
 )
 from sparsedp.linalg.stochastic import matrix_facts
@@ -77,41 +92,73 @@ from sparsedp.privacy import gaussian_epsilon
 from sparsedp.privacy.interop import gaussian_dp_event
 from sparsedp.reprs import short_repr
 
-BLOCK_COLUMNS = 512  # columns of W^l propagated together at construction
-MIXING_TOLERANCE = 1.0  # stop a block once n ||W^l e_j||_inf <= 1 + this for its columns
+BLOCK_COLUMNS = 512  # walks propagated together at construction
+MIXING_TOLERANCE = 0.05  # stop a block once n ||x_s||_inf <= this for its walks (the tail
+# then adds at most this / n a round; MAX_DEPTH may stop it first: 0.42 / n on ER(20, 0.25))
 MAX_DEPTH = 24  # the most products per block (the tail bound covers the later lags)
 
 
-def column_maxima(W: sp.csr_matrix, tolerance: float = MIXING_TOLERANCE,
-                  max_depth: int = MAX_DEPTH) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per node j: ``h[j, l]``, the largest off-diagonal entry of column j of the computed
-    ``W^l`` (``l = 0 .. D_j``, 0 beyond ``D_j``), ``depth[j] = D_j`` and ``tail[j] =
-    ||fl(W^(D_j) e_j)||_inf`` (module docstring)."""
+def column_growth(W: sp.csr_matrix) -> float:
+    """``kappa - 1 >= 0`` with ``kappa >= ||W^T||_inf``, the largest column sum of W (``W >=
+    0``), the sums' rounding charged as in
+    :func:`sparsedp.linalg.certified.gossip_lambda_min_lower_bound`: ``||W^T x||_inf <=
+    kappa ||x||_inf``."""
+    column_sums = matrix_facts(W).absolute_line_sums[1]
+    kappa = float(column_sums.max()) * (1 + gamma(W.shape[0] + 1))
+    return max(kappa - 1.0, 0.0) * (1 + 4 * UNIT_ROUNDOFF)
+
+
+def tail_bound(tail: float, growth: float, lag: int) -> float:
+    """``tail kappa^lag >= L_(aj)(lag)`` for every pair and every lag beyond the depth of
+    a's walk (module docstring; ``growth = kappa - 1``, :func:`column_growth`)."""
+    return tail * (1 + stochastic_growth(growth, lag))
+
+
+def first_passage_maxima(W: sp.csr_matrix, tolerance: float = MIXING_TOLERANCE,
+                         max_depth: int = MAX_DEPTH) -> tuple[np.ndarray, float]:
+    """``P[j, t] >= max_(a != j) phi_(ja)(t)`` for ``t = 0 .. D`` and ``tail`` (module
+    docstring), both certified: the walks ``x_s = W^T P_a x_(s-1)``, ``x_0 = e_a``, of every a
+    in blocks of ``BLOCK_COLUMNS``, each block until ``n ||x_s||_inf <= tolerance`` or
+    ``max_depth`` products (its depth); ``phi`` is the running sum of row j of a's walk.
+    ``tail >= ||x_(D_a)||_inf`` bounds every later ``L_(aj)(l) <= tail kappa^(l - D_a)``, by
+    which a walk that stopped before ``D``, the largest depth, is continued."""
     n = W.shape[0]
-    depth, tail = np.zeros(n, dtype=np.int64), np.zeros(n)
-    maxima = []
+    WT = W.T.tocsr()
+    longest = int(np.diff(WT.indptr).max())  # the terms of one entry of W^T x
+    by_depth: dict[int, np.ndarray] = {}  # depth -> the largest fl(phi) of those blocks
+    tail = 0.0
     for start in range(0, n, BLOCK_COLUMNS):
-        columns = np.arange(start, min(n, start + BLOCK_COLUMNS))
-        X = np.zeros((n, columns.size))
-        X[columns, np.arange(columns.size)] = 1.0
-        block = [np.zeros(columns.size)]
-        largest = np.ones(columns.size)
-        while len(block) <= max_depth and not (n * largest.max() <= 1 + tolerance):
-            X = np.asarray(W @ X)
-            diagonal = X[columns, np.arange(columns.size)].copy()
-            X[columns, np.arange(columns.size)] = 0.0  # entries are >= 0: 0 hides the diagonal
-            off = X.max(axis=0)
-            X[columns, np.arange(columns.size)] = diagonal
-            block.append(off)
-            largest = np.maximum(off, diagonal)
-        depth[columns] = len(block) - 1
-        tail[columns] = largest
-        maxima.append(np.array(block).T)
-    width = max(block.shape[1] for block in maxima)
-    h = np.zeros((n, width))
-    for start, block in zip(range(0, n, BLOCK_COLUMNS), maxima, strict=True):
-        h[start:start + block.shape[0], :block.shape[1]] = block
-    return h, depth, tail
+        walkers = np.arange(start, min(n, start + BLOCK_COLUMNS))
+        own = (walkers, np.arange(walkers.size))  # entry a of walk a
+        X = np.zeros((n, walkers.size))
+        X[own] = 1.0
+        sums = np.zeros((n, walkers.size))
+        maxima, largest = [np.zeros(n)], 1.0
+        while len(maxima) <= max_depth and not n * largest <= tolerance:
+            X = np.asarray(WT @ X)
+            X[own] = 0.0  # P_a: the paths do not return to a (entries >= 0: 0 hides (a, a))
+            sums += X
+            maxima.append(sums.max(axis=1))
+            largest = float(X.max())
+        depth = len(maxima) - 1
+        kept = by_depth.get(depth)
+        by_depth[depth] = np.array(maxima) if kept is None else np.maximum(kept, maxima)
+        # fl(x_D) within gamma(D (d + 1)) relative of the exact walk (non-negative products)
+        tail = max(tail, largest / (1 - gamma(max(depth, 1) * (longest + 1)))
+                   * (1 + 4 * UNIT_ROUNDOFF))
+    growth = column_growth(W)
+    deepest = max(by_depth)
+    P = np.zeros((n, deepest + 1))
+    for depth, kept_maxima in by_depth.items():
+        steps = np.arange(depth + 1)
+        # the running sums of s steps within gamma(s (d + 2)) of the exact ones
+        errors = np.array([gamma(max(s * (longest + 2), 1)) for s in steps])
+        certified = kept_maxima.T / (1 - errors) * (1 + 4 * UNIT_ROUNDOFF)
+        later = np.cumsum([tail_bound(tail, growth, lag - depth)
+                           for lag in range(depth + 1, deepest + 1)])
+        continued = certified[:, -1:] + later  # its rounding: the running sums' (_bound)
+        P = np.maximum(P, np.hstack([certified, continued]))
+    return P, tail
 
 
 class GraphAccountant:
@@ -125,14 +172,16 @@ class GraphAccountant:
         Noise standard deviation per round, in units of the per-round sensitivity.
     gradients : ``"scalar"`` or ``"vector"``
         The per-round contribution, as :func:`sparsedp.squared_sensitivity`'s ``gradients``:
-        the running bound (a box bound) holds for both; :meth:`worst_case` runs the
+        the running bound holds for both (``M <= F^T F`` with F >= 0, F the first-passage
+        Toeplitz matrix: ``<M, X> <= sum_t (sum_k F_tk)^2`` for a Gram matrix X of vectors
+        of norm at most 1); :meth:`worst_case` runs the
         exhaustive sign search (small T) for scalar contributions only, so that its upper
         bounds (box, entrywise, diagonal shift) hold for vectors clipped in norm too.
     mixing_tolerance : float
-        Construction: a column of ``W^l`` counts as mixed once ``n ||W^l e_j||_inf <= 1 +
-        mixing_tolerance`` (module docstring; smaller: a tighter tail, more products).
+        Construction: a walk of a stops once ``n ||x_s||_inf <= mixing_tolerance``
+        (module docstring; smaller: a tighter tail, more products).
     max_depth : int
-        Construction: the most products per block of columns.
+        Construction: the most products per block of walks.
 
     Raises
     ------
@@ -162,9 +211,9 @@ class GraphAccountant:
         self._setup(W, sigma, gradients, mixing_tolerance, max_depth, None)
 
     def _setup(self, W, sigma: float, gradients: str, mixing_tolerance: float, max_depth: int,
-               maxima: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> None:
-        """Check the input and start at T = 0; ``maxima``: :func:`column_maxima`'s arrays
-        when already known (a checkpoint)."""
+               maxima: tuple[np.ndarray, float] | None) -> None:
+        """Check the input and start at T = 0; ``maxima``: :func:`first_passage_maxima`'s
+        answer when already known (a checkpoint)."""
         Ws, self.precision_notes = gossip_sequence(W, 1)
         if len(Ws) != 1:
             raise ParameterError("the graph accountant needs one constant gossip matrix W")
@@ -175,14 +224,15 @@ class GraphAccountant:
         self.mixing_tolerance = validation.nonnegative("mixing_tolerance", mixing_tolerance)
         self.max_depth = validation.rounds(max_depth)
         self.n = n = W.shape[0]
-        self.lambda_lb = gossip_lambda_min_lower_bound(W)
-        self.h, self.depth, self.tail = (column_maxima(W, self.mixing_tolerance, self.max_depth)
-                                         if maxima is None else maxima)
-        self.longest_row = matrix_facts(W).longest_row
-        self.rho = row_sum_deviation(W)
+        if maxima is None:
+            self.hitting, self.tail = first_passage_maxima(W, self.mixing_tolerance,
+                                                           self.max_depth)
+        else:
+            self.hitting, self.tail = maxima
+        self.growth = column_growth(W)
         self.rounds = 0
-        self._partial = np.zeros(n)  # fl(H_j(t)) at t = rounds - 1
-        self._squares = np.zeros(n)  # fl(sum_(t < rounds) H_j(t)^2)
+        self._partial = np.zeros(n)  # fl(P_j(t)) at t = rounds - 1
+        self._squares = np.zeros(n)  # fl(sum_(t < rounds) P_j(t)^2)
         self._worst_case: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- recording rounds ------------------------------------------------------------------
@@ -196,26 +246,19 @@ class GraphAccountant:
             self.rounds += 1
         self._worst_case = None
 
-    def _lag_bound(self, lag: int) -> np.ndarray:
-        """Certified ``h_j(lag) >= max_(a != j) (W^lag)_(aj)`` for every j."""
-        if lag == 0:
-            return np.zeros(self.n)
-        known = np.where(lag <= self.depth, self.h[:, min(lag, self.h.shape[1] - 1)], 0.0)
-        error = gamma(lag * (self.longest_row + 1))
-        beyond = self.tail * (1 + stochastic_growth(self.rho, max(lag - 1, 0)))
-        value = np.where(lag <= self.depth, known, beyond)
-        return value / (1 - error) * (1 + 4 * UNIT_ROUNDOFF)
-
     def _advance(self, t: int, partial: np.ndarray, squares: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray]:
-        """The running sums after round ``t + 1`` (lag t added)."""
-        partial = partial + self._lag_bound(t)
+        """The running sums after round ``t + 1``: ``P_j(t)`` added (module docstring), the
+        walks' certified maxima up to the depth D, then the tail bound added to them."""
+        if t < self.hitting.shape[1]:
+            partial = self.hitting[:, t]
+        else:
+            partial = partial + tail_bound(self.tail, self.growth, t)
         return partial, squares + partial * partial
 
     def _bound(self, T: int, squares: np.ndarray) -> np.ndarray:
-        """The certified running bound at T from ``fl(sum_t H(t)^2)`` (module docstring)."""
-        g = gamma(T + 1)
-        factor = 1.0 / ((1 - g) ** 3 * self.lambda_lb) * (1 + 8 * UNIT_ROUNDOFF)
+        """The certified running bound at T from ``fl(sum_t P(t)^2)`` (module docstring)."""
+        factor = 1.0 / (1 - gamma(T + 1)) ** 3 * (1 + 8 * UNIT_ROUNDOFF)
         return np.minimum(squares * factor, float(T))
 
     # -- answers ---------------------------------------------------------------------------
@@ -293,7 +336,7 @@ class GraphAccountant:
 
     # -- checkpoints -----------------------------------------------------------------------
 
-    STATE_ARRAYS = ("h", "depth", "tail", "_partial", "_squares")
+    STATE_ARRAYS = ("hitting", "tail", "_partial", "_squares")
 
     def state_dict(self) -> dict:
         """Everything needed to continue, as numpy arrays and numbers (no pickle; the column
@@ -311,10 +354,10 @@ class GraphAccountant:
         """The accountant of :meth:`state_dict`: it continues with identical answers."""
         W = matrix_from_state(state)
         accountant = cls.__new__(cls)
-        maxima = tuple(np.array(state[name]) for name in ("h", "depth", "tail"))
+        maxima = (np.array(state["hitting"], dtype=np.float64), float(state["tail"]))
         accountant._setup(W, float(state["sigma"]), gradients_from_state(state),
                           float(state["mixing_tolerance"]),
-                          int(state["max_depth"]), maxima)  # type: ignore[arg-type]
+                          int(state["max_depth"]), maxima)
         accountant._partial = np.array(state["partial"], dtype=np.float64)
         accountant._squares = np.array(state["squares"], dtype=np.float64)
         accountant.rounds = int(state["rounds"])

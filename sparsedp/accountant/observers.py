@@ -1,31 +1,40 @@
 """An online accountant for gossip averaging: one target against every single-node attacker,
 stepped every round (issue 34): the target's worst-case epsilon.
 
-For target j and observer a (secure-summation view, ``S = e_a^T``), the lags of the pair are
-``a_l = e_a^T W^l e_j`` (W symmetric): the entries of one vector ``x_l = W^l e_j``, one
-sparse product per round for every observer at once.  So every observer's running box bound
-(:class:`sparsedp.accountant.sets.RunningBox`, as the one-shot worst case prunes with it,
-:mod:`sparsedp.maps.worst_case`) costs ``O(n)`` a round.  The observers' ``K_T`` differ, so
-the tight running bound of an observer is the pair's own accountant
-(:class:`sparsedp.accountant.gossip.Accountant`: its lags and bordered factor), stepped with
-this one for the ``tight_observers`` (by default every observer), and created on request for
-the others by :meth:`ObserversAccountant.interval`.
+For target j and attacker node a, the observed rows are ``S = e_a^T`` (``secure-summation``,
+and ``secure-summation-v1`` one power of W later) or the rows of a's closed neighbourhood
+N(a) (``neighbourhood``), and the lags of the pair are ``a_l = S W^l e_j`` (W symmetric):
+entries of one vector ``x_l = W^l e_j``, one sparse product per round for every attacker at
+once.  So every attacker's running box bound (:class:`sparsedp.accountant.sets.RunningBox`,
+as the one-shot worst case prunes with it, :mod:`sparsedp.maps.worst_case`) costs ``O(n)`` a
+round: per node r the running sums of ``b_t[r] = sum_(l <= t) x_(l+p)[r]`` and of their
+squares, summed over N(a) on request in the neighbourhood view (``O(nnz(W))``).  The
+attackers' ``K_T`` differ, so the tight running bound of an attacker is the pair's own
+accountant (:class:`sparsedp.accountant.gossip.Accountant`: its lags and bordered factor,
+m = 1 or ``|N(a)|`` observed rows), stepped with this one for the ``tight_observers`` (by
+default every attacker), and created on request for the others by
+:meth:`ObserversAccountant.interval`.  In the neighbourhood view a neighbour a of the target
+observes the target's own messages: its pair is answered as the one-shot query answers it
+(finite; only ``a = j`` is refused), its box bound is then the cap T.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from sparsedp import defaults, validation
 from sparsedp.accountant.gossip import (
     LOOKAHEAD_BLOCK,
     ROUNDS_WITHIN_LIMIT,
     Accountant,
+    view_lambda_min,
 )
 from sparsedp.accountant.lags import LagStream
 from sparsedp.accountant.sets import (
     RunningBox,
     SetInterval,
+    attacker_view,
     budget_rounds,
     checked_symmetric,
     epsilons_of,
@@ -38,15 +47,12 @@ from sparsedp.accountant.state import (
     matrix_state,
 )
 from sparsedp.errors import ParameterError
-from sparsedp.gossip.certified_solve import analytic_lambda_min_lower_bound
 from sparsedp.gossip.inputs import _resolve_exact
-from sparsedp.linalg.operators import GossipSystem
+from sparsedp.gossip.views import resolve_view
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.privacy import gaussian_epsilon
 from sparsedp.privacy.interop import gaussian_dp_event
 from sparsedp.reprs import short_repr
-
-VIEW = "secure-summation"  # each observer alone: the view of the one-shot worst case
 
 
 class ObserversAccountant:
@@ -60,10 +66,16 @@ class ObserversAccountant:
         Row of W whose data is protected.
     sigma : float
         Noise standard deviation per round, in units of the per-round sensitivity.
+    view : str
+        What an attacker node a observes, as :func:`sparsedp.squared_sensitivity` with
+        ``observers=[a]``: ``"secure-summation"`` (default: its own aggregated messages, the
+        view of the map and the worst case), ``"neighbourhood"`` (the plain messages of its
+        closed neighbourhood) or ``"secure-summation-v1"`` (needs a diagonally dominant W).
     tight_observers : iterable of int or None
-        Observers whose pair accountant is stepped with this one (the tight running bound;
-        memory ``16 T^2`` bytes and ``O(T^2)`` flops a round each); ``None``: every node but
-        the target; ``[]``: none (the box bound only).
+        Attackers whose pair accountant is stepped with this one (the tight running bound;
+        memory ``16 (m T)^2`` bytes and ``O((m T)^2)`` flops a round each, m = 1 or, in the
+        neighbourhood view, ``|N(a)|``); ``None``: every node but the target; ``[]``: none
+        (the box bound only).
     exact : {"auto", True, False}
         Exhaustive sign search in :meth:`interval`, as in :func:`sparsedp.squared_sensitivity`.
     gradients : ``"scalar"`` or ``"vector"``
@@ -78,29 +90,32 @@ class ObserversAccountant:
     rounds : int
         Rounds recorded.
     upper : numpy.ndarray
-        Per observer (row of W): a certified upper bound on ``Delta_T^2``; NaN at the target.
+        Per attacker node (row of W): a certified upper bound on ``Delta_T^2``; NaN at the
+        target.
 
     Raises
     ------
     ParameterError
-        A W that is not one exactly symmetric gossip matrix, or a tight observer that is the
-        target.
+        A W that is not one exactly symmetric gossip matrix, a tight observer that is the
+        target, or a view without an attacker node (``adaptive-v1``, ``target-v1``:
+        observed rows fixed by the target; ``local-dp``: ``Delta_T^2 = T``) or without an
+        analytic ``lambda_min(K_T)`` bound for this W.
 
     Notes
     -----
-    View: secure summation with one observer (:func:`sparsedp.squared_sensitivity` with
-    ``observers=[a]``, the map's and the worst case's view).  What each answer costs (T
-    rounds, n nodes, k tight observers):
+    What each answer costs (T rounds, n nodes, m observed rows of an attacker: 1, or
+    ``|N(a)|`` in the neighbourhood view):
 
     ============================  ==============================================================
     ``step(k)``                   per round one sparse product with a vector, ``O(n)`` for the
-                                  box bounds, and each tight observer's pair step (one sparse
-                                  product with a vector)
-    ``upper``, ``worst_upper``,   ``O(n)``; ``epsilons`` one ``gaussian_epsilon`` per distinct
-    ``epsilon``, ``epsilons``     bound, ``epsilon`` (the worst observer) one; first the b
+                                  box bounds, and each tight attacker's pair step (one sparse
+                                  product with its n x m block)
+    ``upper``, ``worst_upper``,   ``O(n)`` (neighbourhood view: ``O(nnz(W))``, the sums over
+    ``epsilon``, ``epsilons``     N(a)); ``epsilons`` one ``gaussian_epsilon`` per distinct
+                                  bound, ``epsilon`` (the worst attacker) one; first the b
                                   rounds recorded since the last answer (each tight pair's
-                                  factor rows, ``O(T^2 b)`` in blocks, and ``O(n b)``)
-    ``interval(observers)``       lazy, ``O(T^3)`` per observer asked (plus, for an observer not
+                                  factor rows, ``O(m^2 T^2 b)`` in blocks, and ``O(n b)``)
+    ``interval(observers)``       lazy, ``O((m T)^3)`` per attacker asked (plus, for one not
                                   tight, its pair's steps since it was last asked); cached
     ``rounds_within``             ``O(1)`` per round already computed; rounds beyond are computed
                                   ahead, 16 at a time (as ``step``, without recording them)
@@ -118,14 +133,26 @@ class ObserversAccountant:
     True
     >>> int(np.nanargmax(acc.upper)) in (1, 7)  # a neighbour is the worst observer
     True
+
+    The neighbourhood view: attacker 2 reads the messages of nodes 1, 2 and 3:
+
+    >>> acc = sparsedp.ObserversAccountant(W, 0, sigma=4.0, view="neighbourhood",
+    ...                                    tight_observers=[4])
+    >>> acc.step(20)
+    >>> r = acc.interval([2])
+    >>> one_shot = sparsedp.squared_sensitivity(W, 0, [2], 20, view="neighbourhood")
+    >>> bool(abs(r.lower[0] - one_shot.lower) <= 1e-9 * one_shot.lower <= acc.upper[2])
+    True
     """
 
     __repr__ = short_repr
 
-    def __init__(self, W, target: int, *, sigma: float, tight_observers=None, exact="auto",
+    def __init__(self, W, target: int, *, sigma: float, view: str = defaults.VIEW,
+                 tight_observers=None, exact="auto",
                  gradients: str = defaults.GOSSIP_GRADIENTS, backend: str = "auto"):
         self.W, self.precision_notes = checked_symmetric(W)
         n = self.W.shape[0]
+        self.view = attacker_view(view, "ObserversAccountant")
         self.target = validation.node_index(target, n, "target")
         self.sigma = validation.sigma(sigma)
         self.exact, self.backend, self.gradients = exact, backend, gradients
@@ -139,17 +166,21 @@ class ObserversAccountant:
             if self.target in tight.tolist():
                 raise ParameterError("a tight observer is the target itself")
         self.tight_observers = tight
-        system = GossipSystem([self.W], np.array([self.target]), 1)
-        self.lambda_lb = float(analytic_lambda_min_lower_bound(system) or 0.0)
+        # the view's analytic lambda_min(K_T) bound holds for every observed set: one for all
+        model = resolve_view(self.view, self.W, self.target, np.array([self.target]), False)
+        self.lambda_lb = view_lambda_min(self.W, model)
+        self.offset = model.power_offset
         self.rounds = 0
         self._lags = LagStream(self.W, np.array([self.target]), self.target, backend)
-        self._box = RunningBox(n, 1, self.lambda_lb, lag_depth(self.W), 0)
+        self._box = RunningBox(n, 1, self.lambda_lb, lag_depth(self.W), self.offset)
+        self._neighbourhoods = (closed_neighbourhoods(self.W) if self.view == "neighbourhood"
+                                else None)
         self._pairs = {a: self._pair(a) for a in tight.tolist()}
         self._worst = np.zeros(0)  # the largest bound over the observers after each round
         self._intervals: dict[int, float] = {}  # observer -> interval upper at this round
 
     def _pair(self, observer: int) -> Accountant:
-        return Accountant(self.W, self.target, [observer], sigma=self.sigma, view=VIEW,
+        return Accountant(self.W, self.target, [observer], sigma=self.sigma, view=self.view,
                           exact=self.exact, gradients=self.gradients, backend=self.backend)
 
     # -- recording rounds ------------------------------------------------------------------
@@ -172,10 +203,10 @@ class ObserversAccountant:
         self._bound_to(T)
 
     def _record_to(self, T: int) -> None:
-        """The target's vector and the box sums for T rounds: round t reads ``x_(t-1)``."""
+        """The target's vector and the box sums for T rounds: round t reads ``x_(t-1+p)``."""
         while self._box.rounds < T:
-            if self._lags.products < self._box.rounds:
-                self._lags.extend_to(self._box.rounds)  # one product
+            if self._lags.products < self._box.rounds + self.offset:
+                self._lags.extend_to(self._box.rounds + self.offset)  # one product
             self._box.add(self._lags.V)
 
     def _bound_to(self, T: int) -> None:
@@ -187,11 +218,16 @@ class ObserversAccountant:
         for a in self.tight_observers.tolist():
             self._pairs[a]._compute_to(T)
         for t in range(first + 1, T + 1):
-            bound = self._box.bound(t)
+            bound = self._box_bound(t)
             for a in self.tight_observers.tolist():
                 bound[a] = min(bound[a], float(self._pairs[a]._factor.history[t - 1]))
             bound[self.target] = 0.0
             self._worst = np.append(self._worst, float(bound.max()))
+
+    def _box_bound(self, T: int) -> np.ndarray:
+        """Every attacker's running box bound at T (in the neighbourhood view the per-node
+        sums summed over its closed neighbourhood)."""
+        return self._box.bound(T, self._neighbourhoods)
 
     # -- answers ---------------------------------------------------------------------------
 
@@ -205,7 +241,7 @@ class ObserversAccountant:
             out = np.zeros(self.W.shape[0])
         else:
             self._bound_to(T)
-            out = self._box.bound(T)
+            out = self._box_bound(T)
         if T:
             for a in self.tight_observers.tolist():
                 out[a] = min(out[a], float(self._pairs[a]._factor.history[T - 1]))
@@ -255,7 +291,7 @@ class ObserversAccountant:
             nodes = validation.node_set(observers, n, "observers")
             if self.target in nodes.tolist():
                 raise ParameterError("an observer is the target itself")
-        box = self._box.bound(self.rounds)
+        box = self._box_bound(self.rounds)
         results = []
         for a in nodes.tolist():
             if a not in self._pairs:
@@ -291,7 +327,8 @@ class ObserversAccountant:
         the tight observers' pair states under the prefix ``pair<a>_``."""
         self._bound_to(self.rounds)  # no pending rows: the copy continues as the original
         state = matrix_state(self.W)
-        state.update({"target": self.target, "sigma": self.sigma, "exact": str(self.exact),
+        state.update({"target": self.target, "sigma": self.sigma, "view": self.view,
+                      "exact": str(self.exact),
                       "gradients": self.gradients,
                       "backend": self.backend, "rounds": self.rounds,
                       "tight_observers": self.tight_observers, "worst": self._worst})
@@ -307,7 +344,7 @@ class ObserversAccountant:
         """The accountant of :meth:`state_dict` (plain arrays, e.g. loaded from ``.npz``):
         it continues with answers identical to the original's."""
         accountant = cls(matrix_from_state(state), int(state["target"]),
-                         sigma=float(state["sigma"]),
+                         sigma=float(state["sigma"]), view=str(state["view"]),
                          tight_observers=np.asarray(state["tight_observers"]).tolist(),
                          exact=exact_from_state(state), gradients=gradients_from_state(state),
                          backend=str(state["backend"]))
@@ -321,3 +358,13 @@ class ObserversAccountant:
         accountant._worst = np.array(state["worst"], dtype=np.float64)
         accountant.rounds = int(state["rounds"])
         return accountant
+
+
+def closed_neighbourhoods(W: sp.csr_matrix) -> sp.csr_matrix:
+    """The 0/1 matrix whose row a marks a's closed neighbourhood N(a), read from the
+    sparsity pattern of W in both directions as the neighbourhood view reads it
+    (:func:`sparsedp.gossip.views.closed_neighbourhood`)."""
+    pattern = sp.csr_matrix((np.ones(W.nnz), W.indices, W.indptr), shape=W.shape)
+    marks = (pattern + pattern.T + sp.identity(W.shape[0], format="csr")).tocsr()
+    marks.data[:] = 1.0
+    return marks

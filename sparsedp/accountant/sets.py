@@ -31,10 +31,31 @@ from sparsedp.errors import ParameterError
 from sparsedp.gossip.batched_box import certified_box
 from sparsedp.gossip.inputs import gossip_sequence
 from sparsedp.gossip.sensitivity import SensitivityResult
+from sparsedp.gossip.views import VIEWS, VIEWS_WITHOUT_OBSERVERS
 from sparsedp.linalg.certified import UNIT_ROUNDOFF, gamma
 from sparsedp.linalg.stochastic import matrix_facts
 from sparsedp.privacy import gaussian_epsilon
 from sparsedp.reprs import short_repr
+
+ATTACKER_VIEWS = ("secure-summation", "neighbourhood", "secure-summation-v1")  # the views of
+# an attacker set whose observed rows do not depend on the target
+
+
+def attacker_view(view: str, accountant: str) -> str:
+    """``view`` when it is one of :data:`ATTACKER_VIEWS` (the tracked sets' views: an attacker
+    node or set, observed rows that do not depend on the target); otherwise a ParameterError
+    naming the view and why ``accountant`` does not track it."""
+    if view in ATTACKER_VIEWS:
+        return view
+    if view == "local-dp":
+        raise ParameterError(f"{accountant}: view 'local-dp' needs no accountant: the attacker "
+                             "sees every message and Delta_T^2 = T exactly for every pair")
+    if view in VIEWS_WITHOUT_OBSERVERS:
+        raise ParameterError(
+            f"{accountant}: view {view!r} has no attacker to track: its observed rows are "
+            f"fixed by the target (sparsedp.gossip.views), not by an attacker node; track "
+            f"each target with sparsedp.Accountant(W, target, None, view={view!r})")
+    raise ParameterError(f"unknown view {view!r}; choose one of {VIEWS}")
 
 
 class RunningBox:
@@ -73,13 +94,18 @@ class RunningBox:
         self.squares.append(squares)
         self.rounds += 1
 
-    def bound(self, T: int | None = None) -> np.ndarray:
+    def bound(self, T: int | None = None, groups: sp.csr_matrix | None = None) -> np.ndarray:
         """The certified upper bound on every pair's ``Delta_T^2`` at T (default
-        :attr:`rounds`; any T computed, as the sums of every round are kept)."""
+        :attr:`rounds`; any T computed, as the sums of every round are kept).  ``groups``: a
+        0/1 matrix whose row i sums the pairs whose observed rows pair i observes together
+        (the neighbourhood view of every attacker node from one observed row per node:
+        ``||b||^2`` is a sum over the observed rows); its bounds instead, one per row."""
         T = self.rounds if T is None else T
         lag_error = gamma(max((T - 1 + self.offset) * self.depth, 1))
-        return certified_box(self.squares[T - 1], T, lag_error, self.radius,
-                             terms=T * self.rows)
+        squares, terms = self.squares[T - 1], T * self.rows
+        if groups is not None:  # every sum of squares is one of more terms
+            squares, terms = groups @ squares, terms * int(np.diff(groups.indptr).max())
+        return certified_box(squares, T, lag_error, self.radius, terms=terms)
 
     def state(self) -> dict:
         """The running sums as plain arrays and numbers."""

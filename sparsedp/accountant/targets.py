@@ -41,6 +41,7 @@ from sparsedp.accountant.lags import LagStream, computed_sequence
 from sparsedp.accountant.sets import (
     RunningBox,
     SetInterval,
+    attacker_view,
     budget_rounds,
     checked_symmetric,
     epsilons_of,
@@ -61,8 +62,6 @@ from sparsedp.privacy import gaussian_epsilon
 from sparsedp.privacy.interop import gaussian_dp_event
 from sparsedp.reprs import short_repr
 
-TARGET_FREE_VIEWS = ("secure-summation", "neighbourhood", "secure-summation-v1")
-
 
 class TargetsAccountant:
     """Privacy of every target against one attacker, tracked round by round.
@@ -77,8 +76,11 @@ class TargetsAccountant:
         Noise standard deviation per round, in units of the per-round sensitivity.
     view : str
         ``"secure-summation"`` (default), ``"neighbourhood"`` or ``"secure-summation-v1"``
-        (the views whose observed rows do not depend on the target; the v1 form needs a
-        diagonally dominant W).
+        (the v1 form needs a diagonally dominant W): every view of
+        :func:`sparsedp.squared_sensitivity` that has an attacker set.  The others are
+        refused: ``adaptive-v1`` and ``target-v1`` have no attacker (the target fixes the
+        observed rows: track each target with :class:`sparsedp.Accountant`), ``local-dp``
+        needs no accountant (``Delta_T^2 = T`` for every target).
     tight_targets : iterable of int or None
         Targets that also get the pair's tight running bound (one block of Y per round
         against the shared factor; memory ``8 m T^2`` bytes and ``O(m^2 T^2)`` flops a round
@@ -104,9 +106,10 @@ class TargetsAccountant:
     Raises
     ------
     ParameterError
-        A W that is not one exactly symmetric gossip matrix, a view whose observed rows
-        depend on the target (``adaptive-v1``, ``target-v1``, ``local-dp``) or without an
-        analytic ``lambda_min(K_T)`` bound for this W.
+        A W that is not one exactly symmetric gossip matrix, a view without an attacker
+        set (``adaptive-v1``, ``target-v1``: observed rows fixed by the target;
+        ``local-dp``: ``Delta_T^2 = T``) or without an analytic ``lambda_min(K_T)`` bound
+        for this W.
     ResourceLimitError
         From :meth:`step`: the tight targets' rows would exceed the memory budget
         (:func:`sparsedp.resources.memory_budget`).
@@ -161,10 +164,7 @@ class TargetsAccountant:
                  gradients: str = defaults.GOSSIP_GRADIENTS, backend: str = "auto"):
         self.W, self.precision_notes = checked_symmetric(W)
         n = self.W.shape[0]
-        if view not in TARGET_FREE_VIEWS:
-            raise ParameterError(f"the targets accountant offers the views {TARGET_FREE_VIEWS}"
-                                 f" (observed rows that do not depend on the target), not "
-                                 f"{view!r}")
+        view = attacker_view(view, "TargetsAccountant")
         self.observers = validation.node_set(observers, n, "observers")
         self.sigma = validation.sigma(sigma)
         self.view, self.exact, self.backend = view, exact, backend
