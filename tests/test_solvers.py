@@ -112,3 +112,19 @@ def test_innovation_preconditioner_cuts_the_iterations_of_a_hub_view():
     assert stationary.converged and innovation.converged
     assert 3 * innovation.iterations <= stationary.iterations, (innovation, stationary)
     np.testing.assert_allclose(X_i, X_s, rtol=1e-6, atol=1e-8)
+
+
+def test_a_reducible_first_round_gets_a_preconditioner_and_the_dense_value():
+    """Time-varying gossip whose W_0 is directed, reducible and not doubly stochastic has no
+    stationary distribution; the preconditioner only needs some weight, and the iterative
+    solve still returns the dense assembly's interval (it raised GossipMatrixError)."""
+    import sparsedp
+
+    n = 6
+    W0 = np.eye(n)
+    W0[1, :2] = W0[2, 1:3] = 0.5
+    rounds = [sp.csr_matrix(W0)] + [sp.csr_matrix(np.full((n, n), 1.0 / n))] * 2
+    iterative = sparsedp.squared_sensitivity(rounds, 0, [3], 3, method="matrix-free")
+    dense = sparsedp.squared_sensitivity(rounds, 0, [3], 3, method="dense")
+    assert iterative.lower <= dense.upper and dense.lower <= iterative.upper
+    assert iterative.lower == pytest.approx(dense.lower, rel=1e-12)

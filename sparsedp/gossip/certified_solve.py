@@ -36,7 +36,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from sparsedp.errors import ParameterError
+from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.linalg import certified, gram
 from sparsedp.linalg.certified import UNIT_ROUNDOFF, MatrixSandwich, frobenius, gamma
 from sparsedp.linalg.matrix_facts import query_memo
@@ -762,8 +762,13 @@ def doubly_stochastic_to_rounding(W: sp.csr_matrix) -> bool:
 
 
 def _stationary_weight(W: sp.csr_matrix) -> float:
-    """``p = ||pi||^2`` for the preconditioner (``1/n`` when W is doubly stochastic)."""
-    if has_property(W, "doubly_stochastic"):  # only a preconditioner: any p is sound
+    """``p = ||pi||^2`` for the preconditioner (``1/n`` when W is doubly stochastic, or
+    reducible without one stationary distribution: a round of time-varying gossip, a directed
+    W).  Only a preconditioner: any ``p`` keeps the solve and its certificate sound."""
+    if has_property(W, "doubly_stochastic"):
         return 1.0 / W.shape[0]
-    pi = stationary_distribution(W)
+    try:
+        pi = stationary_distribution(W)
+    except GossipMatrixError:
+        return 1.0 / W.shape[0]
     return float(pi @ pi)
