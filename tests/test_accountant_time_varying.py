@@ -117,9 +117,10 @@ def check_every_round(seed: int, T: int) -> None:
 @pytest.mark.parametrize("seed", slow_after(list(range(20)), 3))
 def test_interval_contains_the_one_shot_value_at_every_round(seed):
     """20 random schedules (ER graphs per round, matchings, directed averaging per round, one
-    directed W), every t = 1..T: T = 10 in the default tier, then T = 200 for every fifth
-    and 60 for the others (each round costs two one-shot queries)."""
-    check_every_round(seed, 10 if seed < 3 else 200 if seed % 5 == 0 else 60)
+    directed W), every t = 1..T: T = 10 in the default tier, then T = 200 for seeds 5 and 15
+    and 60 for the others (each round costs two one-shot queries: seed 10 at T = 200 took
+    about 5 minutes of the slow tier)."""
+    check_every_round(seed, 10 if seed < 3 else 200 if seed in (5, 15) else 60)
 
 
 def dense_system(Ws, observed, target, p, T):
