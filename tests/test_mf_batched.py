@@ -157,3 +157,20 @@ def test_sign_search_without_excess_is_one_search(seed):
                 + sandwich.quadratic_slack())
     assert bounds["exhaustive_upper"] == expected
     assert bounds["exhaustive"] == searched_up - sandwich.quadratic_slack()
+
+
+def test_stacked_columns_equal_the_operators_impulse_responses():
+    """Muffliato-SGD(2) on a hub: the targets' columns read off the observer lags at once
+    (``MFSystem.stacked_A_T``, delayed K s rounds) equal those of R sparse products with W,
+    target by target (``A_target`` without lags), to rounding."""
+    from sparsedp.mf.operators import MFSystem
+
+    W, hub = _hub()
+    neighbours = np.union1d(W[hub].indices, [hub])
+    system = MFSystem(W, neighbours, np.array([hub]), T, 2, np.eye(T))
+    lags = system.assemble_K()[2]
+    targets = [u for u in range(W.shape[0]) if u != hub][:9]
+    stacked = system.stacked_A_T(targets, lags).reshape(len(targets), T, -1)
+    for k, u in enumerate(targets):
+        np.testing.assert_allclose(stacked[k].T, system.A_target(u), rtol=1e-12, atol=1e-15)
+        np.testing.assert_array_equal(system.A_target(u, lags), stacked[k].T)

@@ -59,6 +59,7 @@ import scipy.linalg
 
 from sparsedp.gossip.target_block import TargetBlock
 from sparsedp.linalg.certified import MatrixSandwich, gamma
+from sparsedp.linalg.threads import one_blas_thread
 from sparsedp.mf.operators import MFSystem
 from sparsedp.reprs import short_repr
 
@@ -191,11 +192,15 @@ def target_blocks(shared: Shared, bound: Certificate, targets: tuple[int, ...]
     per_chunk = max(1, min(BATCH_COLUMNS, N) // T)  # the chunk's arrays: <= 3 N^2 doubles
     for first in range(0, len(targets), per_chunk):
         chunk = targets[first:first + per_chunk]
-        At = np.concatenate([system.A_target(u, shared.lags)[shared.rows].T for u in chunk])
+        if shared.lags is None:  # (no lags: the operator's impulse responses, one by one)
+            At = np.concatenate([system.A_target(u)[shared.rows].T for u in chunk])
+        else:
+            At = system.stacked_A_T(chunk, shared.lags)[:, shared.rows]
         a_norms = np.sqrt(np.einsum("ij,ij->i", At, At)) * bound.norm
         Y3 = forward_solve(factor, At).reshape(len(chunk), T, N)
         del At
-        products = Y3 @ Y3.transpose(0, 2, 1)
+        with one_blas_thread():  # one small product per target
+            products = Y3 @ Y3.transpose(0, 2, 1)
         del Y3
         for k, u in enumerate(chunk):
             M = products[k]
