@@ -70,10 +70,28 @@ def test_forward_solve_skips_leading_zeros_and_equals_the_triangular_solve():
     starts = rng.integers(0, N + 1, c)
     starts[:3] = (0, N, batched.PANEL_ROWS)
     A[np.arange(N)[:, None] < starts[None, :]] = 0.0
-    Y = batched.forward_solve(factor, np.ascontiguousarray(A.T)).T
     expected = scipy.linalg.solve_triangular(factor, A, lower=True)
-    np.testing.assert_allclose(Y, expected, rtol=1e-10, atol=1e-12)
-    assert not np.any(Y[np.arange(N)[:, None] < starts[None, :]])
+    for layout in (factor, np.ascontiguousarray(factor)):  # LAPACK's column-major, row-major
+        Y = batched.forward_solve(layout, np.ascontiguousarray(A.T)).T
+        np.testing.assert_allclose(Y, expected, rtol=1e-10, atol=1e-12)
+        assert not np.any(Y[np.arange(N)[:, None] < starts[None, :]])
+
+
+def test_in_place_blas_refuses_what_it_cannot_address():
+    """BLAS writes wherever its pointers say: every layout and range is checked first."""
+    from sparsedp.linalg.blas_in_place import solve_panel, subtract_panel
+
+    L, Yt = np.eye(4), np.ones((2, 4))
+    with pytest.raises(ValueError, match="Yt must be a C-contiguous"):
+        solve_panel(L, np.ones((2, 8))[:, ::2], 0, 4, 2)
+    with pytest.raises(ValueError, match="L must be a contiguous"):
+        solve_panel(np.eye(8)[::2, ::2], Yt, 0, 4, 2)
+    with pytest.raises(ValueError, match=r"rows \[2, 5\) of 4 or count 2 out of range"):
+        subtract_panel(L, Yt, 2, 5, 2)
+    with pytest.raises(ValueError, match="count 3 out of range"):
+        subtract_panel(L, Yt, 0, 2, 3)
+    with pytest.raises(ValueError, match="do not match"):
+        solve_panel(L, np.ones((2, 3)), 0, 2, 1)
 
 
 def test_the_batch_is_declared_by_the_summary_and_needs_enough_targets():

@@ -55,9 +55,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-import scipy.linalg
 
 from sparsedp.gossip.target_block import TargetBlock
+from sparsedp.linalg.blas_in_place import solve_panel, subtract_panel
 from sparsedp.linalg.certified import MatrixSandwich, gamma
 from sparsedp.linalg.threads import one_blas_thread
 from sparsedp.mf.operators import MFSystem
@@ -236,9 +236,10 @@ def forward_solve(factor: np.ndarray, At: np.ndarray) -> np.ndarray:
     the rows of ``At`` (c x N), so that reordering them moves contiguous memory.
 
     Blocked forward substitution (:data:`PANEL_ROWS` unknowns a step: a triangular solve on
-    the diagonal block, then one matrix product for the trailing part), each column touched
-    from the panel of its first non-zero entry on: the zeros above it stay exact zeros, so
-    the result and its backward error are those of substitution on the trailing rows."""
+    the diagonal block, then one matrix product for the trailing part, both BLAS calls on
+    the arrays in place, :mod:`sparsedp.linalg.blas_in_place`), each column touched from the
+    panel of its first non-zero entry on: the zeros above it stay exact zeros, so the result
+    and its backward error are those of substitution on the trailing rows."""
     c, N = At.shape
     nonzero = At != 0
     starts = np.where(nonzero.any(axis=1), nonzero.argmax(axis=1), N)
@@ -249,13 +250,8 @@ def forward_solve(factor: np.ndarray, At: np.ndarray) -> np.ndarray:
     for top in range(0, N, PANEL_ROWS):
         bottom = min(top + PANEL_ROWS, N)
         active = int(np.searchsorted(starts, bottom, side="left"))  # started by this panel
-        if active == 0:
-            continue
-        Yt[:active, top:bottom] = scipy.linalg.solve_triangular(
-            factor[top:bottom, top:bottom], Yt[:active, top:bottom].T, lower=True,
-            check_finite=False).T
-        if bottom < N:
-            Yt[:active, bottom:] -= Yt[:active, top:bottom] @ factor[bottom:, top:bottom].T
+        solve_panel(factor, Yt, top, bottom, active)
+        subtract_panel(factor, Yt, top, bottom, active)
     out = np.empty_like(Yt)
     out[order] = Yt
     return out
