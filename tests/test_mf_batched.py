@@ -72,7 +72,11 @@ def test_forward_solve_skips_leading_zeros_and_equals_the_triangular_solve():
     A[np.arange(N)[:, None] < starts[None, :]] = 0.0
     expected = scipy.linalg.solve_triangular(factor, A, lower=True)
     for layout in (factor, np.ascontiguousarray(factor)):  # LAPACK's column-major, row-major
-        Y = batched.forward_solve(layout, np.ascontiguousarray(A.T)).T
+        Yt, order = batched.forward_solve(layout, np.ascontiguousarray(A.T))
+        assert np.all(np.diff(starts[order]) >= 0)
+        Y = np.empty_like(Yt)
+        Y[order] = Yt
+        Y = Y.T
         np.testing.assert_allclose(Y, expected, rtol=1e-10, atol=1e-12)
         assert not np.any(Y[np.arange(N)[:, None] < starts[None, :]])
 
@@ -189,6 +193,9 @@ def test_stacked_columns_equal_the_operators_impulse_responses():
     lags = system.assemble_K()[2]
     targets = [u for u in range(W.shape[0]) if u != hub][:9]
     stacked = system.stacked_A_T(targets, lags).reshape(len(targets), T, -1)
+    rows = np.flatnonzero(np.random.default_rng(2).random(stacked.shape[2]) < 0.8)
+    kept = system.stacked_A_T(targets, lags, rows).reshape(len(targets), T, -1)
     for k, u in enumerate(targets):
         np.testing.assert_allclose(stacked[k].T, system.A_target(u), rtol=1e-12, atol=1e-15)
         np.testing.assert_array_equal(system.A_target(u, lags), stacked[k].T)
+        np.testing.assert_array_equal(kept[k], stacked[k][:, rows])

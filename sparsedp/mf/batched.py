@@ -189,21 +189,23 @@ def target_blocks(shared: Shared, bound: Certificate, targets: tuple[int, ...]
     no_excess = np.zeros((T, T))
     no_excess.flags.writeable = False
     out: dict[int, TargetBlock] = {}
-    per_chunk = max(1, min(BATCH_COLUMNS, N) // T)  # the chunk's arrays: <= 3 N^2 doubles
+    per_chunk = max(1, min(BATCH_COLUMNS, N) // T)  # the chunk's arrays: <= 2 N^2 doubles
     for first in range(0, len(targets), per_chunk):
         chunk = targets[first:first + per_chunk]
         if shared.lags is None:  # (no lags: the operator's impulse responses, one by one)
             At = np.concatenate([system.A_target(u)[shared.rows].T for u in chunk])
         else:
-            At = system.stacked_A_T(chunk, shared.lags)[:, shared.rows]
+            At = system.stacked_A_T(chunk, shared.lags, shared.rows)
         a_norms = np.sqrt(np.einsum("ij,ij->i", At, At)) * bound.norm
-        Y3 = forward_solve(factor, At).reshape(len(chunk), T, N)
+        Yt, order = forward_solve(factor, At)
         del At
-        with one_blas_thread():  # one small product per target
-            products = Y3 @ Y3.transpose(0, 2, 1)
-        del Y3
-        for k, u in enumerate(chunk):
-            M = products[k]
+        where = np.empty_like(order)
+        where[order] = np.arange(order.size)  # the row of Yt holding column i of At
+        with one_blas_thread():  # small products: a second thread only waits
+            products = [Y @ Y.T for Y in (Yt[where[k * T:(k + 1) * T]]
+                                          for k in range(len(chunk)))]
+        del Yt
+        for k, (u, M) in enumerate(zip(chunk, products, strict=True)):
             y_norms = np.sqrt(np.clip(np.diag(M), 0.0, None)) * bound.norm
             sandwich = MatrixSandwich(low=0.5 * (M + M.T), excess=no_excess, eta_low=0.0,
                                       eta_excess=0.0,
@@ -231,9 +233,11 @@ def _abs_norm_bound(factor: np.ndarray) -> float:
     return math.sqrt(rho * (1 + gamma(2 * N + 4)))
 
 
-def forward_solve(factor: np.ndarray, At: np.ndarray) -> np.ndarray:
-    """``(L^{-1} At^T)^T`` for the lower triangle L of ``factor``: the columns to solve are
-    the rows of ``At`` (c x N), so that reordering them moves contiguous memory.
+def forward_solve(factor: np.ndarray, At: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(L^{-1} At^T)^T`` for the lower triangle L of ``factor``, its rows in the order of
+    their first non-zero entry: ``(Yt, order)`` with ``Yt[j]`` the solution for
+    ``At[order[j]]`` (the columns to solve are the rows of ``At``, c x N, so that reordering
+    them moves contiguous memory; the caller reads them where they are).
 
     Blocked forward substitution (:data:`PANEL_ROWS` unknowns a step: a triangular solve on
     the diagonal block, then one matrix product for the trailing part, both BLAS calls on
@@ -252,6 +256,4 @@ def forward_solve(factor: np.ndarray, At: np.ndarray) -> np.ndarray:
         active = int(np.searchsorted(starts, bottom, side="left"))  # started by this panel
         solve_panel(factor, Yt, top, bottom, active)
         subtract_panel(factor, Yt, top, bottom, active)
-    out = np.empty_like(Yt)
-    out[order] = Yt
-    return out
+    return Yt, order

@@ -81,19 +81,23 @@ class MFSystem:
             return np.ascontiguousarray(G[:, :: self.K])
         return np.ascontiguousarray(self.stacked_A_T([target], lags).T)
 
-    def stacked_A_T(self, targets, lags: np.ndarray) -> np.ndarray:
-        """``A_u^T`` of every target in ``targets``, stacked (``(len(targets) T) x (R m)``,
-        target-major), read off the observer lags of :meth:`assemble_K` at once: column s
-        of ``A_u`` is ``S W^(r - K s) e_u`` at round ``r >= K s`` (block ``(r, r')`` of the
-        impulse response ``S W^(r - r') e_u``; the target's column is never zeroed), the
-        target's lags delayed by ``K s`` rounds."""
-        rows = self.R * self.m
-        profiles = np.ascontiguousarray(lags[:, :, list(targets)].reshape(rows, -1).T)
-        out = np.zeros((profiles.shape[0], self.T, rows))
+    def stacked_A_T(self, targets, lags: np.ndarray, rows: np.ndarray | None = None
+                    ) -> np.ndarray:
+        """``A_u[rows]^T`` of every target in ``targets``, stacked (``(len(targets) T) x
+        rows.size``, target-major; ``rows``: indices into the ``R m`` rows in increasing
+        order, default all), read off the observer lags of :meth:`assemble_K` at once:
+        column s of ``A_u`` is ``S W^(r - K s) e_u`` at round ``r >= K s`` (block ``(r, r')``
+        of the impulse response ``S W^(r - r') e_u``; the target's column is never zeroed),
+        the target's lags delayed by ``K s`` rounds."""
+        full = self.R * self.m
+        rows = np.arange(full) if rows is None else np.asarray(rows)
+        profiles = np.ascontiguousarray(lags[:, :, list(targets)].reshape(full, -1).T)
+        out = np.zeros((profiles.shape[0], self.T, rows.size))
         for s in range(self.T):
             delay = self.K * s * self.m
-            out[:, s, delay:] = profiles[:, :rows - delay]
-        return out.reshape(-1, rows)
+            first = int(np.searchsorted(rows, delay))
+            out[:, s, first:] = profiles[:, rows[first:] - delay]
+        return out.reshape(-1, rows.size)
 
     def toeplitz_noise(self) -> np.ndarray | None:
         """``l`` with ``L[t, s] = l[t - s]`` when L is lower-triangular Toeplitz (independent
