@@ -22,7 +22,9 @@ Kernels
     cross term changes by ``-4 q_k (B p)_k``: O(1) a sign vector instead of the O(T) of a
     walk over whole vectors, and, being exact, without drift.  numpy: the same split, every
     head-tail pair's value by integer matrix products, in binary order (the maximum value
-    is the same; on ties the maximising vector may differ).
+    is the same; on ties the maximising vector may differ).  Measured (2-core machine at
+    load 2.7, one numba thread): T = 20 in 0.7 ms and T = 24 in 12 ms, against 6.2 ms and
+    112 ms for the former walk over whole vectors.
 ``local_sign_search(M, c0)``
     best-improvement single-flip ascent of c^T M c from ``c0`` (a lower bound on the maximum).
 ``spmm(W, X)`` / ``spmm_fused(W, X, shift)`` / ``spmm_rows(W, X, Y, rows)``
@@ -130,11 +132,11 @@ def _sign_patterns(bits: int) -> np.ndarray:
 
 
 def _max_sign_quadratic_numpy(Mi: np.ndarray) -> tuple[int, np.ndarray]:
-    """Meet in the middle on ``c = (p, q)`` (:func:`sign_search_split`), ``c_1 = +1``: the
+    """Meet in the middle on ``c = (p, q)`` (:func:`_sign_search_split`), ``c_1 = +1``: the
     heads' ``p^T A p``, the tails' ``q^T C q`` and the cross terms ``2 p^T B q`` (int64,
     exact) of every pair, a block of heads at a time, in binary order."""
     T = Mi.shape[0]
-    head = sign_search_split(T)
+    head = _sign_search_split(T)
     tails = _sign_patterns(T - head)
     tail_values = ((tails @ Mi[head:, head:]) * tails).sum(axis=1)
     best_value, best_signs = None, None
@@ -261,7 +263,7 @@ def _as_square(M: np.ndarray) -> np.ndarray:
     return M
 
 
-def sign_search_split(T: int) -> int:
+def _sign_search_split(T: int) -> int:
     """Coordinates in the head of the meet-in-the-middle search of
     :func:`max_sign_quadratic` (``c_1`` among them, fixed to +1): ``ceil(T / 2)``, so
     that the ``2^(head - 1)`` heads and the ``2^(T - head)`` tails are about as many."""
@@ -283,7 +285,7 @@ def max_sign_quadratic(M: np.ndarray, backend: str = "auto") -> tuple[float, np.
     if _resolve(backend) == "numpy":
         _, c = _max_sign_quadratic_numpy(Mi)
     else:
-        head = sign_search_split(T)
+        head = _sign_search_split(T)
         with numba_threads_for(2.0 ** (T - 1)):
             best_q, best_step = _numba_module().max_sign_quadratic(Mi, head)
         k = int(np.argmax(best_q))
