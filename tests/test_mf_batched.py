@@ -199,3 +199,19 @@ def test_stacked_columns_equal_the_operators_impulse_responses():
         np.testing.assert_allclose(stacked[k].T, system.A_target(u), rtol=1e-12, atol=1e-15)
         np.testing.assert_array_equal(system.A_target(u, lags), stacked[k].T)
         np.testing.assert_array_equal(kept[k], stacked[k][:, rows])
+
+
+def test_chunks_solved_in_parallel_give_the_serial_results(monkeypatch):
+    """With two BLAS threads allowed, two chunks are solved at a time (one BLAS thread
+    each): every target's block is bit for bit the one of the serial run (the shared factor
+    on one BLAS thread in both runs)."""
+    W, hub = _hub(60, seed=3)
+    monkeypatch.setattr(batched, "BATCH_COLUMNS", 4 * T)  # many chunks of 4 targets
+    runs = []
+    for threads in (1, 2):
+        monkeypatch.setattr(batched, "blas_threads", lambda threads=threads: threads)
+        summary = distance_summary(W, [hub], T, algorithm=muffliato_sgd(2),
+                                   gradients="scalar", progress=False)
+        assert {r.method for r in summary.results} == {batched.METHOD}
+        runs.append([(r.lower, r.upper) for r in summary.results])
+    assert len(runs[0]) > 8 and runs[0] == runs[1]

@@ -51,6 +51,7 @@ import contextlib
 import contextvars
 import math
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -59,7 +60,7 @@ import numpy as np
 from sparsedp.gossip.target_block import TargetBlock
 from sparsedp.linalg.blas_in_place import solve_panel, subtract_panel
 from sparsedp.linalg.certified import MatrixSandwich, gamma
-from sparsedp.linalg.threads import one_blas_thread
+from sparsedp.linalg.threads import blas_threads, one_blas_thread
 from sparsedp.mf.operators import MFSystem
 from sparsedp.reprs import short_repr
 
@@ -179,7 +180,12 @@ def certificate(shared: Shared) -> Certificate | None:
 def target_blocks(shared: Shared, bound: Certificate, targets: tuple[int, ...]
                   ) -> dict[int, TargetBlock]:
     """The blocks of ``targets`` from the shared factor, solved :data:`BATCH_COLUMNS`
-    columns at a time, each certified by ``bound`` (module docstring)."""
+    columns at a time, each certified by ``bound`` (module docstring).
+
+    The chunks are independent: :func:`sparsedp.linalg.threads.blas_threads` of them are
+    solved at a time, each on one BLAS thread (threads that never wait for each other,
+    where one multi-threaded BLAS call waits at every barrier for its slowest thread: on
+    the shared 2-core machine two BLAS threads gave no speed-up at all)."""
     system, T, N = shared.system, shared.system.T, shared.rows.size
     factor = shared.factor
     assert factor is not None, "a certificate exists only with the factor"
@@ -188,10 +194,8 @@ def target_blocks(shared: Shared, bound: Certificate, targets: tuple[int, ...]
             "estimate": shared.estimate}
     no_excess = np.zeros((T, T))
     no_excess.flags.writeable = False
-    out: dict[int, TargetBlock] = {}
-    per_chunk = max(1, min(BATCH_COLUMNS, N) // T)  # the chunk's arrays: <= 2 N^2 doubles
-    for first in range(0, len(targets), per_chunk):
-        chunk = targets[first:first + per_chunk]
+
+    def chunk_blocks(chunk: tuple[int, ...]) -> list[tuple[int, TargetBlock]]:
         if shared.lags is None:  # (no lags: the operator's impulse responses, one by one)
             At = np.concatenate([system.A_target(u)[shared.rows].T for u in chunk])
         else:
@@ -201,18 +205,28 @@ def target_blocks(shared: Shared, bound: Certificate, targets: tuple[int, ...]
         del At
         where = np.empty_like(order)
         where[order] = np.arange(order.size)  # the row of Yt holding column i of At
-        with one_blas_thread():  # small products: a second thread only waits
-            products = [Y @ Y.T for Y in (Yt[where[k * T:(k + 1) * T]]
-                                          for k in range(len(chunk)))]
+        products = [Y @ Y.T for Y in (Yt[where[k * T:(k + 1) * T]] for k in range(len(chunk)))]
         del Yt
+        blocks = []
         for k, (u, M) in enumerate(zip(chunk, products, strict=True)):
             y_norms = np.sqrt(np.clip(np.diag(M), 0.0, None)) * bound.norm
             sandwich = MatrixSandwich(low=0.5 * (M + M.T), excess=no_excess, eta_low=0.0,
                                       eta_excess=0.0,
                                       model=bound.model(y_norms, a_norms[k * T:(k + 1) * T]))
-            out[u] = TargetBlock(T=T, closed_form=None, sandwich=sandwich,
-                                 upper_certified=True, method=METHOD, solver=info,
-                                 notes=shared.notes)
+            blocks.append((u, TargetBlock(T=T, closed_form=None, sandwich=sandwich,
+                                          upper_certified=True, method=METHOD, solver=info,
+                                          notes=shared.notes)))
+        return blocks
+
+    per_chunk = max(1, min(BATCH_COLUMNS, N) // T)  # a chunk's arrays: <= 2 N^2 doubles
+    chunks = [targets[first:first + per_chunk] for first in range(0, len(targets), per_chunk)]
+    # (the operator's impulse responses run numba's parallel kernels, which must not be
+    # entered from two threads at once: one chunk at a time then)
+    workers = min(blas_threads() if shared.lags is not None else 1, len(chunks))
+    out: dict[int, TargetBlock] = {}
+    with one_blas_thread(), ThreadPoolExecutor(workers) as pool:
+        for blocks in pool.map(chunk_blocks, chunks):
+            out.update(blocks)
     return out
 
 
