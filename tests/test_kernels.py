@@ -29,6 +29,23 @@ def test_exhaustive_refresh_path_on_larger_T():
     assert v_numba == pytest.approx(v_numpy, rel=1e-12)
 
 
+@pytest.mark.parametrize("shape", ["psd", "indefinite"])
+@pytest.mark.parametrize("T", range(2, 17))
+def test_meet_in_the_middle_attains_the_grid_maximum(shape, T):
+    # both backends' vectors attain the exact maximum of c^T Mi c on the integer grid (the
+    # certified quantity): every sign vector's grid value, in int64 (exact on the grid)
+    rng = np.random.default_rng(100 + T)
+    M = random_psd(T, T + 50) if shape == "psd" else rng.standard_normal((T, T))
+    Mi, _ = kernels.integer_grid(M)
+    C = np.ones((2 ** (T - 1), T), dtype=np.int64)
+    C[:, 1:] = 1 - 2 * ((np.arange(2 ** (T - 1))[:, None] >> np.arange(T - 1)) & 1)
+    truth = int(((C @ Mi) * C).sum(axis=1).max())
+    for backend in ("numba", "numpy"):
+        _, c = kernels.max_sign_quadratic(M, backend=backend)
+        ci = c.astype(np.int64)
+        assert int(ci @ Mi @ ci) == truth
+
+
 @settings(max_examples=40, deadline=None)
 @given(T=st.integers(1, 30), seed=st.integers(0, 10_000))
 def test_local_search_backends_agree_and_are_local_optima(T, seed):

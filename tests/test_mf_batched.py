@@ -70,10 +70,32 @@ def test_forward_solve_skips_leading_zeros_and_equals_the_triangular_solve():
     starts = rng.integers(0, N + 1, c)
     starts[:3] = (0, N, batched.PANEL_ROWS)
     A[np.arange(N)[:, None] < starts[None, :]] = 0.0
-    Y = batched.forward_solve(factor, np.ascontiguousarray(A.T)).T
     expected = scipy.linalg.solve_triangular(factor, A, lower=True)
-    np.testing.assert_allclose(Y, expected, rtol=1e-10, atol=1e-12)
-    assert not np.any(Y[np.arange(N)[:, None] < starts[None, :]])
+    for layout in (factor, np.ascontiguousarray(factor)):  # LAPACK's column-major, row-major
+        Yt, order = batched.forward_solve(layout, np.ascontiguousarray(A.T))
+        assert np.all(np.diff(starts[order]) >= 0)
+        Y = np.empty_like(Yt)
+        Y[order] = Yt
+        Y = Y.T
+        np.testing.assert_allclose(Y, expected, rtol=1e-10, atol=1e-12)
+        assert not np.any(Y[np.arange(N)[:, None] < starts[None, :]])
+
+
+def test_in_place_blas_refuses_what_it_cannot_address():
+    """BLAS writes wherever its pointers say: every layout and range is checked first."""
+    from sparsedp.linalg.blas_in_place import solve_panel, subtract_panel
+
+    L, Yt = np.eye(4), np.ones((2, 4))
+    with pytest.raises(ValueError, match="Yt must be a C-contiguous"):
+        solve_panel(L, np.ones((2, 8))[:, ::2], 0, 4, 2)
+    with pytest.raises(ValueError, match="L must be a contiguous"):
+        solve_panel(np.eye(8)[::2, ::2], Yt, 0, 4, 2)
+    with pytest.raises(ValueError, match=r"rows \[2, 5\) of 4 or count 2 out of range"):
+        subtract_panel(L, Yt, 2, 5, 2)
+    with pytest.raises(ValueError, match="count 3 out of range"):
+        subtract_panel(L, Yt, 0, 2, 3)
+    with pytest.raises(ValueError, match="do not match"):
+        solve_panel(L, np.ones((2, 3)), 0, 2, 1)
 
 
 def test_the_batch_is_declared_by_the_summary_and_needs_enough_targets():
@@ -157,3 +179,39 @@ def test_sign_search_without_excess_is_one_search(seed):
                 + sandwich.quadratic_slack())
     assert bounds["exhaustive_upper"] == expected
     assert bounds["exhaustive"] == searched_up - sandwich.quadratic_slack()
+
+
+def test_stacked_columns_equal_the_operators_impulse_responses():
+    """Muffliato-SGD(2) on a hub: the targets' columns read off the observer lags at once
+    (``MFSystem.stacked_A_T``, delayed K s rounds) equal those of R sparse products with W,
+    target by target (``A_target`` without lags), to rounding."""
+    from sparsedp.mf.operators import MFSystem
+
+    W, hub = _hub()
+    neighbours = np.union1d(W[hub].indices, [hub])
+    system = MFSystem(W, neighbours, np.array([hub]), T, 2, np.eye(T))
+    lags = system.assemble_K()[2]
+    targets = [u for u in range(W.shape[0]) if u != hub][:9]
+    stacked = system.stacked_A_T(targets, lags).reshape(len(targets), T, -1)
+    rows = np.flatnonzero(np.random.default_rng(2).random(stacked.shape[2]) < 0.8)
+    kept = system.stacked_A_T(targets, lags, rows).reshape(len(targets), T, -1)
+    for k, u in enumerate(targets):
+        np.testing.assert_allclose(stacked[k].T, system.A_target(u), rtol=1e-12, atol=1e-15)
+        np.testing.assert_array_equal(system.A_target(u, lags), stacked[k].T)
+        np.testing.assert_array_equal(kept[k], stacked[k][:, rows])
+
+
+def test_chunks_solved_in_parallel_give_the_serial_results(monkeypatch):
+    """With two BLAS threads allowed, two chunks are solved at a time (one BLAS thread
+    each): every target's block is bit for bit the one of the serial run (the shared factor
+    on one BLAS thread in both runs)."""
+    W, hub = _hub(60, seed=3)
+    monkeypatch.setattr(batched, "BATCH_COLUMNS", 4 * T)  # many chunks of 4 targets
+    runs = []
+    for threads in (1, 2):
+        monkeypatch.setattr(batched, "blas_threads", lambda threads=threads: threads)
+        summary = distance_summary(W, [hub], T, algorithm=muffliato_sgd(2),
+                                   gradients="scalar", progress=False)
+        assert {r.method for r in summary.results} == {batched.METHOD}
+        runs.append([(r.lower, r.upper) for r in summary.results])
+    assert len(runs[0]) > 8 and runs[0] == runs[1]

@@ -26,55 +26,92 @@ def refresh(M, c, y):
     return q
 
 
-@numba.njit(cache=True, parallel=True)
-def max_sign_quadratic(Mi, prefix_bits):
-    """Exhaustive search on the integer grid matrix ``Mi`` (int64, symmetric): per prefix
-    chunk, the best ``c^T Mi c`` of its Gray-code walk and the walk step attaining it.
-
-    Integer arithmetic is exact (the grid keeps every intermediate below 2^62), so there is
-    no rounding drift and no refresh.  The best vector of a chunk is rebuilt from the step.
-    """
+@numba.njit(cache=True)
+def _tail_walk(Mi, head):
+    """The tail's quadratic ``q^T Mi[head:, head:] q`` at every step of its Gray-code walk
+    from ``q = 1``, the coordinate (of the tail) each step flips and twice its sign before
+    the flip (entry 0 of both unused)."""
     T = Mi.shape[0]
-    low_bits = T - 1 - prefix_bits
-    n_chunks = 1 << prefix_bits
-    best_q = np.empty(n_chunks, dtype=np.int64)
-    best_c = np.empty((n_chunks, T), dtype=np.int64)
-    for h in numba.prange(n_chunks):
-        c = np.ones(T, dtype=np.int64)
-        for b in range(prefix_bits):
+    tail = T - head
+    steps = 1 << tail
+    values = np.empty(steps, dtype=np.int64)
+    flips = np.zeros(steps, dtype=np.int64)
+    twice_signs = np.zeros(steps, dtype=np.int64)
+    q = np.ones(tail, dtype=np.int64)
+    y = np.zeros(tail, dtype=np.int64)
+    v = 0
+    for a in range(tail):
+        s = 0
+        for b in range(tail):
+            s += Mi[head + a, head + b]
+        y[a] = s
+        v += s
+    values[0] = v
+    for step in range(1, steps):
+        k = 0
+        s = step
+        while (s & 1) == 0:
+            s >>= 1
+            k += 1
+        flips[step] = k
+        ck = q[k]
+        twice_signs[step] = 2 * ck
+        v = v - 4 * ck * y[k] + 4 * Mi[head + k, head + k]
+        for a in range(tail):
+            y[a] -= 2 * ck * Mi[head + a, head + k]
+        q[k] = -ck
+        values[step] = v
+    return values, flips, twice_signs
+
+
+@numba.njit(cache=True, parallel=True)
+def max_sign_quadratic(Mi, head):
+    """Exhaustive search on the integer grid matrix ``Mi`` (int64, symmetric), meet in the
+    middle: per head pattern ``p`` (``c_0 = +1`` and bits of the index for ``c_1 ..
+    c_(head-1)``), the best ``p^T A p + q^T C q + 2 (B p)^T q`` over the tail ``q``, walked
+    in Gray-code order with the tail's quadratic precomputed (:func:`_tail_walk`), so a
+    step costs O(1): the cross term changes by ``-4 q_k (B p)_k`` (the tail's sign before
+    the flip is the same for every head).  Returns per head the best value and the walk
+    step attaining it (the first on ties).
+
+    Integer arithmetic is exact (the grid keeps every intermediate below 2^62)."""
+    T = Mi.shape[0]
+    tail = T - head
+    tail_values, flips, twice_signs = _tail_walk(Mi, head)
+    steps = tail_values.shape[0]
+    n_heads = 1 << (head - 1)
+    best_q = np.empty(n_heads, dtype=np.int64)
+    best_step = np.empty(n_heads, dtype=np.int64)
+    for h in numba.prange(n_heads):
+        p = np.ones(head, dtype=np.int64)
+        for b in range(head - 1):
             if (h >> b) & 1:
-                c[1 + low_bits + b] = -1
-        y = np.zeros(T, dtype=np.int64)
-        q = 0
-        for i in range(T):
+                p[1 + b] = -1
+        quadratic = 0
+        for a in range(head):
             s = 0
-            for j in range(T):
-                s += Mi[i, j] * c[j]
-            y[i] = s
-            q += c[i] * s
-        bq = q
-        best_step = 0
-        for step in range(1, 1 << low_bits):
-            k = 1
-            s = step
-            while (s & 1) == 0:
-                s >>= 1
-                k += 1
-            ck = c[k]
-            q = q - 4 * ck * y[k] + 4 * Mi[k, k]
-            twice = 2 * ck
-            for i in range(T):
-                y[i] -= twice * Mi[k, i]
-            c[k] = -ck
-            if q > bq:
-                bq = q
-                best_step = step
-        gray = best_step ^ (best_step >> 1)
-        for b in range(low_bits):
-            c[1 + b] = -1 if (gray >> b) & 1 else 1
+            for b in range(head):
+                s += Mi[a, b] * p[b]
+            quadratic += p[a] * s
+        r = np.zeros(tail, dtype=np.int64)
+        cross = 0
+        for a in range(tail):
+            s = 0
+            for b in range(head):
+                s += Mi[head + a, b] * p[b]
+            r[a] = 2 * s
+            cross += r[a]
+        bq = quadratic + tail_values[0] + cross
+        bs = 0
+        for step in range(1, steps):
+            cross -= twice_signs[step] * r[flips[step]]
+            value = quadratic + tail_values[step] + cross
+            if value > bq:
+                bq = value
+                bs = step
         best_q[h] = bq
-        best_c[h, :] = c
-    return best_q, best_c
+        best_step[h] = bs
+    return best_q, best_step
 
 
 @numba.njit(cache=True)

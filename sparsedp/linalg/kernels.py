@@ -14,12 +14,17 @@ Kernels
 ``max_sign_quadratic(M)``
     max over c in {-1, +1}^T of c^T M c by exhaustive enumeration of the 2^(T-1) classes
     {c, -c}, in exact int64 arithmetic on an integer grid ``Mi ~ 2 s sym(M)``
-    (:func:`integer_grid`).  numba: a Gray-code walk, parallel over 2^8 prefixes; flipping
-    coordinate k changes the value by ``q' = q - 4 c_k (Mi c)_k + 4 Mi_kk`` and the product by
-    ``Mi c' = Mi c - 2 c_k Mi[:, k]``, so each step costs O(T) and, being exact, never drifts.
-    numpy: the same grid, enumerated in chunks in binary order (the maximum value is the same;
-    on ties the maximising vector may differ).  Measured (2-core machine, numba, two threads
-    shared with other work): T = 20 in 0.002 s, T = 24 in 0.03 s, T = 28 in 0.6 s.
+    (:func:`integer_grid`), meeting in the middle: ``c = (p, q)`` with a head ``p`` of
+    ``ceil(T / 2)`` coordinates (``c_1 = +1``) and a tail ``q``, ``c^T Mi c = p^T A p +
+    q^T C q + 2 (B p)^T q``.  numba: the tails' ``q^T C q`` once, by a Gray-code walk
+    (flipping coordinate k changes it by ``4 Mi_kk - 4 q_k (C q)_k``), then per head (in
+    parallel) ``p^T A p`` and ``B p`` once and a Gray-code walk over the tails in which the
+    cross term changes by ``-4 q_k (B p)_k``: O(1) a sign vector instead of the O(T) of a
+    walk over whole vectors, and, being exact, without drift.  numpy: the same split, every
+    head-tail pair's value by integer matrix products, in binary order (the maximum value
+    is the same; on ties the maximising vector may differ).  Measured (2-core machine at
+    load 2.7, one numba thread): T = 20 in 0.7 ms and T = 24 in 12 ms, against 6.2 ms and
+    112 ms for the former walk over whole vectors.
 ``local_sign_search(M, c0)``
     best-improvement single-flip ascent of c^T M c from ``c0`` (a lower bound on the maximum).
 ``spmm(W, X)`` / ``spmm_fused(W, X, shift)`` / ``spmm_rows(W, X, Y, rows)``
@@ -62,7 +67,6 @@ import numpy as np
 
 from sparsedp.linalg.threads import PARALLEL_MIN_WORK, numba_threads_for
 
-_PARALLEL_PREFIX_BITS = 8
 BACKENDS = ("auto", "numba", "numpy")
 _STAGNATION = 1e-15
 FUSED_MAX_WIDTH = 8  # wider blocks: plain product, then chunked BLAS Gram products
@@ -121,23 +125,33 @@ def integer_grid(M: np.ndarray) -> tuple[np.ndarray, float]:
     return R + R.T, s
 
 
+def _sign_patterns(bits: int) -> np.ndarray:
+    """Every sign vector of length ``bits`` in binary order (bit b of the row index set:
+    coordinate b is -1), int64, one per row."""
+    return 1 - 2 * ((np.arange(2**bits)[:, None] >> np.arange(bits)) & 1)
+
+
 def _max_sign_quadratic_numpy(Mi: np.ndarray) -> tuple[int, np.ndarray]:
-    """Binary-order enumeration of ``c^T Mi c`` (int64, exact), ``c_1 = +1``, in chunks."""
+    """Meet in the middle on ``c = (p, q)`` (:func:`_sign_search_split`), ``c_1 = +1``: the
+    heads' ``p^T A p``, the tails' ``q^T C q`` and the cross terms ``2 p^T B q`` (int64,
+    exact) of every pair, a block of heads at a time, in binary order."""
     T = Mi.shape[0]
+    head = _sign_search_split(T)
+    tails = _sign_patterns(T - head)
+    tail_values = ((tails @ Mi[head:, head:]) * tails).sum(axis=1)
     best_value, best_signs = None, None
-    free = T - 1
-    chunk_bits = min(free, 14)
-    low = ((np.arange(2**chunk_bits)[:, None] >> np.arange(chunk_bits)) & 1) if free else None
-    for high in range(2 ** (free - chunk_bits)):
-        C = np.ones((2**chunk_bits, T), dtype=np.int64)
-        if free:
-            C[:, 1 : 1 + chunk_bits] = 1 - 2 * low
-            high_bits = (high >> np.arange(free - chunk_bits)) & 1
-            C[:, 1 + chunk_bits :] = 1 - 2 * high_bits
-        values = ((C @ Mi) * C).sum(axis=1)
-        i = int(np.argmax(values))
-        if best_value is None or values[i] > best_value:
-            best_value, best_signs = int(values[i]), C[i].copy()
+    block_bits = max(0, min(head - 1, 20 - (T - head)))  # <= 2^20 pairs a block
+    within = _sign_patterns(block_bits)
+    for high in range(2 ** (head - 1 - block_bits)):
+        P = np.ones((2**block_bits, head), dtype=np.int64)
+        P[:, 1:1 + block_bits] = within
+        P[:, 1 + block_bits:] = 1 - 2 * ((high >> np.arange(head - 1 - block_bits)) & 1)
+        head_values = ((P @ Mi[:head, :head]) * P).sum(axis=1)
+        values = (head_values[:, None] + tail_values[None, :]
+                  + 2 * (P @ Mi[:head, head:]) @ tails.T)
+        i, j = np.unravel_index(int(np.argmax(values)), values.shape)
+        if best_value is None or values[i, j] > best_value:
+            best_value, best_signs = int(values[i, j]), np.concatenate([P[i], tails[j]])
     return best_value, best_signs
 
 
@@ -249,24 +263,35 @@ def _as_square(M: np.ndarray) -> np.ndarray:
     return M
 
 
+def _sign_search_split(T: int) -> int:
+    """Coordinates in the head of the meet-in-the-middle search of
+    :func:`max_sign_quadratic` (``c_1`` among them, fixed to +1): ``ceil(T / 2)``, so
+    that the ``2^(head - 1)`` heads and the ``2^(T - head)`` tails are about as many."""
+    return (T + 1) // 2
+
+
 def max_sign_quadratic(M: np.ndarray, backend: str = "auto") -> tuple[float, np.ndarray]:
     """Exhaustive ``max_{c in {-1,1}^T} c^T M c`` and a maximising ``c`` (with ``c_1 = +1``).
 
-    Cost O(2^(T-1) T).  The search runs exactly on the integer grid of :func:`integer_grid`,
-    so ``c`` maximises ``c^T sym(M) c`` up to :func:`max_sign_quadratic_drift`.  The returned
-    value is recomputed as ``c^T M c`` for the returned vector, so it is exactly the value of
-    a feasible point (up to the rounding of that one evaluation).
+    Cost O(2^(T-1)) (a few integer operations per sign vector) plus O(2^(T/2) T^2).  The
+    search runs exactly on the integer grid of :func:`integer_grid`, so ``c`` maximises
+    ``c^T sym(M) c`` up to :func:`max_sign_quadratic_drift`.  The returned value is
+    recomputed as ``c^T M c`` for the returned vector, so it is exactly the value of a
+    feasible point (up to the rounding of that one evaluation).
     """
     M = _as_square(M)
     Mi, _ = integer_grid(M)
+    T = M.shape[0]
     if _resolve(backend) == "numpy":
         _, c = _max_sign_quadratic_numpy(Mi)
     else:
-        kernel = _numba_module().max_sign_quadratic
-        prefix = min(M.shape[0] - 1, _PARALLEL_PREFIX_BITS)
-        with numba_threads_for(2.0 ** (M.shape[0] - 1) * M.shape[0]):
-            best_q, best_c = kernel(Mi, prefix)
-        c = best_c[int(np.argmax(best_q))]
+        head = _sign_search_split(T)
+        with numba_threads_for(2.0 ** (T - 1)):
+            best_q, best_step = _numba_module().max_sign_quadratic(Mi, head)
+        k = int(np.argmax(best_q))
+        gray = int(best_step[k]) ^ (int(best_step[k]) >> 1)
+        c = np.concatenate([[1], 1 - 2 * ((k >> np.arange(head - 1)) & 1),
+                            1 - 2 * ((gray >> np.arange(T - head)) & 1)])
     c = c.astype(np.float64)
     return float(c @ (M @ c)), c
 

@@ -51,14 +51,16 @@ import contextlib
 import contextvars
 import math
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-import scipy.linalg
 
 from sparsedp.gossip.target_block import TargetBlock
+from sparsedp.linalg.blas_in_place import solve_panel, subtract_panel
 from sparsedp.linalg.certified import MatrixSandwich, gamma
+from sparsedp.linalg.threads import blas_threads, one_blas_thread
 from sparsedp.mf.operators import MFSystem
 from sparsedp.reprs import short_repr
 
@@ -178,7 +180,12 @@ def certificate(shared: Shared) -> Certificate | None:
 def target_blocks(shared: Shared, bound: Certificate, targets: tuple[int, ...]
                   ) -> dict[int, TargetBlock]:
     """The blocks of ``targets`` from the shared factor, solved :data:`BATCH_COLUMNS`
-    columns at a time, each certified by ``bound`` (module docstring)."""
+    columns at a time, each certified by ``bound`` (module docstring).
+
+    The chunks are independent: :func:`sparsedp.linalg.threads.blas_threads` of them are
+    solved at a time, each on one BLAS thread (threads that never wait for each other,
+    where one multi-threaded BLAS call waits at every barrier for its slowest thread: on
+    the shared 2-core machine two BLAS threads gave no speed-up at all)."""
     system, T, N = shared.system, shared.system.T, shared.rows.size
     factor = shared.factor
     assert factor is not None, "a certificate exists only with the factor"
@@ -187,25 +194,39 @@ def target_blocks(shared: Shared, bound: Certificate, targets: tuple[int, ...]
             "estimate": shared.estimate}
     no_excess = np.zeros((T, T))
     no_excess.flags.writeable = False
-    out: dict[int, TargetBlock] = {}
-    per_chunk = max(1, min(BATCH_COLUMNS, N) // T)  # the chunk's arrays: <= 3 N^2 doubles
-    for first in range(0, len(targets), per_chunk):
-        chunk = targets[first:first + per_chunk]
-        At = np.concatenate([system.A_target(u, shared.lags)[shared.rows].T for u in chunk])
+
+    def chunk_blocks(chunk: tuple[int, ...]) -> list[tuple[int, TargetBlock]]:
+        if shared.lags is None:  # (no lags: the operator's impulse responses, one by one)
+            At = np.concatenate([system.A_target(u)[shared.rows].T for u in chunk])
+        else:
+            At = system.stacked_A_T(chunk, shared.lags, shared.rows)
         a_norms = np.sqrt(np.einsum("ij,ij->i", At, At)) * bound.norm
-        Y3 = forward_solve(factor, At).reshape(len(chunk), T, N)
+        Yt, order = forward_solve(factor, At)
         del At
-        products = Y3 @ Y3.transpose(0, 2, 1)
-        del Y3
-        for k, u in enumerate(chunk):
-            M = products[k]
+        where = np.empty_like(order)
+        where[order] = np.arange(order.size)  # the row of Yt holding column i of At
+        products = [Y @ Y.T for Y in (Yt[where[k * T:(k + 1) * T]] for k in range(len(chunk)))]
+        del Yt
+        blocks = []
+        for k, (u, M) in enumerate(zip(chunk, products, strict=True)):
             y_norms = np.sqrt(np.clip(np.diag(M), 0.0, None)) * bound.norm
             sandwich = MatrixSandwich(low=0.5 * (M + M.T), excess=no_excess, eta_low=0.0,
                                       eta_excess=0.0,
                                       model=bound.model(y_norms, a_norms[k * T:(k + 1) * T]))
-            out[u] = TargetBlock(T=T, closed_form=None, sandwich=sandwich,
-                                 upper_certified=True, method=METHOD, solver=info,
-                                 notes=shared.notes)
+            blocks.append((u, TargetBlock(T=T, closed_form=None, sandwich=sandwich,
+                                          upper_certified=True, method=METHOD, solver=info,
+                                          notes=shared.notes)))
+        return blocks
+
+    per_chunk = max(1, min(BATCH_COLUMNS, N) // T)  # a chunk's arrays: <= 2 N^2 doubles
+    chunks = [targets[first:first + per_chunk] for first in range(0, len(targets), per_chunk)]
+    # (the operator's impulse responses run numba's parallel kernels, which must not be
+    # entered from two threads at once: one chunk at a time then)
+    workers = min(blas_threads() if shared.lags is not None else 1, len(chunks))
+    out: dict[int, TargetBlock] = {}
+    with one_blas_thread(), ThreadPoolExecutor(workers) as pool:
+        for blocks in pool.map(chunk_blocks, chunks):
+            out.update(blocks)
     return out
 
 
@@ -226,14 +247,17 @@ def _abs_norm_bound(factor: np.ndarray) -> float:
     return math.sqrt(rho * (1 + gamma(2 * N + 4)))
 
 
-def forward_solve(factor: np.ndarray, At: np.ndarray) -> np.ndarray:
-    """``(L^{-1} At^T)^T`` for the lower triangle L of ``factor``: the columns to solve are
-    the rows of ``At`` (c x N), so that reordering them moves contiguous memory.
+def forward_solve(factor: np.ndarray, At: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(L^{-1} At^T)^T`` for the lower triangle L of ``factor``, its rows in the order of
+    their first non-zero entry: ``(Yt, order)`` with ``Yt[j]`` the solution for
+    ``At[order[j]]`` (the columns to solve are the rows of ``At``, c x N, so that reordering
+    them moves contiguous memory; the caller reads them where they are).
 
     Blocked forward substitution (:data:`PANEL_ROWS` unknowns a step: a triangular solve on
-    the diagonal block, then one matrix product for the trailing part), each column touched
-    from the panel of its first non-zero entry on: the zeros above it stay exact zeros, so
-    the result and its backward error are those of substitution on the trailing rows."""
+    the diagonal block, then one matrix product for the trailing part, both BLAS calls on
+    the arrays in place, :mod:`sparsedp.linalg.blas_in_place`), each column touched from the
+    panel of its first non-zero entry on: the zeros above it stay exact zeros, so the result
+    and its backward error are those of substitution on the trailing rows."""
     c, N = At.shape
     nonzero = At != 0
     starts = np.where(nonzero.any(axis=1), nonzero.argmax(axis=1), N)
@@ -244,13 +268,6 @@ def forward_solve(factor: np.ndarray, At: np.ndarray) -> np.ndarray:
     for top in range(0, N, PANEL_ROWS):
         bottom = min(top + PANEL_ROWS, N)
         active = int(np.searchsorted(starts, bottom, side="left"))  # started by this panel
-        if active == 0:
-            continue
-        Yt[:active, top:bottom] = scipy.linalg.solve_triangular(
-            factor[top:bottom, top:bottom], Yt[:active, top:bottom].T, lower=True,
-            check_finite=False).T
-        if bottom < N:
-            Yt[:active, bottom:] -= Yt[:active, top:bottom] @ factor[bottom:, top:bottom].T
-    out = np.empty_like(Yt)
-    out[order] = Yt
-    return out
+        solve_panel(factor, Yt, top, bottom, active)
+        subtract_panel(factor, Yt, top, bottom, active)
+    return Yt, order

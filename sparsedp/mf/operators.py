@@ -25,7 +25,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from sparsedp.linalg import gram
 from sparsedp.linalg.certified import gamma
-from sparsedp.linalg.operators import GossipSystem, toeplitz_blocks
+from sparsedp.linalg.operators import GossipSystem
 
 _MIRROR_ROWS = 512  # rows of K mirrored at a time by _gram_rows
 
@@ -78,9 +78,26 @@ class MFSystem:
         lags of :meth:`assemble_K` when given (no sparse product), else by R products."""
         if lags is None:
             G = self.gossip.G_matrix(target)  # (R m) x R, every round's impulse
-        else:  # block (r, r') = S W^(r - r') e_u; the target's column is never zeroed
-            G = toeplitz_blocks(lags[:, :, target])
-        return np.ascontiguousarray(G[:, :: self.K])
+            return np.ascontiguousarray(G[:, :: self.K])
+        return np.ascontiguousarray(self.stacked_A_T([target], lags).T)
+
+    def stacked_A_T(self, targets, lags: np.ndarray, rows: np.ndarray | None = None
+                    ) -> np.ndarray:
+        """``A_u[rows]^T`` of every target in ``targets``, stacked (``(len(targets) T) x
+        rows.size``, target-major; ``rows``: indices into the ``R m`` rows in increasing
+        order, default all), read off the observer lags of :meth:`assemble_K` at once:
+        column s of ``A_u`` is ``S W^(r - K s) e_u`` at round ``r >= K s`` (block ``(r, r')``
+        of the impulse response ``S W^(r - r') e_u``; the target's column is never zeroed),
+        the target's lags delayed by ``K s`` rounds."""
+        full = self.R * self.m
+        rows = np.arange(full) if rows is None else np.asarray(rows)
+        profiles = np.ascontiguousarray(lags[:, :, list(targets)].reshape(full, -1).T)
+        out = np.zeros((profiles.shape[0], self.T, rows.size))
+        for s in range(self.T):
+            delay = self.K * s * self.m
+            first = int(np.searchsorted(rows, delay))
+            out[:, s, first:] = profiles[:, rows[first:] - delay]
+        return out.reshape(-1, rows.size)
 
     def toeplitz_noise(self) -> np.ndarray | None:
         """``l`` with ``L[t, s] = l[t - s]`` when L is lower-triangular Toeplitz (independent
