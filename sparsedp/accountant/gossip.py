@@ -34,8 +34,33 @@ the last answer):
 Supported: one constant, exactly symmetric W (the structured form) and the views whose
 ``lambda_min(K_T)`` has the analytic bound (every view of
 :mod:`sparsedp.gossip.views` except ``local-dp``, without ``noise_removed``; the v1 forms when W
-is diagonally dominant).  Removed noise is not offered: ParameterError.  Every node's worst
-case over the graph: :class:`sparsedp.GraphAccountant`.
+is diagonally dominant).  Every node's worst case over the graph:
+:class:`sparsedp.GraphAccountant`.
+
+**Removed noise** (``noise_removed=True``: the attacker knows, and subtracts, the noise its own
+nodes drew, the engine's ``known_noise``) has no analytic ``lambda_min(K_T)`` bound
+(:func:`~sparsedp.gossip.certified_solve.analytic_lambda_min_lower_bound` gives none), so no
+bordered factor certifies a running bound: the route is lazy, as the one-shot route of
+:class:`sparsedp.MFAccountant`.  ``step(k)`` only records rounds (one constant W, symmetric or
+not; time-varying gossip is refused); :meth:`~Accountant.interval`, and :attr:`~Accountant.upper`,
+``epsilon``, ``rdp``, ``to_dp_event`` once asked, are the one-shot query
+``squared_sensitivity(W, target, observers, T, view=view, noise_removed=True, ...)`` at the
+recorded T, cached per T, plus the cap T (``"noise_cap"``): the target's own noise columns
+are in K and never among the known noise (a target among the observers is refused, and so are
+the views whose known rows contain the target), so ``K >= G G^T``, ``M_T = G^T K^{-1} G <= I``
+and ``c^T M_T c <= ||c||^2 <= T`` for scalar and vector contributions alike.  Costs (Q(T) one
+one-shot query at T):
+
+=========================  =================================================================
+``step(k)``                ``O(1)``: the rounds recorded
+``upper``, ``epsilon``,    Q(T), cached per T (capped by T)
+``rdp``, ``to_dp_event``,
+``interval()``
+``rounds_within``          ``O(1)`` for the rounds whose cap T is within the budget, else Q(t)
+                           at ``O(log T*)`` rounds up to ``2 T*`` (exponential search and
+                           bisection: the attacker's knowledge only grows with T)
+``state_dict``             ``O(1)``: W, the options and T (the queries are recomputed)
+=========================  =================================================================
 
 **Time-varying gossip** (``Accountant(None, target, observers, sigma=..., n=n)``, then
 ``step(W_t)`` with the matrix of each round) **and one constant non-symmetric W** have no lag
@@ -141,11 +166,17 @@ class Accountant:
         Kernel backend, ``"auto" | "numba" | "numpy"``.
     n : int or None
         The number of nodes, for time-varying gossip (``W=None``) only.
+    noise_removed : bool
+        The attacker knows the noise its own nodes drew (as
+        :func:`sparsedp.squared_sensitivity`'s ``noise_removed``): the lazy route of the
+        module docstring, one constant W only.
 
     Raises
     ------
     ParameterError
-        bad input, or a W / view the accountant does not offer (module docstring).
+        bad input, or a W / view the accountant does not offer (module docstring), or
+        ``noise_removed`` with time-varying gossip or with a view whose known noise contains
+        the target's.
 
     Examples
     --------
@@ -181,6 +212,14 @@ class Accountant:
     (True, True)
     >>> acc.rounds_within(3.0, 1e-5, schedule=pair, limit=200)
     29
+
+    Removed noise (the observer subtracts its own noise), answered by the one-shot query:
+
+    >>> acc = sparsedp.Accountant(W, target=0, observers=[4], sigma=5.0, noise_removed=True)
+    >>> acc.step(12)
+    >>> one_shot = sparsedp.squared_sensitivity(W, 0, [4], 12, noise_removed=True)
+    >>> acc.interval().lower == one_shot.lower, one_shot.lower <= acc.upper <= 12
+    (True, True)
     """
 
     __repr__ = short_repr
@@ -188,7 +227,7 @@ class Accountant:
     def __init__(self, W, target: int, observers, *, sigma: float,
                  view: str = defaults.VIEW, exact="auto",
                  gradients: str = defaults.GOSSIP_GRADIENTS, backend: str = "auto",
-                 n: int | None = None):
+                 n: int | None = None, noise_removed: bool = False):
         self.time_varying = W is None
         if self.time_varying:
             if n is None or isinstance(n, bool) or not isinstance(n, (int, np.integer)) \
@@ -223,12 +262,26 @@ class Accountant:
         self.view, self.exact, self.backend = view, exact, backend
         self.gradients = gradients
         _resolve_exact(exact, 1, gradients)  # checks both values
-        self.model = resolve_view(view, pattern, self.target, self.observers, False)
+        self.model = resolve_view(view, pattern, self.target, self.observers, noise_removed)
         if self.model.observes_everything:
             raise ParameterError("view 'local-dp' needs no accountant: Delta_T^2 = T exactly")
+        self.noise_removed = self.model.noise_removed
+        if self.noise_removed and self.time_varying:
+            raise ParameterError(
+                "noise_removed is offered for one constant W (the one-shot query at the "
+                "recorded T); for time-varying gossip call squared_sensitivity(Ws, ..., "
+                "noise_removed=True) on the recorded matrices")
+        if self.target in self.model.known_noise:
+            raise ParameterError(
+                f"view {view!r} with noise_removed: the known noise is that of the observed "
+                "rows, the target among them, so the target is seen without noise and "
+                "Delta_T^2 is unbounded (squared_sensitivity answers inf): not offered")
         self.offset = self.model.power_offset
         self.rounds = 0
         self._interval: SensitivityResult | None = None
+        self._queries: dict[int, SensitivityResult] = {}  # the lazy route's, per T
+        if self.noise_removed:
+            return  # the lazy route streams nothing (module docstring)
         self._G_ones2 = 0.0  # ||G^ 1||^2 of the operator rows factored (their G charge)
         if self.W is not None and matrix_facts(self.W).symmetric:  # the lag structure
             self._operator: OperatorRows | None = None
@@ -263,7 +316,7 @@ class Accountant:
             raise ParameterError("a time-varying accountant (W=None) records a round with "
                                  "step(W_t), the gossip matrix of that round, not a count")
         k = validation.rounds(k)
-        if self._operator is None:
+        if not self.noise_removed and self._operator is None:
             self._lags.extend_to(self.rounds + k + self.offset - 1)
         self.rounds += k
         self._interval = None
@@ -335,6 +388,8 @@ class Accountant:
         """The best certified upper bound on ``Delta_T^2`` at the recorded T (0 at T = 0)."""
         if self.rounds == 0:
             return 0.0
+        if self.noise_removed:
+            return self._noise_removed_query(self.rounds).upper
         self._compute_to(self.rounds)
         bound = float(self._factor.history[self.rounds - 1])
         if self._interval is not None:
@@ -384,6 +439,8 @@ class Accountant:
         running bound (``"incremental_rows"``); lazy and cached until the next step."""
         if self.rounds == 0:
             raise ParameterError("no rounds recorded yet: call step() first")
+        if self.noise_removed:
+            return self._noise_removed_query(self.rounds)
         if self._interval is None:
             self._interval = self._evaluate(self.rounds)
         return self._interval
@@ -411,6 +468,8 @@ class Accountant:
         if not self.time_varying and schedule is not None:
             raise ParameterError("schedule is for time-varying gossip (W=None); this "
                                  "accountant's W is constant")
+        if self.noise_removed:
+            return self._rounds_within_by_queries(epsilon, delta, limit)
 
         def within(t: int) -> bool:
             return gaussian_epsilon(float(self._factor.history[t - 1]), self.sigma,
@@ -438,6 +497,36 @@ class Accountant:
                 self.lambda_lb, self._G_ones2 = mark[1], mark[2]
                 self._rows.forget(self.rounds)
         return first_over
+
+    def _rounds_within_by_queries(self, epsilon: float, delta: float, limit: int) -> int:
+        """:meth:`rounds_within` on the lazy route (removed noise): exponential search and
+        bisection over the certified answers, the cap T deciding without a query where it is
+        within the budget (the attacker's knowledge only grows with T)."""
+
+        def within(t: int) -> bool:
+            return (gaussian_epsilon(float(t), self.sigma, delta) <= epsilon
+                    or gaussian_epsilon(self._noise_removed_query(t).upper, self.sigma,
+                                        delta) <= epsilon)
+
+        good, bad = 0, 1  # within(good) (0: vacuously), not within(bad) unless bad > limit
+        while bad <= limit and within(bad):
+            good, bad = bad, 2 * bad
+        bad = min(bad, limit + 1)
+        return good + bisect.bisect_left(range(good + 1, bad), True,
+                                         key=lambda t: not within(t))
+
+    def _noise_removed_query(self, T: int) -> SensitivityResult:
+        """The lazy route's answer at T: the one-shot ``noise_removed=True`` query, plus the cap
+        ``Delta_T^2 <= T`` (module docstring); cached per T."""
+        if T not in self._queries:
+            one_shot = squared_sensitivity(self.W, self.target, self.observers, T,
+                                           view=self.view, noise_removed=True,
+                                           exact=self.exact, gradients=self.gradients,
+                                           backend=self.backend)
+            cap = Bound("noise_cap", float(T), "certified upper",
+                        "c^T M_T c <= ||c||^2 <= T: the target's noise is in K, M_T <= I")
+            self._queries[T] = with_upper_bound(one_shot, cap)
+        return self._queries[T]
 
     def _planned_rounds(self, schedule):
         """``ahead(T)``: the planned matrices of rounds up to T recorded (checked, their
@@ -475,10 +564,7 @@ class Accountant:
                                            self.observers, T, view=self.view,
                                            exact=self.exact, gradients=self.gradients,
                                            backend=self.backend)
-            upper = min(one_shot.upper, running.value)
-            return dataclasses.replace(
-                one_shot, bounds=one_shot.bounds + (running,), upper=upper,
-                exact_error=None if one_shot.exact is None else float(upper - one_shot.exact))
+            return with_upper_bound(one_shot, running)
         return lag_interval(self._lags.sequence(T, self.offset), T, self.target, self.model,
                             self.lambda_lb, exact=self.exact, gradients=self.gradients,
                             backend=self.backend,
@@ -502,8 +588,10 @@ class Accountant:
             "observers_given": self.observers is not None, "sigma": self.sigma,
             "view": self.view, "exact": str(self.exact), "gradients": self.gradients,
             "backend": self.backend,
-            "rounds": self.rounds,
+            "rounds": self.rounds, "noise_removed": self.noise_removed,
         }
+        if self.noise_removed:
+            return state  # the lazy route: the queries are recomputed
         self._compute_to(self.rounds)  # no pending rows: the copy continues as the original
         if self._operator is None:
             state.update(self._lags.state())
@@ -525,7 +613,11 @@ class Accountant:
         accountant = cls(None if time_varying else W, int(state["target"]), observers,
                          sigma=float(state["sigma"]), view=str(state["view"]), exact=exact,
                          gradients=gradients_from_state(state), backend=str(state["backend"]),
-                         n=n if time_varying else None)
+                         n=n if time_varying else None,
+                         noise_removed=bool(state.get("noise_removed", False)))
+        if accountant.noise_removed:
+            accountant.rounds = int(state["rounds"])
+            return accountant
         if time_varying:
             for t in range(int(state["rounds"])):
                 accountant.step(W[t * n:(t + 1) * n])
@@ -536,6 +628,14 @@ class Accountant:
             accountant._G_ones2 = float(state["G_ones2"])
         accountant.rounds = int(state["rounds"])
         return accountant
+
+
+def with_upper_bound(result: SensitivityResult, bound: Bound) -> SensitivityResult:
+    """``result`` with one more certified upper bound (its upper bound the least of both)."""
+    upper = min(result.upper, bound.value)
+    return dataclasses.replace(
+        result, bounds=result.bounds + (bound,), upper=upper,
+        exact_error=None if result.exact is None else float(upper - result.exact))
 
 
 def view_lambda_min(W, model) -> float:
