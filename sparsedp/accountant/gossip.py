@@ -450,8 +450,9 @@ class Accountant:
                       limit: int = ROUNDS_WITHIN_LIMIT, schedule=None) -> int:
         """The largest number of rounds T (counted from the start, at most ``limit``) whose
         running certified bound keeps epsilon at ``delta`` within ``epsilon``; rounds beyond
-        those recorded are computed ahead.  ``limit`` is returned when the budget lasts that
-        long.
+        those recorded are computed ahead (with removed noise: the lazy route's certified
+        answers, :meth:`_rounds_within_by_queries`).  ``limit`` is returned when the budget
+        lasts that long.
 
         Time-varying gossip needs the planned matrices of the rounds ahead: ``schedule``, a
         sequence whose item i is the matrix of round ``rounds + i``, or a callable ``t ->
@@ -525,7 +526,7 @@ class Accountant:
                                            backend=self.backend)
             cap = Bound("noise_cap", float(T), "certified upper",
                         "c^T M_T c <= ||c||^2 <= T: the target's noise is in K, M_T <= I")
-            self._queries[T] = with_upper_bound(one_shot, cap)
+            self._queries[T] = _with_upper_bound(one_shot, cap)
         return self._queries[T]
 
     def _planned_rounds(self, schedule):
@@ -564,7 +565,7 @@ class Accountant:
                                            self.observers, T, view=self.view,
                                            exact=self.exact, gradients=self.gradients,
                                            backend=self.backend)
-            return with_upper_bound(one_shot, running)
+            return _with_upper_bound(one_shot, running)
         return lag_interval(self._lags.sequence(T, self.offset), T, self.target, self.model,
                             self.lambda_lb, exact=self.exact, gradients=self.gradients,
                             backend=self.backend,
@@ -630,7 +631,7 @@ class Accountant:
         return accountant
 
 
-def with_upper_bound(result: SensitivityResult, bound: Bound) -> SensitivityResult:
+def _with_upper_bound(result: SensitivityResult, bound: Bound) -> SensitivityResult:
     """``result`` with one more certified upper bound (its upper bound the least of both)."""
     upper = min(result.upper, bound.value)
     return dataclasses.replace(
