@@ -14,21 +14,11 @@ import json
 import time
 
 import networkx as nx
-import numpy as np
-import scipy.sparse as sp
 from blas_pinning import add_blas_option, pinned_blas
 from outputs import add_output_options, output_path
 
 import sparsedp
-
-
-def metropolis(graph: nx.Graph, n: int) -> sp.csr_matrix:
-    """Metropolis weights of a graph on 0..n-1 (isolated nodes keep their value)."""
-    A = nx.to_scipy_sparse_array(graph, nodelist=range(n), format="coo")
-    degree = np.asarray(A.sum(axis=1)).ravel()
-    weights = 1.0 / (1.0 + np.maximum(degree[A.row], degree[A.col]))
-    W = sp.csr_matrix((weights, (A.row, A.col)), shape=(n, n))
-    return sp.csr_matrix(W + sp.diags(1.0 - np.asarray(W.sum(axis=1)).ravel()))
+from sparsedp.testing import metropolis_round
 
 
 def _cpu(f):
@@ -38,7 +28,7 @@ def _cpu(f):
 
 
 def measure(n: int, T: int, degree: float, every: int, delta: float, seed: int) -> dict:
-    Ws = [metropolis(nx.fast_gnp_random_graph(n, degree / n, seed=seed + t), n)
+    Ws = [metropolis_round(nx.fast_gnp_random_graph(n, degree / n, seed=seed + t), n)
           for t in range(T)]
     observers = [n // 2]
     sparsedp.squared_sensitivity(Ws[:5], 0, observers, 5)  # warm-up

@@ -3,7 +3,8 @@
 Independent of the engine: it builds ``H_T`` explicitly (mT x nT) for every view (power
 offset of the v1 form, observers' noise removed, time-varying ``W_t``), forms
 ``M_T = (H^+ G)^T (H^+ G)`` with a pseudo-inverse (SVD) and evaluates every bound by brute
-force over all sign vectors with plain numpy.
+force over all sign vectors with plain numpy.  Also the inputs that tests and benches share:
+:func:`metropolis_round`, one round of time-varying gossip.
 """
 
 from __future__ import annotations
@@ -13,8 +14,23 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.optimize
+import scipy.sparse as sp
 
 from sparsedp.linalg.kernels import _local_sign_search_numpy
+
+
+def metropolis_round(graph, n: int) -> sp.csr_matrix:
+    """Metropolis weights ``W_ij = 1 / (1 + max(d_i, d_j))`` of a graph on nodes ``0..n-1``,
+    diagonal ``1 - sum_j W_ij``: one round of time-varying gossip, whose graph may be
+    disconnected (isolated nodes keep their value), which :func:`sparsedp.gossip_matrix`
+    refuses for a single W."""
+    import networkx as nx
+
+    A = nx.to_scipy_sparse_array(graph, nodelist=range(n), format="coo")
+    degree = np.asarray(A.sum(axis=1)).ravel()
+    weights = 1.0 / (1.0 + np.maximum(degree[A.row], degree[A.col]))
+    W = sp.csr_matrix((weights, (A.row, A.col)), shape=(n, n))
+    return sp.csr_matrix(W + sp.diags(1.0 - np.asarray(W.sum(axis=1)).ravel()))
 
 
 def dense_gossip_matrices(W, T: int) -> list[np.ndarray]:

@@ -18,19 +18,12 @@ import sparsedp
 from sparsedp.accountant import load, save
 from sparsedp.accountant.operator_rows import OperatorRows
 from sparsedp.errors import ParameterError
+from sparsedp.testing import metropolis_round
 from tests.conftest import brute_force_rounds, killed_and_whole_runs, slow_after
 
 KINDS = ("er", "matching", "directed", "directed-constant")
 VIEWS = ("secure-summation", "secure-summation-v1", "target-v1")
 
-
-def metropolis(graph: nx.Graph, n: int) -> sp.csr_matrix:
-    """Metropolis weights of a graph on nodes 0..n-1 (isolated nodes keep their value)."""
-    A = nx.to_scipy_sparse_array(graph, nodelist=range(n), format="coo")
-    degree = np.asarray(A.sum(axis=1)).ravel()
-    weights = 1.0 / (1.0 + np.maximum(degree[A.row], degree[A.col]))
-    W = sp.csr_matrix((weights, (A.row, A.col)), shape=(n, n))
-    return sp.csr_matrix(W + sp.diags(1.0 - np.asarray(W.sum(axis=1)).ravel()))
 
 
 def directed(rng: np.random.Generator, n: int) -> sp.csr_matrix:
@@ -58,14 +51,14 @@ def schedule(kind: str, n: int, seed: int):
     def W(t: int) -> sp.csr_matrix:
         rng = np.random.default_rng([seed, t])
         if kind == "er":
-            return metropolis(nx.gnp_random_graph(n, 3.0 / n, seed=int(rng.integers(1 << 30))),
-                              n)
+            graph = nx.gnp_random_graph(n, 3.0 / n, seed=int(rng.integers(1 << 30)))
+            return metropolis_round(graph, n)
         if kind == "matching":
             order = rng.permutation(n)
             pairs = order[:2 * int(rng.integers(1, n // 2 + 1))].reshape(-1, 2)
             matching = nx.empty_graph(n)
             matching.add_edges_from(tuple(map(int, p)) for p in pairs)
-            return metropolis(matching, n)
+            return metropolis_round(matching, n)
         return directed(rng, n) if kind == "directed" else fixed
 
     return W
