@@ -25,7 +25,9 @@ count, relabelled by a random permutation; its few stray components (sparse mode
 to the giant one by moving as many random non-bridge edges, so n and m stay equal.
 
 **Jobs** (:data:`JOBS`; each with its own T, in the table): the single pair in every view
-(neighbourhood with the highest-degree node and with a median-degree node as observer), one
+(neighbourhood with the highest-degree node and with a median-degree node as observer;
+secure-summation at T = 1000 also with an adjacent target, the pair kind whose sign problem
+keeps a gap, docs/bounds.md), one
 observer against all targets, a sampled privacy map (20 observers x all targets,
 ``upper="entrywise"``), the per-target worst case on 20 sampled targets over 1,000 sampled
 observers (its pre-pass costs about observers x T products: every observer at n = 10^4 ran
@@ -185,17 +187,26 @@ def er_twin(graph: Graph, seed: int) -> Graph:
 
 @dataclass(frozen=True)
 class Roles:
-    """Nodes by degree rank (rows): the hub, a median-degree node and the next in order."""
+    """Nodes by degree rank (rows): the hub, a median-degree node and the next in order, and
+    the median node's neighbour of the nearest degree (lowest id among ties: an adjacent
+    pair on every graph, whose sign problem is the hard kind, docs/bounds.md)."""
 
     hub: int
     median: int
     target: int
+    neighbour: int
 
     @classmethod
     def of(cls, graph: Graph) -> Roles:
         order = np.argsort(graph.degrees, kind="stable")
         mid = graph.n // 2
-        return cls(hub=int(order[-1]), median=int(order[mid]), target=int(order[mid + 1]))
+        median = int(order[mid])
+        A = graph.adjacency.tocsr()
+        around = A.indices[A.indptr[median]:A.indptr[median + 1]]
+        around = np.sort(around)
+        gaps = np.abs(graph.degrees[around] - graph.degrees[median])
+        return cls(hub=int(order[-1]), median=median, target=int(order[mid + 1]),
+                   neighbour=int(around[np.argmin(gaps)]))
 
 
 def shape(graph: Graph) -> dict:
@@ -229,15 +240,16 @@ def _mf_matrix(graph):
     return sparsedp.gossip_matrix(graph, scheme="row-normalised-self-loops")
 
 
-def pair(view: str, observer: str | None, T: int):
+def pair(view: str, observer: str | None, T: int, target: str = "target"):
     """``squared_sensitivity`` of one pair in ``view`` (observer role, or None for the views
-    that fix their own)."""
+    that fix their own; target role)."""
     def prepare(graph, roles):
         W = _metropolis(graph)
         observers = None if observer is None else [getattr(roles, observer)]
+        node = getattr(roles, target)
 
         def run():
-            r = sparsedp.squared_sensitivity(W, roles.target, observers, T, view=view,
+            r = sparsedp.squared_sensitivity(W, node, observers, T, view=view,
                                              progress=False)
             return {**_interval(r.lower, r.upper), "method": r.method}
         return run
@@ -367,6 +379,8 @@ def audit(T: int, trials: int):
 JOBS: dict[str, Callable] = {
     "pair secure-summation T=1000": pair("secure-summation", "median", 1000),
     "pair secure-summation T=100": pair("secure-summation", "median", 100),
+    "pair secure-summation adjacent T=1000": pair("secure-summation", "median", 1000,
+                                                  target="neighbour"),
     "pair secure-summation-v1 T=100": pair("secure-summation-v1", "median", 100),
     "pair neighbourhood hub T=100": pair("neighbourhood", "hub", 100),
     "pair neighbourhood median T=100": pair("neighbourhood", "median", 100),
