@@ -84,19 +84,23 @@ def test_operator_adjoint_and_target_columns():
     W = sp.csr_matrix(sparsedp.gossip_matrix(G, scheme="row-normalised-self-loops"))
     obs = trust.resolve("pndp", W, 39, [0])
     op = InnovationOperator.build(W, obs.observed, obs.known_noise, 6)
+    hidden = np.zeros(40)
+    hidden[op.hidden_nodes] = 1.0
+    np.testing.assert_array_equal(hidden[obs.observed], 0.0)
+    assert op.hidden_nodes.size + obs.observed.size == 40
     rng = np.random.default_rng(0)
-    z = rng.normal(size=(6, 40, 3)) * op.hidden[None, :, None]
+    z = rng.normal(size=(6, op.hidden_nodes.size, 3))
     y = rng.normal(size=(6, op.m, 3))
     assert np.isclose(np.sum(op.forward(z) * y), np.sum(z * op.adjoint(y)), rtol=1e-12)
-    hidden_target = int(np.flatnonzero(op.hidden)[-1])
+    hidden_target = int(op.hidden_nodes[-1])
     Gu, error = op.target_columns(hidden_target)
     Wd = W.toarray()
     for tau in range(6):  # s_r = W s_(r-1) + e_tau [r = tau], seen through W_OU only
         s, expected = np.zeros(40), np.zeros((6, op.m))
         for r in range(6):
             if r > 0:
-                expected[r] = (Wd[op.rows] * op.hidden) @ s
-            s = (Wd @ s) * op.hidden if r > 0 else s
+                expected[r] = (Wd[op.rows] * hidden) @ s
+            s = (Wd @ s) * hidden if r > 0 else s
             if r == tau:
                 s[hidden_target] += 1.0
         np.testing.assert_allclose(Gu[:, :, tau], expected, rtol=1e-13, atol=1e-15)

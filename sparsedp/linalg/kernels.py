@@ -559,10 +559,11 @@ def _sparse_backend(W, X: np.ndarray, backend: str) -> str:
 
 
 def spmm(W, X: np.ndarray, backend: str = "auto") -> np.ndarray:
-    """``Y = W X`` for a CSR matrix ``W`` and a C-contiguous float64 block ``X`` (n x b)."""
+    """``Y = W X`` for a CSR matrix ``W`` (k x n, square or not) and a C-contiguous float64
+    block ``X`` (n x b)."""
     if _sparse_backend(W, X, backend) == "numpy":
         return np.asarray(W @ X)
-    Y = np.empty_like(X)
+    Y = np.empty((W.shape[0], X.shape[1]))
     with numba_threads_for(W.nnz * X.shape[1]):
         _numba_module().csr_spmm(*_product_parts(W), X, Y)
     return Y

@@ -61,7 +61,7 @@ from sparsedp.linalg.certified import (
     gamma,
     sandwich_from_solve,
 )
-from sparsedp.linalg.solvers import block_pcg
+from sparsedp.linalg.solvers import block_cg
 from sparsedp.mf.trust import Observation
 
 EXPECTED_ITERATIONS = 20  # block CG iterations the cost model assumes (10-12 measured, T = 20)
@@ -95,76 +95,94 @@ def innovation_memory(n: int, nnz: int, m: int, T: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class InnovationOperator:
-    """``F``, ``F^T`` and ``K = I + F F^T`` on blocks ``(T, m', c)`` (module docstring);
-    ``rows``: the observed rows kept (``O'``), ``hidden``: 1.0 on U, 0.0 on O."""
+    """``F``, ``F^T`` and ``K = I + F F^T`` on blocks ``(T, m', c)`` (module docstring),
+    working on the hidden nodes only: ``stacked = [W_UU; W_O'U]`` (one sparse product per
+    round gives the next hidden state and the observed rows), ``observe = W_O'U`` (the last
+    round needs only the observed rows), their transposes for ``F^T``; hidden noise is
+    ``(T, |U|, c)``.  ``rows``: the observed rows kept (``O'``), ``hidden_nodes``: U;
+    ``longest_row`` / ``longest_column``: of W (the rounding depth)."""
 
-    W: sp.csr_matrix
-    WT: sp.csr_matrix
+    stacked: sp.csr_matrix
+    stacked_T: sp.csr_matrix
+    observe: sp.csr_matrix
+    observe_T: sp.csr_matrix
     rows: np.ndarray
-    hidden: np.ndarray
+    hidden_nodes: np.ndarray
     T: int
+    longest_row: int
+    longest_column: int
 
     @classmethod
     def build(cls, W, observed: np.ndarray, known_noise: np.ndarray, T: int):
         W = sp.csr_matrix(W, dtype=np.float64)
-        hidden = np.ones(W.shape[0])
-        hidden[observed] = 0.0
+        hidden_nodes = np.setdiff1d(np.arange(W.shape[0]), observed).astype(np.int64)
         rows = np.setdiff1d(observed, known_noise).astype(np.int64)
-        return cls(W=W, WT=W.T.tocsr(), rows=rows, hidden=hidden, T=int(T))
+        to_hidden = W[:, hidden_nodes]  # CSR column slicing keeps each row's order
+        observe = to_hidden[rows].tocsr()
+        stacked = sp.vstack([to_hidden[hidden_nodes], observe], format="csr")
+        return cls(stacked=stacked, stacked_T=stacked.T.tocsr(), observe=observe,
+                   observe_T=observe.T.tocsr(), rows=rows, hidden_nodes=hidden_nodes,
+                   T=int(T), longest_row=int(np.diff(W.indptr).max()),
+                   longest_column=int(np.bincount(W.indices, minlength=W.shape[0]).max()))
 
     @property
     def m(self) -> int:
         return self.rows.size
 
     def forward(self, Z: np.ndarray) -> np.ndarray:
-        """``F Z``: hidden noise ``Z`` (T, n, c), zero on the observed nodes -> (T, m', c)."""
-        T, n, c = Z.shape
+        """``F Z``: hidden noise ``Z`` (T, |U|, c) -> (T, m', c)."""
+        T, hidden, c = Z.shape
         out = np.zeros((T, self.m, c))
-        h = np.ascontiguousarray(Z[0])
+        h = Z[0]
         for r in range(1, T):
-            Wh = kernels.spmm(self.W, h)
-            out[r] = Wh[self.rows]
-            h = Wh * self.hidden[:, None]
+            if r == T - 1:  # the last state is never observed
+                out[r] = kernels.spmm(self.observe, h)
+                break
+            Wh = kernels.spmm(self.stacked, h)
+            out[r] = Wh[hidden:]
+            h = Wh[:hidden]
             h += Z[r]
         return out
 
     def adjoint(self, Y: np.ndarray) -> np.ndarray:
-        """``F^T Y``: (T, m', c) -> hidden noise (T, n, c) (zero on the observed nodes)."""
-        T, _, c = Y.shape
-        n = self.W.shape[0]
-        Z = np.zeros((T, n, c))
-        b = np.zeros((n, c))
-        for r in range(T - 2, -1, -1):  # b_r = W^T (P^T Y_(r+1) + hidden * b_(r+1))
-            b *= self.hidden[:, None]
-            b[self.rows] += Y[r + 1]
-            b = kernels.spmm(self.WT, b)
-            Z[r] = b * self.hidden[:, None]
+        """``F^T Y``: (T, m', c) -> hidden noise (T, |U|, c)."""
+        T, m, c = Y.shape
+        hidden = self.hidden_nodes.size
+        Z = np.zeros((T, hidden, c))
+        if T < 2:
+            return Z
+        Z[T - 2] = kernels.spmm(self.observe_T, np.ascontiguousarray(Y[T - 1]))
+        inputs = np.empty((hidden + m, c))  # [Z_(r+1); Y_(r+1)]
+        for r in range(T - 3, -1, -1):  # Z_r = W_UU^T Z_(r+1) + W_O'U^T Y_(r+1)
+            inputs[:hidden] = Z[r + 1]
+            inputs[hidden:] = Y[r + 1]
+            Z[r] = kernels.spmm(self.stacked_T, inputs)
         return Z
 
     def apply_K(self, Y: np.ndarray) -> np.ndarray:
         return Y + self.forward(self.adjoint(Y))
 
     def target_columns(self, target: int) -> tuple[np.ndarray, float]:
-        """``G`` (T, m', T) of the target and its relative entrywise rounding."""
+        """``G`` (T, m', T) of the target and its relative entrywise rounding.  A hidden
+        target's column ``tau`` is its impulse response delayed by ``tau`` rounds (W does
+        not change with time): one forward recursion on a single column."""
         T = self.T
+        G = np.zeros((T, self.m, T))
         position = np.searchsorted(self.rows, target)
         if position < self.m and self.rows[position] == target:  # observed: unit rows
-            G = np.zeros((T, self.m, T))
             G[np.arange(T), position, np.arange(T)] = 1.0
             return G, 0.0
-        Z = np.zeros((T, self.W.shape[0], T))
-        Z[np.arange(T), target, np.arange(T)] = 1.0
-        return self.forward(Z), gamma(T * (self.longest_row + 1))
-
-    @property
-    def longest_row(self) -> int:
-        return int(np.diff(self.W.indptr).max())
+        impulse = np.zeros((T, self.hidden_nodes.size, 1))
+        impulse[0, np.searchsorted(self.hidden_nodes, target), 0] = 1.0
+        response = self.forward(impulse)[:, :, 0]
+        for tau in range(T):
+            G[tau:, :, tau] = response[: T - tau]
+        return G, gamma(T * (self.longest_row + 1))
 
     @property
     def rounding_depth(self) -> int:
         """``N`` of the module docstring: ``|fl(K X) - K X| <= gamma_N K |X|``."""
-        longest_column = int(np.diff(self.WT.indptr).max())
-        return self.T * (self.longest_row + longest_column + 2) + 2
+        return self.T * (self.longest_row + self.longest_column + 2) + 2
 
 
 def innovation_sandwich(W, target: int, obs: Observation, T: int, *, rtol: float = RTOL,
@@ -181,8 +199,8 @@ def innovation_sandwich(W, target: int, obs: Observation, T: int, *, rtol: float
         f"DP-D-SGD under {obs.trust!r} (innovation form, {operator.m} observed rows, T = {T})")
     G3, G_relative_error = operator.target_columns(target)
     g_products = T - 1 if G_relative_error else 0
-    X3, KX3, solve = block_pcg(operator.apply_K, G3, lambda R: R, rtol=rtol, maxiter=maxiter,
-                               progress=progress)
+    X3, KX3, solve = block_cg(operator.apply_K, G3, rtol=rtol, maxiter=maxiter,
+                              progress=progress)
     size = (T * operator.m, T)
     G, X, KX = G3.reshape(size), X3.reshape(size), KX3.reshape(size)
     depth = operator.rounding_depth
