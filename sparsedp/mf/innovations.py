@@ -145,19 +145,18 @@ class InnovationOperator:
         return out
 
     def adjoint(self, Y: np.ndarray) -> np.ndarray:
-        """``F^T Y``: (T, m', c) -> hidden noise (T, |U|, c)."""
+        """``F^T Y``: (T, m', c) -> hidden noise (T, |U|, c) (a view: row r of round r's
+        block ``[Z_r; Y_r]`` is the input of round r - 1's product, no copy)."""
         T, m, c = Y.shape
         hidden = self.hidden_nodes.size
-        Z = np.zeros((T, hidden, c))
-        if T < 2:
-            return Z
-        Z[T - 2] = kernels.spmm(self.observe_T, np.ascontiguousarray(Y[T - 1]))
-        inputs = np.empty((hidden + m, c))  # [Z_(r+1); Y_(r+1)]
+        blocks = np.empty((T, hidden + m, c))
+        blocks[:, hidden:] = Y
+        blocks[T - 1, :hidden] = 0.0
+        if T >= 2:
+            kernels.spmm(self.observe_T, blocks[T - 1, hidden:], out=blocks[T - 2, :hidden])
         for r in range(T - 3, -1, -1):  # Z_r = W_UU^T Z_(r+1) + W_O'U^T Y_(r+1)
-            inputs[:hidden] = Z[r + 1]
-            inputs[hidden:] = Y[r + 1]
-            Z[r] = kernels.spmm(self.stacked_T, inputs)
-        return Z
+            kernels.spmm(self.stacked_T, blocks[r + 1], out=blocks[r, :hidden])
+        return blocks[:, :hidden]
 
     def apply_K(self, Y: np.ndarray) -> np.ndarray:
         return Y + self.forward(self.adjoint(Y))
