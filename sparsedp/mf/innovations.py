@@ -25,9 +25,12 @@ information and are dropped.  On the other observed rows ``O'`` the noise covari
 
 so ``lambda_min(K) >= 1`` exactly, and the target's columns are ``G = F E_u`` (u hidden) or
 the unit rows of ``e_r(u)`` (u observed: its data reaches U only through the known input).
-``X ~ K^{-1} G`` by block CG (:func:`sparsedp.linalg.solvers.block_pcg`, no preconditioner:
-``K >= I`` is well conditioned; 10-12 iterations at T = 20 on a 10^4-node power-law graph)
-and the certified sandwich of :func:`sparsedp.linalg.certified.sandwich_from_solve` with
+``X ~ K^{-1} G`` by block CG with one Krylov space for the T columns
+(:func:`sparsedp.linalg.solvers.block_cg`, no preconditioner: ``K >= I`` is well
+conditioned, and the columns of a hidden target are time shifts of one impulse response, so
+the directions found for one serve all; 6 block applications at T = 20 with the hub of a
+10^4-node power-law graph as attacker, where one CG per column took 10) and the certified
+sandwich of :func:`sparsedp.linalg.certified.sandwich_from_solve` with
 ``lambda_lb = 1`` (:func:`sparsedp.linalg.certified.charge_operator_rounding` adds the
 operator's and G's rounding).
 
@@ -36,13 +39,20 @@ and its ``secure-summation`` view of the received rows (``"pndp-eq12"``): the sa
 without the Gram ``(m T)^2 n`` flops and ``8 (m T)^2`` bytes that the engine needs once its
 numerical ``lambda_min`` certificate cannot be replaced by an analytic one (noise removed).
 
+The operator works on the hidden nodes only: one sparse product per round with
+``[W_UU; W_O'U]`` gives the next hidden state and the observed rows (the last round needs
+only ``W_O'U``), and its transpose gives ``F^T``.  Its cost, ``2 (T - 1)`` products of
+``nnz(W)`` x (columns) per application, does not grow with the attacker's degree: the
+observed rows only add ``T m'`` unknowns.
+
 Rounding: with ``W >= 0`` every operator output is a sum of non-negative weights times the
 input along paths of at most ``N = T (d_row + d_col + 2) + 2`` roundings (``d_row``,
 ``d_col``: the longest row and column of W; a step of the forward recursion sums at most
 ``d_row`` products and adds ``e_r``, a step of the adjoint at most ``d_col`` products and adds
-one term; the mask and the row selections are exact), so ``|fl(K X) - K X| <= gamma_N K |X|``
-entrywise (Higham, Lemma 3.5 for each product, composed), and ``|fl(G) - G| <=
-gamma_(T (d_row + 1)) G``.  Both are charged as perturbations of the residual.
+one term; the restriction to the hidden nodes and the row selections are exact), so
+``|fl(K X) - K X| <= gamma_N K |X|`` entrywise (Higham, Lemma 3.5 for each product,
+composed), and ``|fl(G) - G| <= gamma_(T (d_row + 1)) G``.  Both are charged as perturbations
+of the residual.
 """
 
 from __future__ import annotations
@@ -64,11 +74,13 @@ from sparsedp.linalg.certified import (
 from sparsedp.linalg.solvers import block_cg
 from sparsedp.mf.trust import Observation
 
-EXPECTED_ITERATIONS = 20  # block CG iterations the cost model assumes (10-12 measured, T = 20)
+EXPECTED_ITERATIONS = 8  # applications of K the cost model assumes: 6 block CG, the final K X
+# and K |X| (measured at T = 20 on issue 35's 10^4-node Chung-Lu, Holme-Kim and edge-list
+# graphs with their hub as attacker)
 GRAM_FLOPS_PER_CG_FLOP = 8.0  # the engine's dense work is BLAS-3: this much faster per flop
 RTOL = 1e-7  # block CG tolerance: the residual enters the bounds squared; on a 10^4-node
-# power-law graph (T = 20, hub attacker) 1e-10 and 1e-6 both leave a relative gap of 3.5e-10,
-# the rounding allowance's, with 12 and 8 iterations
+# power-law graph (T = 20, hub attacker) 1e-10 and 1e-6 both left a relative gap of 3.5e-10,
+# the rounding allowance's (measured with one CG per column)
 
 
 def preferred(n: int, nnz: int, m: int, T: int, queries: int = 1) -> bool:
@@ -76,10 +88,13 @@ def preferred(n: int, nnz: int, m: int, T: int, queries: int = 1) -> bool:
     paths: their ``(m T)^2 n`` Gram flops, shared by the ``queries`` of one reuse scope
     (every target of a summary), plus the per-target dense solve and residual, ``6 (m T)^2
     T`` (BLAS-3 all, ``GRAM_FLOPS_PER_CG_FLOP`` times faster per flop) against
-    ``EXPECTED_ITERATIONS`` block CG iterations of ``4 T^2 nnz`` flops per target.  Only a
+    ``EXPECTED_ITERATIONS`` applications of K of ``4 T^2 nnz`` flops per target.  Only a
     speed choice: both are certified and agree (``tests/test_mf.py``).  Measured on the
     hub (degree 187) of ``powerlaw_cluster_graph(10^4, 10, 0.1)``, T = 20: 1.07 s per
-    target by the innovation form, 0.093 s by the shared Gram after 9.3 s of setup."""
+    target by the innovation form (one CG per column; about 0.6 s by block CG), 0.093 s by
+    the shared Gram after 9.3 s of setup.  For a single query on issue 35's Holme-Kim graph
+    (n = 10^4, T = 20, one thread) the two cross at about m = 55 (attacker degree 40: Gram
+    0.38 s, innovations 0.59 s; degree 75: 1.01 s and 0.63 s); the model crosses at 73."""
     gram_flops = float(m * T) ** 2 * (n / max(1, queries) + 6 * T) / GRAM_FLOPS_PER_CG_FLOP
     return gram_flops > EXPECTED_ITERATIONS * 4.0 * T * T * nnz
 
@@ -197,7 +212,7 @@ def innovation_sandwich(W, target: int, obs: Observation, T: int, *, rtol: float
         innovation_memory(n, W.nnz, operator.m, T), resources.memory_budget(max_memory),
         f"DP-D-SGD under {obs.trust!r} (innovation form, {operator.m} observed rows, T = {T})")
     G3, G_relative_error = operator.target_columns(target)
-    g_products = T - 1 if G_relative_error else 0
+    g_products = T - 1 if G_relative_error else 0  # one column
     X3, KX3, solve = block_cg(operator.apply_K, G3, rtol=rtol, maxiter=maxiter,
                               progress=progress)
     size = (T * operator.m, T)
@@ -212,8 +227,7 @@ def innovation_sandwich(W, target: int, obs: Observation, T: int, *, rtol: float
             "iterations": solve.iterations, "restarts": solve.restarts,
             "max_relative_residual": solve.max_relative_residual,
             "converged": solve.converged, "observed_rows": int(T * operator.m),
-            "sparse_products": 2 * (T - 1) * (solve.iterations + solve.restarts + 2)
-            + g_products,
+            "sparse_products": 2 * (T - 1) * (solve.iterations + 1) + g_products,
             "lambda_min_lower_bound": 1.0, "upper_certified": True}
     return sandwich, info
 
