@@ -159,6 +159,21 @@ def test_hub_pair_against_the_dense_innovation_form():
         assert info["converged"] and info["observed_rows"] == T * graph.degree(hub)
 
 
+def test_a_target_out_of_reach_has_zero_sensitivity_without_a_solve():
+    """A hidden target whose impulse reaches no observed row within T rounds (a 12-node path,
+    attacker at one end, target at the other, T <= 10) has G = 0: M = 0 exactly, no
+    application of K; the first T where it is reached agrees with the Gram route."""
+    W = sparsedp.gossip_matrix(nx.path_graph(12), scheme="row-normalised-self-loops")
+    for T in (1, 2, 10):
+        r = mf_sensitivity(W, 11, [0], T, method="innovations")
+        assert (r.lower, r.upper, r.solver["iterations"]) == (0.0, 0.0, 0), T
+    r = mf_sensitivity(W, 11, [0], 11, method="innovations")
+    g = mf_sensitivity(W, 11, [0], 11, method="gram")
+    assert r.solver["iterations"] > 0 and r.lower > 0
+    assert r.lower == pytest.approx(g.lower, rel=1e-9) and r.upper == pytest.approx(g.upper,
+                                                                                   rel=1e-9)
+
+
 def test_auto_prefers_innovations_for_many_observed_rows():
     """The cost model: the engine for an ER-like attacker, innovations for a hub."""
     assert not preferred(10**4, 2 * 10**5, 11, 20)

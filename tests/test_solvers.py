@@ -68,6 +68,8 @@ def test_block_cg_shares_its_krylov_space_across_the_columns():
     np.testing.assert_allclose(X[:, :6], X_direct, rtol=1e-8, atol=1e-9)
     np.testing.assert_allclose(X[:, 6:9], X_direct[:, :3], rtol=1e-8, atol=1e-9)
     np.testing.assert_array_equal(X[:, -1], 0.0)
+    X, AX, info = block_cg(system.apply_K, np.zeros((T, len(observers), 0)))
+    assert X.shape == AX.shape == (T, len(observers), 0) and info.iterations == 0
 
 
 def test_iteration_count_levels_off_in_T():

@@ -258,11 +258,10 @@ def block_cg(
     certify from the true residual.
     """
     shape = B.shape
-    r_total = shape[-1]
-    flat = (-1, r_total)
+    flat = (int(np.prod(shape[:-1])), shape[-1])  # explicit: no columns is a valid block
     b_norm = np.linalg.norm(B.reshape(flat), axis=0)
     b_norm[b_norm == 0.0] = 1.0
-    X = np.zeros(B.reshape(flat).shape)
+    X = np.zeros(flat)
     AX = np.zeros_like(X)
     iterations = restarts = 0
     bar = progress_bar(progress, total=maxiter, desc="block CG", unit="it")

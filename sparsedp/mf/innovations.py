@@ -213,12 +213,16 @@ def innovation_sandwich(W, target: int, obs: Observation, T: int, *, rtol: float
         f"DP-D-SGD under {obs.trust!r} (innovation form, {operator.m} observed rows, T = {T})")
     G3, G_relative_error = operator.target_columns(target)
     g_products = T - 1 if G_relative_error else 0  # one column
-    X3, KX3, solve = block_cg(operator.apply_K, G3, rtol=rtol, maxiter=maxiter,
-                              progress=progress)
+    # a hidden target's last columns are zero when its impulse cannot reach an observed row
+    # in the rounds left: their solution is zero, exactly, and K is applied to the others only
+    live = np.flatnonzero(np.any(G3 != 0.0, axis=(0, 1)))
+    X3, KX3, K_abs_X3 = np.zeros_like(G3), np.zeros_like(G3), np.zeros_like(G3)
+    X3[..., live], KX3[..., live], solve = block_cg(
+        operator.apply_K, G3[..., live], rtol=rtol, maxiter=maxiter, progress=progress)
+    K_abs_X3[..., live] = operator.apply_K(np.abs(X3[..., live]))  # >= (1 - gamma_N) K |X|
     size = (T * operator.m, T)
-    G, X, KX = G3.reshape(size), X3.reshape(size), KX3.reshape(size)
+    G, X, KX, K_abs_X = (A.reshape(size) for A in (G3, X3, KX3, K_abs_X3))
     depth = operator.rounding_depth
-    K_abs_X = operator.apply_K(np.abs(X3)).reshape(size)  # >= (1 - gamma_N) K |X|
     e_norm = gamma(depth) * frobenius(K_abs_X) / (1.0 - gamma(depth))
     f_norm = G_relative_error * frobenius(G) / (1.0 - G_relative_error)  # G >= 0
     sandwich = charge_operator_rounding(sandwich_from_solve(G, X, KX, 1.0), X, G - KX,
