@@ -101,10 +101,11 @@ def preferred(n: int, nnz: int, m: int, T: int, queries: int = 1) -> bool:
 
 def innovation_memory(n: int, nnz: int, m: int, T: int) -> int:
     """Bytes the innovation solve holds at its peak (an upper estimate, checked against the
-    measured peak in ``tests/test_mf.py``): W^T in CSR, the target's hidden impulses and the
-    adjoint's output (``T x n x T`` each), the recursions' ``n x T`` states, and block CG's
-    about 16 blocks of ``T m x T``."""
-    csr = 12 * nnz + 8 * (n + 1)
+    measured peak in ``tests/test_mf_innovations.py``): ``[W_UU; W_O'U]`` and its transpose
+    in CSR (at most W's nonzeros each), the adjoint's blocks and the forward's input
+    (``T x n x T`` each), the recursions' ``n x T`` states, and block CG's about 16 blocks
+    of ``T m x T``."""
+    csr = 2 * (12 * nnz + 8 * (n + 1))
     return int(csr + 8 * (2 * T * n * T + 8 * n * T + 16 * T * m * T))
 
 
