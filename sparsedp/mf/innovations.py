@@ -151,7 +151,7 @@ class InnovationOperator:
         out = np.zeros((T, self.m, c))
         h = Z[0]
         for r in range(1, T):
-            if r == T - 1:  # the last state is never observed
+            if r == T - 1:  # only the observed rows of the last round are needed
                 out[r] = kernels.spmm(self.observe, h)
                 break
             Wh = kernels.spmm(self.stacked, h)
@@ -161,8 +161,8 @@ class InnovationOperator:
         return out
 
     def adjoint(self, Y: np.ndarray) -> np.ndarray:
-        """``F^T Y``: (T, m', c) -> hidden noise (T, |U|, c) (a view: row r of round r's
-        block ``[Z_r; Y_r]`` is the input of round r - 1's product, no copy)."""
+        """``F^T Y``: (T, m', c) -> hidden noise (T, |U|, c), a view into the blocks
+        ``[Z_r; Y_r]``, each the input of the product that forms ``Z_(r-1)`` (no copies)."""
         T, m, c = Y.shape
         hidden = self.hidden_nodes.size
         blocks = np.empty((T, hidden + m, c))
@@ -232,7 +232,8 @@ def innovation_sandwich(W, target: int, obs: Observation, T: int, *, rtol: float
             "iterations": solve.iterations, "restarts": solve.restarts,
             "max_relative_residual": solve.max_relative_residual,
             "converged": solve.converged, "observed_rows": int(T * operator.m),
-            "sparse_products": 2 * (T - 1) * (solve.iterations + 1) + g_products,
+            "sparse_products": 2 * (T - 1) * (solve.iterations + bool(live.size))
+            + g_products,  # K |X| once more (no product when G = 0)
             "lambda_min_lower_bound": 1.0, "upper_certified": True}
     return sandwich, info
 
