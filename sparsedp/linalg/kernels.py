@@ -558,11 +558,15 @@ def _sparse_backend(W, X: np.ndarray, backend: str) -> str:
     return _resolve(backend)
 
 
-def spmm(W, X: np.ndarray, backend: str = "auto") -> np.ndarray:
-    """``Y = W X`` for a CSR matrix ``W`` and a C-contiguous float64 block ``X`` (n x b)."""
+def spmm(W, X: np.ndarray, backend: str = "auto", out: np.ndarray | None = None) -> np.ndarray:
+    """``Y = W X`` for a CSR matrix ``W`` (k x n, square or not) and a C-contiguous float64
+    block ``X`` (n x b), written into ``out`` (k x b, C-contiguous) when given."""
     if _sparse_backend(W, X, backend) == "numpy":
-        return np.asarray(W @ X)
-    Y = np.empty_like(X)
+        if out is None:
+            return np.asarray(W @ X)
+        out[...] = W @ X
+        return out
+    Y = np.empty((W.shape[0], X.shape[1])) if out is None else out
     with numba_threads_for(W.nnz * X.shape[1]):
         _numba_module().csr_spmm(*_product_parts(W), X, Y)
     return Y
