@@ -2,7 +2,8 @@
 (issue 35).
 
     python bench/realistic.py [--n 10000 | --quick] [--limit 120] [--graphs a,b] [--jobs x,y]
-                              [--record | --out PATH] [--blas-threads 1] [--threads 1]
+                              [--record | --out PATH] [--update] [--blas-threads 1] [--threads 1]
+    python bench/realistic.py --table docs/figures/realistic.json   # its markdown table
 
 **Graphs** (:data:`GRAPHS`, deterministic given ``--seed``; each connected):
 
@@ -52,7 +53,9 @@ measured in the same process.  BLAS and the numba kernels run on one thread (``-
 child is killed and a new one goes on with the next job.  A job refused by the
 package (``SparseDPError``) is recorded with its message.  Writes
 ``bench/results/realistic.json`` (``--record``: the published folder) and prints a markdown
-table.
+table; ``--update`` replaces the rows of the jobs run in an existing record with the same n,
+seed and thread settings and keeps the others (each row carries its date, the record every
+run's command and load), so a part can be re-run after a change.
 """
 
 from __future__ import annotations
@@ -644,7 +647,15 @@ def main(argv: list[str] | None = None) -> None:
                         help="SPARSEDP_THREADS for the numba kernels (default %(default)s)")
     add_blas_option(parser)
     add_output_options(parser)
+    parser.add_argument("--update", action="store_true",
+                        help="replace the rows of the jobs run in the existing record (same "
+                             "n, seed and threads) and keep the others")
+    parser.add_argument("--table", type=pathlib.Path, metavar="RECORD",
+                        help="print the markdown table of a record and exit")
     args = parser.parse_args(argv)
+    if args.table is not None:
+        print_table(args.table)
+        return
     models = args.graphs.split(",")
     unknown = [m for m in models if m not in GRAPHS]
     if unknown:
@@ -656,12 +667,15 @@ def main(argv: list[str] | None = None) -> None:
         if not jobs:
             parser.error(f"no job matches {wanted}; jobs: {list(JOBS)}")
     os.environ["SPARSEDP_THREADS"] = str(args.threads)
-    record = {"command": " ".join([os.path.basename(sys.argv[0]), *(argv or sys.argv[1:])]),
-              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "n": args.n, "seed": args.seed, "limit_s": args.limit, "max_rss_gib": args.max_rss,
-              "blas_threads": args.blas_threads, "threads": args.threads,
-              "cpus": os.cpu_count(), "load_before": os.getloadavg(), "graphs": {},
-              "rows": []}
+    path = output_path(args, "realistic.json")
+    run = {"command": " ".join([os.path.basename(sys.argv[0]), *(argv or sys.argv[1:])]),
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "load_before": os.getloadavg()}
+    record = {"n": args.n, "seed": args.seed, "limit_s": args.limit,
+              "max_rss_gib": args.max_rss, "blas_threads": args.blas_threads,
+              "threads": args.threads, "cpus": os.cpu_count(), "graphs": {}, "rows": []}
+    if args.update and path.exists():
+        record = updatable(json.loads(path.read_text()), record)
     print(TABLE_HEADER, flush=True)
     for model in models:
         shapes, records = run_model(model, args.n, args.seed, jobs, args.limit,
@@ -670,14 +684,46 @@ def main(argv: list[str] | None = None) -> None:
         record["graphs"][model] = shapes
         for job in jobs:
             r = ratio(records.get(job, {}))
-            record["rows"].append({"model": model, "job": job,
-                                   "ratio": r if not isinstance(r, str) else None,
-                                   "over_limit": isinstance(r, str), **records.get(job, {})})
-    record["load_after"] = os.getloadavg()
-    path = output_path(args, "realistic.json")
+            row = {"model": model, "job": job, "ratio": r if not isinstance(r, str) else None,
+                   "over_limit": isinstance(r, str), "date": run["date"],
+                   **records.get(job, {})}
+            record["rows"] = [old for old in record["rows"]
+                              if (old["model"], old["job"]) != (model, job)] + [row]
+    run["load_after"] = os.getloadavg()
+    record["runs"] = [*record.get("runs", []), run]
     path.write_text(json.dumps(record, indent=1, default=str))
     print("\ngraphs:", json.dumps(record["graphs"]))
-    print(f"load {record['load_before']} -> {record['load_after']}; wrote {path}")
+    print(f"load {run['load_before']} -> {run['load_after']}; wrote {path}")
+
+
+def updatable(old: dict, new: dict) -> dict:
+    """The record ``old`` to be updated by a run with the settings of ``new``; refused when
+    they differ (the rows would not be comparable)."""
+    settings = ("n", "seed", "blas_threads", "threads")
+    differ = [k for k in settings if old.get(k) != new[k]]
+    if differ:
+        raise SystemExit(f"--update: the record has other settings {differ}: "
+                         f"{ {k: old.get(k) for k in differ} } against "
+                         f"{ {k: new[k] for k in differ} }")
+    if "runs" not in old:  # a record written by one run
+        old["runs"] = [{k: old.pop(k) for k in ("command", "date", "load_before", "load_after")
+                        if k in old}]
+        for row in old["rows"]:
+            row.setdefault("date", old["runs"][0].get("date"))
+    return old
+
+
+def print_table(path: pathlib.Path) -> None:
+    """The markdown table of a record, rows in the suite's order."""
+    record = json.loads(path.read_text())
+    order = {job: i for i, job in enumerate(JOBS)}
+    models = list(GRAPHS)
+    rows = sorted(record["rows"], key=lambda r: (models.index(r["model"]) if r["model"] in
+                                                  models else len(models),
+                                                  order.get(r["job"], len(order))))
+    print(TABLE_HEADER)
+    for row in rows:
+        print(format_row(row["model"], row["job"], row))
 
 
 if __name__ == "__main__":
