@@ -97,6 +97,7 @@ from sparsedp.reprs import short_repr
 __all__ = [
     "COLUMN_METHODS",
     "DENSE_MAX_N",
+    "LANCZOS_CONVERGED",
     "LOGDET_METHODS",
     "LogDetResult",
     "LogGreenColumns",
@@ -110,6 +111,7 @@ __all__ = [
 ]
 
 DENSE_MAX_N = 4000
+LANCZOS_CONVERGED = 0.1  # the upper end's Ritz residual is at most this fraction of 1 - theta
 COLUMN_METHODS = ("chebyshev", "lanczos", "quadrature", "dense")
 LOGDET_METHODS = ("auto", "dense", "sparse-lu", "slq")
 SPARSE_LU_MAX_N = 200_000
@@ -138,34 +140,63 @@ def spectral_interval(W: Any, lanczos_steps: int = 60) -> SpectralInterval:
 
     ``n <= DENSE_MAX_N``: both ends from ``numpy.linalg.eigvalsh``, widened by ``4 n eps``.
     Larger: lower end ``max(-1, min_i (2 W_ii - 1))`` (Gershgorin, rigorous for a nonnegative
-    stochastic W); upper end ``theta + ||W y - theta y||`` for the top Ritz pair
-    ``(theta, y)`` of ``lanczos_steps`` Lanczos steps on ``1^perp``.  Some eigenvalue lies
-    within the residual of theta and ``theta <= lambda_2``; that the top one does is the usual
-    Lanczos assumption (extreme eigenvalues converge first), as in
-    :mod:`sparsedp.linalg.spectral`.  Raises ``GossipMatrixError`` when the upper end is not
-    below 1.
+    stochastic W); upper end ``theta + ||W y - theta y||`` (+ rounding slack) for the top Ritz
+    pair ``(theta, y)`` of Lanczos on ``1^perp``, run for ``lanczos_steps`` steps and, while the
+    residual exceeds ``LANCZOS_CONVERGED (1 - theta)``, for twice as many (at most
+    ``_MAX_DEGREE``), so that slowly mixing graphs (geometric, grids, paths, communities) get
+    a converged upper end instead of a refusal.  Some eigenvalue lies within the residual of
+    theta and ``theta <= lambda_2``; that the top one does is the usual Lanczos assumption
+    (extreme eigenvalues converge first), as in :mod:`sparsedp.linalg.spectral`: the upper end
+    is an estimate, not certified, and ``how`` says so.
+
+    Raises ``GossipMatrixError`` when W is not a random-walk matrix (naming the property), and
+    when the upper end is not below 1 after the last Lanczos run (W mixes too slowly for the
+    log-Green bounds at a reasonable cost).
     """
     M = check_random_walk_matrix(W)
     n = M.shape[0]
     if n <= DENSE_MAX_N:
         ev = np.linalg.eigvalsh(M.toarray())
         slack = 4 * n * _EPS
-        lower, upper = max(-1.0, ev[0] - slack), ev[-2] + slack
-        how = "dense eigvalsh (+ 4 n eps)"
-    else:
-        lower = max(-1.0, float(np.min(2.0 * M.diagonal() - 1.0)))
-        start = np.random.default_rng(0).standard_normal(n)
-        run = lanczos(M, start, min(lanczos_steps, n - 1), keep=False)
+        return _separated(SpectralInterval(max(-1.0, ev[0] - slack), ev[-2] + slack,
+                                           "dense eigvalsh (+ 4 n eps)"))
+    lower = max(-1.0, float(np.min(2.0 * M.diagonal() - 1.0)))
+    theta, residual, steps = _top_ritz_value(M, lanczos_steps)
+    upper = theta + residual + (16 + steps) * _EPS
+    how = (f"Gershgorin lower end; upper end: Lanczos estimate (not certified: assumes the top "
+           f"Ritz value converged to lambda_2), top Ritz value {theta:.10g} + residual "
+           f"{residual:.2g} after {steps} Lanczos steps")
+    return _separated(SpectralInterval(lower, float(upper), how))
+
+
+def _top_ritz_value(M: sp.csr_matrix, steps: int) -> tuple[float, float, int]:
+    """``(theta, residual, steps)``: the top Ritz value of W on ``1^perp`` and its residual
+    ``beta_k |e_k^T s|``, from plain Lanczos (no n x k storage) started from a fixed random
+    vector; ``steps`` doubles (a rerun from the same start repeats the first steps, so the
+    total work is under twice the last run) until the residual is at most
+    ``LANCZOS_CONVERGED (1 - theta)``, the Krylov space is invariant, or ``_MAX_DEGREE``
+    steps were run."""
+    n = M.shape[0]
+    start = np.random.default_rng(0).standard_normal(n)
+    cap = min(_MAX_DEGREE, n - 1)
+    k = min(max(1, steps), cap)
+    while True:
+        run = lanczos(M, start, k, keep=False)
         theta, S = tridiagonal_eig(run.alpha, run.beta)
-        residual = run.beta_next * abs(S[-1, -1])
-        upper = float(theta[-1] + residual + 16 * _EPS)
-        how = (f"Gershgorin lower end; upper end: top Ritz value {theta[-1]:.8g} + residual "
-               f"{residual:.2g} after {run.steps} Lanczos steps")
-    if not upper < 1.0:
+        residual = float(run.beta_next * abs(S[-1, -1]))
+        if residual <= LANCZOS_CONVERGED * (1.0 - theta[-1]) or run.breakdown or k >= cap:
+            return float(theta[-1]), residual, run.steps
+        k = min(2 * k, cap)
+
+
+def _separated(interval: SpectralInterval) -> SpectralInterval:
+    """``interval`` if its upper end is below 1, else ``GossipMatrixError``."""
+    if not interval.upper < 1.0:
         raise GossipMatrixError(
-            f"the second eigenvalue of W is not separated from 1 (upper bound {upper!r}): "
-            "the log-Green matrix cannot be evaluated with an error bound")
-    return SpectralInterval(float(lower), float(upper), how)
+            f"the second eigenvalue of W is not separated from 1 (upper bound "
+            f"{interval.upper!r}; {interval.how}): the log-Green matrix cannot be evaluated "
+            "with an error bound")
+    return interval
 
 
 def _interval(W: sp.csr_matrix, interval: SpectralInterval | None) -> SpectralInterval:
