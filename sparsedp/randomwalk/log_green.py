@@ -90,7 +90,6 @@ from sparsedp.randomwalk.krylov import (
     lanczos_quadratic_form,
     matvec_rounding_factor,
     remove_mean,
-    tridiagonal_eig,
 )
 from sparsedp.reprs import short_repr
 
@@ -171,22 +170,46 @@ def spectral_interval(W: Any, lanczos_steps: int = 60) -> SpectralInterval:
 
 def _top_ritz_value(M: sp.csr_matrix, steps: int) -> tuple[float, float, int]:
     """``(theta, residual, steps)``: the top Ritz value of W on ``1^perp`` and its residual
-    ``beta_k |e_k^T s|``, from plain Lanczos (no n x k storage) started from a fixed random
-    vector; ``steps`` doubles (a rerun from the same start repeats the first steps, so the
-    total work is under twice the last run) until the residual is at most
-    ``LANCZOS_CONVERGED (1 - theta)``, the Krylov space is invariant, or ``_MAX_DEGREE``
-    steps were run."""
+    ``beta_k |e_k^T s|``, from one plain Lanczos run (no n x k storage) started from a fixed
+    random vector, checked after ``steps`` steps and then each time the step count has grown
+    by half, until the residual is at most ``LANCZOS_CONVERGED (1 - theta)``, the Krylov space
+    is invariant, or ``_MAX_DEGREE`` steps were run."""
     n = M.shape[0]
+    checks = iter(_check_schedule(max(1, steps)))
+    next_check = [next(checks)]
+
+    def converged(alpha: np.ndarray, beta: np.ndarray) -> bool:
+        if len(alpha) < next_check[0]:
+            return False
+        next_check[0] = next(checks)
+        theta, residual = _top_ritz_pair(alpha, beta)
+        return residual <= LANCZOS_CONVERGED * (1.0 - theta)
+
     start = np.random.default_rng(0).standard_normal(n)
-    cap = min(_MAX_DEGREE, n - 1)
-    k = min(max(1, steps), cap)
+    run = lanczos(M, start, min(_MAX_DEGREE, n - 1), keep=False, stop=converged)
+    theta, residual = _top_ritz_pair(run.alpha, np.append(run.beta, run.beta_next))
+    return theta, residual, run.steps
+
+
+def _check_schedule(first: int):
+    """Step counts at which the Lanczos upper end is tested: ``first``, then 1.5 times more
+    each time (the tests' tridiagonal eigenproblems cost little next to the products)."""
+    k = first
     while True:
-        run = lanczos(M, start, k, keep=False)
-        theta, S = tridiagonal_eig(run.alpha, run.beta)
-        residual = float(run.beta_next * abs(S[-1, -1]))
-        if residual <= LANCZOS_CONVERGED * (1.0 - theta[-1]) or run.breakdown or k >= cap:
-            return float(theta[-1]), residual, run.steps
-        k = min(2 * k, cap)
+        yield k
+        k += max(1, k // 2)
+
+
+def _top_ritz_pair(alpha: np.ndarray, beta: np.ndarray) -> tuple[float, float]:
+    """Top eigenvalue of the tridiagonal ``(alpha, beta[:-1])`` and its residual
+    ``beta[-1] |last component of its eigenvector|``."""
+    k = len(alpha)
+    if k == 1:
+        return float(alpha[0]), float(beta[-1])
+    from scipy.linalg import eigh_tridiagonal
+
+    theta, S = eigh_tridiagonal(alpha, beta[:-1], select="i", select_range=(k - 1, k - 1))
+    return float(theta[0]), float(beta[-1] * abs(S[-1, 0]))
 
 
 def _separated(interval: SpectralInterval) -> SpectralInterval:
