@@ -56,10 +56,10 @@ Columns (:func:`log_green_columns`), never forming an n x n matrix except for ``
 * ``"dense"``: eigendecomposition (``n <= DENSE_MAX_N``), the reference.
 
 The bounds assume the interval contains the spectrum on ``1^perp``: the lower end is the
-rigorous Gershgorin bound ``min_i (2 W_ii - 1)`` (or the dense eigenvalue), the upper end is
-``lambda_2`` from :func:`sparsedp.linalg.spectral.spectral_info` plus its reported tolerance
-(dense: backward-error bound; iterative: a Ritz residual, see
-:class:`sparsedp.linalg.spectral.SpectralInfo`).
+rigorous Gershgorin bound ``min_i (2 W_ii - 1)`` (or the dense eigenvalue), the upper end the
+dense ``lambda_2`` (+ ``4 n eps``) or, for ``n > DENSE_MAX_N``, the top Ritz value plus its
+residual after Lanczos run to convergence: an estimate under the usual Lanczos assumption,
+labelled so in :attr:`SpectralInterval.how` (see :func:`spectral_interval`).
 
 ``ln det'(I - W)`` (product of the nonzero eigenvalues of ``I - W``, equal to ``-tr L``) gives
 the mean of ``L_uv`` over ordered pairs ``u != v``: ``sum_{u != v} L_uv = -tr L`` because
@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,8 +158,8 @@ def spectral_interval(W: Any, lanczos_steps: int = 60) -> SpectralInterval:
     if n <= DENSE_MAX_N:
         ev = np.linalg.eigvalsh(M.toarray())
         slack = 4 * n * _EPS
-        return _separated(SpectralInterval(max(-1.0, ev[0] - slack), ev[-2] + slack,
-                                           "dense eigvalsh (+ 4 n eps)"))
+        return _separated(SpectralInterval(max(-1.0, float(ev[0] - slack)),
+                                           float(ev[-2] + slack), "dense eigvalsh (+ 4 n eps)"))
     lower = max(-1.0, float(np.min(2.0 * M.diagonal() - 1.0)))
     theta, residual, steps = _top_ritz_value(M, lanczos_steps)
     upper = theta + residual + (16 + steps) * _EPS
@@ -191,7 +192,7 @@ def _top_ritz_value(M: sp.csr_matrix, steps: int) -> tuple[float, float, int]:
     return theta, residual, run.steps
 
 
-def _check_schedule(first: int):
+def _check_schedule(first: int) -> Iterator[int]:
     """Step counts at which the Lanczos upper end is tested: ``first``, then 1.5 times more
     each time (the tests' tridiagonal eigenproblems cost little next to the products)."""
     k = first
