@@ -140,14 +140,16 @@ def spectral_interval(W: Any, lanczos_steps: int = 60) -> SpectralInterval:
 
     ``n <= DENSE_MAX_N``: both ends from ``numpy.linalg.eigvalsh``, widened by ``4 n eps``.
     Larger: lower end ``max(-1, min_i (2 W_ii - 1))`` (Gershgorin, rigorous for a nonnegative
-    stochastic W); upper end ``theta + ||W y - theta y||`` (+ rounding slack) for the top Ritz
-    pair ``(theta, y)`` of Lanczos on ``1^perp``, run for ``lanczos_steps`` steps and, while the
-    residual exceeds ``LANCZOS_CONVERGED (1 - theta)``, for twice as many (at most
-    ``_MAX_DEGREE``), so that slowly mixing graphs (geometric, grids, paths, communities) get
-    a converged upper end instead of a refusal.  Some eigenvalue lies within the residual of
-    theta and ``theta <= lambda_2``; that the top one does is the usual Lanczos assumption
-    (extreme eigenvalues converge first), as in :mod:`sparsedp.linalg.spectral`: the upper end
-    is an estimate, not certified, and ``how`` says so.
+    stochastic W); upper end ``theta + ||W y - theta y|| + 16 eps`` for the top Ritz pair
+    ``(theta, y)`` of Lanczos on ``1^perp``, tested after ``lanczos_steps`` steps and then each
+    time the run has grown by half, until the residual is at most
+    ``LANCZOS_CONVERGED (1 - theta)`` (at most ``_MAX_DEGREE`` steps): graphs that mix fast
+    stop at ``lanczos_steps`` with the same interval as a fixed run, slowly mixing ones
+    (geometric, grids, paths, communities) get a converged upper end instead of a refusal.
+    Some eigenvalue lies within the residual of theta and ``theta <= lambda_2``; that the top
+    one does is the usual Lanczos assumption (extreme eigenvalues converge first), as in
+    :mod:`sparsedp.linalg.spectral`: the upper end is an estimate, not certified, and ``how``
+    says so.
 
     Raises ``GossipMatrixError`` when W is not a random-walk matrix (naming the property), and
     when the upper end is not below 1 after the last Lanczos run (W mixes too slowly for the
@@ -162,7 +164,7 @@ def spectral_interval(W: Any, lanczos_steps: int = 60) -> SpectralInterval:
                                            float(ev[-2] + slack), "dense eigvalsh (+ 4 n eps)"))
     lower = max(-1.0, float(np.min(2.0 * M.diagonal() - 1.0)))
     theta, residual, steps = _top_ritz_value(M, lanczos_steps)
-    upper = theta + residual + (16 + steps) * _EPS
+    upper = theta + residual + 16 * _EPS
     how = (f"Gershgorin lower end; upper end: Lanczos estimate (not certified: assumes the top "
            f"Ritz value converged to lambda_2), top Ritz value {theta:.10g} + residual "
            f"{residual:.2g} after {steps} Lanczos steps")
