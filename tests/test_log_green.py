@@ -1,11 +1,14 @@
 """The log-Green matrix L = -log(I - W + J/n): dense, matrix-free columns, ln det'(I - W)."""
 
+import re
+
 import networkx as nx
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from sparsedp.errors import GossipMatrixError, ParameterError
+from sparsedp.graphs import random_geometric
 from sparsedp.graphs.generators import hypercube
 from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.randomwalk import krylov
@@ -81,13 +84,75 @@ def test_lanczos_interval_path_contains_spectrum(monkeypatch):
     ev = np.linalg.eigvalsh(W.toarray())
     monkeypatch.setattr(lgm, "DENSE_MAX_N", 50)
     iv = lgm.spectral_interval(W)
-    assert "Lanczos" in iv.how
+    assert "after 60 Lanczos steps" in iv.how  # a fast mixer stops where it always did
     assert iv.lower <= ev[0] and ev[-2] <= iv.upper < 1.0
     L = np.linalg.eigh(W.toarray() - 1 / 120)
     res = lgm.log_green_columns(W, [5], method="chebyshev", tol=1e-9, interval=iv)
     V, mu = L[1], L[0]
     exact = (V * -np.log1p(-mu)) @ V[5]
     assert np.linalg.norm(res.columns[:, 0] - exact) <= res.error_bound[0]
+
+
+SLOWLY_MIXING = {
+    "path": lambda: nx.path_graph(300),
+    "odd cycle": lambda: nx.cycle_graph(301),
+    "grid": lambda: nx.grid_2d_graph(18, 18),
+    "geometric": lambda: random_geometric(400, 0.12, seed=1),
+    "barbell": lambda: nx.barbell_graph(60, 80),
+}
+
+
+@pytest.mark.parametrize("name", SLOWLY_MIXING)
+def test_lanczos_upper_end_converges_above_lambda_2_on_slowly_mixing_graphs(name, monkeypatch):
+    """Issue 35: the large-n upper end on graphs that mix slowly is >= lambda_2 (eigvalsh) and
+    within LANCZOS_CONVERGED of the gap above it, where 60 fixed steps refused some of them
+    (path, odd cycle: top Ritz value + residual above 1)."""
+    W = gossip_matrix(SLOWLY_MIXING[name]())
+    lambda_2 = np.linalg.eigvalsh(W.toarray())[-2]
+    monkeypatch.setattr(lgm, "DENSE_MAX_N", 50)
+    iv = lgm.spectral_interval(W)
+    assert "Lanczos estimate (not certified" in iv.how
+    assert lambda_2 <= iv.upper < 1.0
+    assert iv.upper - lambda_2 <= lgm.LANCZOS_CONVERGED * (1.0 - lambda_2)
+    steps = int(re.search(r"after (\d+) Lanczos steps", iv.how).group(1))
+    assert (steps > 60) == (name in ("path", "odd cycle", "barbell"))
+
+
+def test_lanczos_upper_end_refuses_when_the_step_cap_is_reached(monkeypatch):
+    """A cap too small to converge on a path: the refusal names the separation from 1 and
+    the Lanczos run it comes from."""
+    W = gossip_matrix(nx.path_graph(300))
+    monkeypatch.setattr(lgm, "DENSE_MAX_N", 50)
+    monkeypatch.setattr(lgm, "_MAX_DEGREE", 20)
+    with pytest.raises(GossipMatrixError,
+                       match=r"not separated from 1 \(upper bound .*after 20 Lanczos steps"):
+        lgm.spectral_interval(W)
+
+
+def test_lanczos_stop_truncates_the_same_run():
+    """``stop`` ends the run early without changing the coefficients computed so far."""
+    W = gossip_matrix(nx.grid_2d_graph(8, 8))
+    b = np.random.default_rng(2).standard_normal(64)
+    full = krylov.lanczos(W, b, 30, keep=False)
+    short = krylov.lanczos(W, b, 30, keep=False, stop=lambda alpha, beta: len(alpha) == 12)
+    assert short.steps == 12 and not short.breakdown
+    np.testing.assert_array_equal(short.alpha, full.alpha[:12])
+    np.testing.assert_array_equal(short.beta, full.beta[:11])
+    assert short.beta_next == full.beta[11]
+
+
+@pytest.mark.parametrize("method", ["chebyshev", "lanczos"])
+def test_columns_on_a_geometric_graph_with_the_lanczos_interval(method, monkeypatch):
+    """Log-Green columns of a slowly mixing geometric graph, interval from the adaptive
+    Lanczos path, against the eigendecomposition: within their error bound."""
+    W = gossip_matrix(random_geometric(400, 0.12, seed=1))
+    n = W.shape[0]
+    L = lgm.log_green_matrix(W)
+    monkeypatch.setattr(lgm, "DENSE_MAX_N", 50)
+    iv = lgm.spectral_interval(W)
+    res = lgm.log_green_columns(W, [0, n // 2], method=method, tol=1e-9, interval=iv)
+    err = np.linalg.norm(res.columns - L[:, [0, n // 2]], axis=0)
+    assert np.all(err <= res.error_bound) and np.all(res.error_bound <= 2e-9)
 
 
 def test_chebyshev_tail_bound_bounds_the_scalar_error():

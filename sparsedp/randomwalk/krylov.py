@@ -64,6 +64,7 @@ bound plus ``||b||^2 ||Q^T q_1 - e_1|| max|f|``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -255,8 +256,11 @@ class LanczosRun:
 
 
 def lanczos(M: sp.csr_matrix, b: np.ndarray, steps: int, keep: bool = True,
-            matvec_factor: float | None = None) -> LanczosRun:
-    """k-step Lanczos on ``1^perp`` from ``b`` (mean removed), stopping early on breakdown.
+            matvec_factor: float | None = None,
+            stop: Callable[[np.ndarray, np.ndarray], bool] | None = None) -> LanczosRun:
+    """k-step Lanczos on ``1^perp`` from ``b`` (mean removed), stopping early on breakdown,
+    or when ``stop(alpha, beta)`` (called after every step with the coefficients so far,
+    ``beta[-1]`` the next vector's norm) returns True.
 
     With ``keep``: full reorthogonalisation against the stored basis (twice), the mean removed
     again afterwards, and the residual of the Lanczos relation recorded.  Without: the plain
@@ -292,6 +296,9 @@ def lanczos(M: sp.csr_matrix, b: np.ndarray, steps: int, keep: bool = True,
             residual2 += float(f @ f)
         if beta[k] <= _BREAKDOWN:
             used, breakdown = k + 1, True
+            break
+        if stop is not None and stop(alpha[:k + 1], beta[:k + 1]):
+            used = k + 1
             break
         q_prev, q = q, w / beta[k]
         beta_prev = beta[k]
