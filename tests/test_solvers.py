@@ -13,7 +13,6 @@ from sparsedp.linalg.solvers import (
     InnovationPreconditioner,
     StationaryPreconditioner,
     block_cg,
-    block_pcg,
     cholesky_solve,
 )
 
@@ -31,13 +30,22 @@ def test_preconditioner_is_the_inverse_of_K_stat(T, m, p):
     np.testing.assert_allclose(inverse @ K_stat, np.eye(T * m), atol=1e-12)
 
 
+def _column_by_column(apply_A, B, precondition=None, rtol=1e-11):
+    """Independent (P)CG per column, all advanced together: its block applications are
+    the most any single column needs (block CG on one column is CG)."""
+    infos = [block_cg(apply_A, B[..., j:j + 1], precondition, rtol=rtol)[2]
+             for j in range(B.shape[-1])]
+    assert all(info.converged for info in infos)
+    return max(info.iterations for info in infos)
+
+
 def test_block_pcg_solves_to_tolerance():
     W = gossip_matrix(connected_instance("er", 60, 5))
     T = 30
     system = GossipSystem(W, [4], T)
     G = system.G_matrix(17)
-    X, KX, info = block_pcg(system.apply_K, G.reshape(T, 1, T),
-                            StationaryPreconditioner(T, 1, 1 / 60), rtol=1e-11)
+    X, KX, info = block_cg(system.apply_K, G.reshape(T, 1, T),
+                           StationaryPreconditioner(T, 1, 1 / 60), rtol=1e-11)
     assert info.converged and info.max_relative_residual <= 1e-11
     X_direct = cholesky_solve(system.K @ np.eye(T), G)
     np.testing.assert_allclose(X.reshape(T, T), X_direct, rtol=1e-8, atol=1e-9)
@@ -59,8 +67,7 @@ def test_block_cg_shares_its_krylov_space_across_the_columns():
     assert info.converged and info.max_relative_residual <= 1e-11
     np.testing.assert_allclose(X.reshape(G.shape), X_direct, rtol=1e-8, atol=1e-9)
     np.testing.assert_array_equal(KX, system.apply_K(X))
-    _, _, separate = block_pcg(system.apply_K, G.reshape(shape), lambda R: R, rtol=1e-11)
-    assert info.iterations < separate.iterations, (info, separate)
+    assert info.iterations < _column_by_column(system.apply_K, G.reshape(shape))
     B = np.concatenate([G, G[:, :3], np.zeros((G.shape[0], 1))], axis=1)
     X, _, info = block_cg(system.apply_K, B.reshape(shape), rtol=1e-11)
     X = X.reshape(B.shape)
@@ -72,6 +79,44 @@ def test_block_cg_shares_its_krylov_space_across_the_columns():
     assert X.shape == AX.shape == (T, len(observers), 0) and info.iterations == 0
 
 
+def test_block_pcg_matches_a_direct_solve_with_repeated_and_zero_columns():
+    """Preconditioned block CG on a hub's neighbourhood view (innovation preconditioner):
+    the direct solve's X for every column, a repeated column's solution repeated, a zero
+    column's zero, and no more block applications than PCG column by column on the T
+    time-shifted columns of G (13 against 22 here)."""
+    W, S, target, T = _hub_view(n=120, T=12)
+    system = GossipSystem(W, S, T)
+    m = S.size
+    G = system.G_matrix(target)
+    X_direct = cholesky_solve(_dense(system.apply_K, T, m), G)
+    precondition = innovation_preconditioner(system)
+    B = np.concatenate([G, G[:, 2:5], np.zeros((T * m, 1))], axis=1)
+    X, KX, info = block_cg(system.apply_K, B.reshape(T, m, -1), precondition, rtol=1e-11)
+    assert info.converged and info.max_relative_residual <= 1e-11
+    X = X.reshape(B.shape)
+    np.testing.assert_allclose(X[:, :T], X_direct, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(X[:, T:T + 3], X_direct[:, 2:5], rtol=1e-8, atol=1e-10)
+    np.testing.assert_array_equal(X[:, -1], 0.0)
+    np.testing.assert_array_equal(KX, system.apply_K(X.reshape(T, m, -1)))
+    _, _, shared = block_cg(system.apply_K, G.reshape(T, m, T), precondition, rtol=1e-11)
+    separate = _column_by_column(system.apply_K, G.reshape(T, m, T), precondition)
+    assert shared.iterations <= separate, (shared, separate)
+
+
+def test_the_preconditioner_never_changes_the_unpreconditioned_iteration():
+    """``precondition=None`` is CG on the residual itself: the identity preconditioner
+    gives the same iterates, to the bit."""
+    W = gossip_matrix(connected_instance("er", 40, 2))
+    T = 10
+    system = GossipSystem(W, [1, 7], T)
+    G = system.G_matrix(20).reshape(T, 2, T)
+    plain = block_cg(system.apply_K, G, rtol=1e-11)
+    identity = block_cg(system.apply_K, G, lambda R: R, rtol=1e-11)
+    np.testing.assert_array_equal(plain[0], identity[0])
+    np.testing.assert_array_equal(plain[1], identity[1])
+    assert plain[2] == identity[2] and plain[2].converged
+
+
 def test_iteration_count_levels_off_in_T():
     """With the stationary preconditioner the iterations grow far slower than T."""
     W = gossip_matrix(connected_instance("er", 100, 6))
@@ -79,8 +124,8 @@ def test_iteration_count_levels_off_in_T():
     for T in (25, 100, 400):
         system = GossipSystem(W, [0], T)
         G = system.G_matrix(50)[:, :4]  # a few right-hand sides suffice
-        _, _, info = block_pcg(system.apply_K, G.reshape(T, 1, 4),
-                               StationaryPreconditioner(T, 1, 1 / 100), rtol=1e-10)
+        _, _, info = block_cg(system.apply_K, G.reshape(T, 1, 4),
+                              StationaryPreconditioner(T, 1, 1 / 100), rtol=1e-10)
         assert info.converged
         counts[T] = info.iterations
     assert counts[400] <= 2 * counts[25] + 10, counts
@@ -130,16 +175,17 @@ def _hub_view(n=300, T=30, seed=3):
 
 
 def test_innovation_preconditioner_cuts_the_iterations_of_a_hub_view():
-    """The hub's neighbourhood view: far fewer PCG iterations than with the stationary
-    preconditioner, and the same solution."""
+    """The hub's neighbourhood view: fewer block PCG iterations than with the stationary
+    preconditioner (19 against 35 here; 32 against 122 column by column), and the same
+    solution."""
     W, S, target, T = _hub_view()
     system = GossipSystem(W, S, T)
     G = system.G_matrix(target).reshape(T, S.size, T)
-    X_s, _, stationary = block_pcg(system.apply_K, G,
-                                   StationaryPreconditioner(T, S.size, 1 / W.shape[0]))
-    X_i, _, innovation = block_pcg(system.apply_K, G, innovation_preconditioner(system))
+    X_s, _, stationary = block_cg(system.apply_K, G,
+                                  StationaryPreconditioner(T, S.size, 1 / W.shape[0]))
+    X_i, _, innovation = block_cg(system.apply_K, G, innovation_preconditioner(system))
     assert stationary.converged and innovation.converged
-    assert 3 * innovation.iterations <= stationary.iterations, (innovation, stationary)
+    assert 3 * innovation.iterations <= 2 * stationary.iterations, (innovation, stationary)
     np.testing.assert_allclose(X_i, X_s, rtol=1e-6, atol=1e-8)
 
 

@@ -45,7 +45,7 @@ from sparsedp.linalg.operators import GossipSystem, k_from_moments, toeplitz_blo
 from sparsedp.linalg.solvers import (
     InnovationPreconditioner,
     StationaryPreconditioner,
-    block_pcg,
+    block_cg,
     cholesky_factor,
     cholesky_solve,
 )
@@ -167,7 +167,7 @@ def solve(
         def apply_K(Y):
             return system.apply_K(Y * mask) * mask
 
-        X3, KX3, solve = block_pcg(
+        X3, KX3, solve = block_cg(
             apply_K,
             G.reshape(T, m, T),
             precondition,

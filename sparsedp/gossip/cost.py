@@ -86,7 +86,7 @@ def _operator_block(n: int, T: int) -> int:
 # T = 50-100, rtol 1e-10); the stationary one 100-5000 on those, 20-60 on ER graphs.
 PCG_ITERATIONS = {"gram": 2, "innovation": 30, "stationary": 200}
 GRAM_SQUARES = 6  # mT x mT matrices of the gram path at once (traced up to 4.9)
-PCG_BLOCKS = 16  # m T x T blocks alive in block_pcg and its preconditioner at once (measured)
+PCG_BLOCKS = 16  # m T x T blocks alive in block_cg and its preconditioner at once (measured)
 DENSE_FLOP_WEIGHT = 0.1  # a dense BLAS flop against a sparse multiply-add (time per unit)
 
 

@@ -1,15 +1,13 @@
 """Solving ``K_T X = G_T`` for the T right-hand sides of ``M_T = G_T^T K_T^{-1} G_T``.
 
-Three solvers, each returning ``X`` together with ``K X`` so that the caller can certify the
+Two solvers, each returning ``X`` together with ``K X`` so that the caller can certify the
 result from the true residual (:mod:`sparsedp.linalg.certified`):
 
-* :func:`block_pcg` — preconditioned conjugate gradients on the matrix-free ``K_T``, one
-  independent CG per column, all columns advanced together (one block application of ``K``
-  per iteration), converged columns dropped from the block, and restarted from the true
-  residual until every column meets the tolerance.
-* :func:`block_cg` — block conjugate gradients (O'Leary 1980): one Krylov space shared by
-  every column, so a direction found for one column serves all of them (fewer block
-  applications when the columns are related, e.g. time shifts of one impulse response).
+* :func:`block_cg` — block (preconditioned) conjugate gradients (O'Leary 1980) on the
+  matrix-free ``K_T``: one Krylov space shared by every column, so a direction found for one
+  column serves all of them (fewer block applications when the columns are related, e.g.
+  time shifts of one impulse response), restarted from the true residual until every column
+  meets the tolerance.
 * :func:`cholesky_solve` — dense Cholesky of an explicit ``K_T`` (structured path).
 
 The stationary preconditioner
@@ -163,80 +161,10 @@ class SolveInfo:
     converged: bool
 
 
-def block_pcg(
-    apply_A: Callable[[np.ndarray], np.ndarray],
-    B: np.ndarray,
-    precondition: Callable[[np.ndarray], np.ndarray],
-    rtol: float = 1e-10,
-    maxiter: int = 2000,
-    max_restarts: int = 3,
-    progress: bool | None = None,
-) -> tuple[np.ndarray, np.ndarray, SolveInfo]:
-    """Solve ``A X = B`` column by column with PCG; return ``X``, ``A X`` and a :class:`SolveInfo`.
-
-    ``B`` has shape ``(..., r)`` (the leading axes are the layout ``apply_A`` expects).  Each
-    column runs the standard recurrences ``alpha = (r.z)/(p.Ap)``, ``x += alpha p``,
-    ``r -= alpha Ap``, ``z = P r``, ``beta = (r.z)_new/(r.z)``, ``p = z + beta p`` until
-    ``||r|| <= rtol ||b||``.  After the iteration the true residual ``B - A X`` is formed and,
-    if some column misses the tolerance, CG restarts on the correction (at most
-    ``max_restarts`` times).
-    """
-    shape = B.shape
-    r_total = shape[-1]
-    flat = (-1, r_total)
-    b_norm = np.linalg.norm(B.reshape(flat), axis=0)
-    b_norm[b_norm == 0.0] = 1.0
-    X = np.zeros_like(B)
-    AX = np.zeros_like(B)
-    iterations = 0
-    restarts = 0
-    bar = progress_bar(progress, total=maxiter, desc="PCG on K_T", unit="it")
-    while True:
-        R = B - AX
-        rel = np.linalg.norm(R.reshape(flat), axis=0) / b_norm
-        active = np.flatnonzero(rel > rtol)
-        if active.size == 0 or restarts > max_restarts or iterations >= maxiter:
-            break
-        if iterations > 0:
-            restarts += 1
-        # CG on the correction A E = R for the active columns.
-        Ra = R[..., active]
-        E = np.zeros_like(Ra)
-        Z = precondition(Ra)
-        P = Z.copy()
-        rz = _coldot(Ra, Z)
-        live = np.arange(active.size)
-        while live.size and iterations < maxiter:
-            AP = apply_A(P[..., live])
-            iterations += 1
-            if bar is not None:
-                bar.update(1)
-            alpha = rz[live] / _coldot(P[..., live], AP)
-            E[..., live] += alpha * P[..., live]
-            Ra[..., live] -= alpha * AP
-            res = np.linalg.norm(Ra[..., live].reshape(-1, live.size), axis=0)
-            res /= b_norm[active[live]]
-            Z_live = precondition(Ra[..., live])
-            rz_new = _coldot(Ra[..., live], Z_live)
-            beta = rz_new / rz[live]
-            P[..., live] = Z_live + beta * P[..., live]
-            rz[live] = rz_new
-            live = live[res > 0.5 * rtol]
-        X[..., active] += E
-        AX[..., active] = apply_A(X[..., active])
-        iterations += 1
-    if bar is not None:
-        bar.close()
-    R = B - AX
-    rel = np.linalg.norm(R.reshape(flat), axis=0) / b_norm
-    max_rel = float(rel.max()) if rel.size else 0.0
-    info = SolveInfo(iterations, restarts, max_rel, bool(max_rel <= rtol))
-    return X, AX, info
-
-
 def block_cg(
     apply_A: Callable[[np.ndarray], np.ndarray],
     B: np.ndarray,
+    precondition: Callable[[np.ndarray], np.ndarray] | None = None,
     rtol: float = 1e-10,
     maxiter: int = 2000,
     max_restarts: int = 3,
@@ -245,13 +173,19 @@ def block_cg(
     """Solve ``A X = B`` (A symmetric positive definite) by block CG; return ``X``, ``A X``
     and a :class:`SolveInfo` (``iterations``: block applications of A).
 
-    ``B`` has shape ``(..., r)`` (the leading axes are the layout ``apply_A`` expects).  Each
-    iteration A-orthogonalises the residual block against the previous search block, applies
-    A once, A-orthonormalises the new block (an eigen-decomposition of its ``r x r`` Gram
-    after scaling its columns to unit norm; directions with a Gram eigenvalue below
-    ``1e-12`` of the largest are linearly dependent on the others and dropped) and takes the
-    Galerkin step ``X += P P^T R``, which minimises the A-norm of the error over the new
-    directions: the error never grows, whatever the rounding does to the conjugacy.  When the
+    ``B`` has shape ``(..., r)`` (the leading axes are the layout ``apply_A`` and
+    ``precondition`` expect).  Each iteration A-orthogonalises the preconditioned residual
+    block ``Z = precondition(R)`` (``Z = R`` without a preconditioner) against the previous
+    search block, applies A once, A-orthonormalises the new block (an eigen-decomposition of
+    its ``r x r`` Gram after scaling its columns to unit norm; directions with a Gram
+    eigenvalue below ``1e-12`` of the largest are linearly dependent on the others and
+    dropped) and takes the Galerkin step ``X += P P^T R``: with ``P^T A P = I`` and error
+    ``E``, ``||E - P c||_A^2 = ||E||_A^2 - 2 c^T P^T R + ||c||^2`` is least at
+    ``c = P^T R``, whatever the directions P are, so the step minimises the A-norm of the
+    error over the new directions and the error never grows, whatever the preconditioner
+    or the rounding does to the conjugacy.  With a symmetric positive definite
+    ``precondition`` (block PCG, O'Leary 1980) the search blocks span the preconditioned
+    block Krylov space, one space shared by every column.  When the
     recursive residual of every column is below ``rtol / 2`` relative to its right-hand side,
     the true residual ``B - A X`` is formed and, if a column misses ``rtol``, the iteration
     restarts on the correction (at most ``max_restarts`` times).  Only a solver: callers
@@ -264,7 +198,8 @@ def block_cg(
     X = np.zeros(flat)
     AX = np.zeros_like(X)
     iterations = restarts = 0
-    bar = progress_bar(progress, total=maxiter, desc="block CG", unit="it")
+    desc = "block CG" if precondition is None else "block PCG"
+    bar = progress_bar(progress, total=maxiter, desc=desc, unit="it")
     while True:
         R = B.reshape(flat) - AX
         if (np.linalg.norm(R, axis=0) / b_norm).max(initial=0.0) <= rtol \
@@ -274,7 +209,8 @@ def block_cg(
             restarts += 1
         P = AP = None
         while iterations < maxiter:
-            D = R if P is None else R - P @ (AP.T @ R)  # A-orthogonal to the last block
+            Z = R if precondition is None else precondition(R.reshape(shape)).reshape(flat)
+            D = Z if P is None else Z - P @ (AP.T @ Z)  # A-orthogonal to the last block
             AD = apply_A(D.reshape(shape)).reshape(flat)
             iterations += 1
             if bar is not None:
@@ -307,12 +243,6 @@ def _a_orthonormal(D: np.ndarray, AD: np.ndarray) -> tuple[np.ndarray, np.ndarra
     keep = lam > 1e-12 * lam[-1] if lam[-1] > 0 else np.zeros(lam.size, dtype=bool)
     S = V[:, keep] / np.sqrt(lam[keep]) / scale[:, None]
     return D @ S, AD @ S
-
-
-def _coldot(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """Column-wise inner products of two arrays shaped ``(..., r)``."""
-    r = A.shape[-1]
-    return np.einsum("ij,ij->j", A.reshape(-1, r), B.reshape(-1, r))
 
 
 def cholesky_factor(K: np.ndarray) -> np.ndarray:
