@@ -256,7 +256,7 @@ def test_ctrl_c_ends_a_long_run_within_seconds():
                             preexec_fn=_default_sigint)
     stderr = _StderrReader(proc)
     try:
-        _wait_until(lambda: "PCG on K_T" in stderr.text(), proc, "progress bar")
+        _wait_until(lambda: "block PCG" in stderr.text(), proc, "progress bar")
         time.sleep(0.5)  # into the iterations
         assert proc.poll() is None, "the run ended before it could be interrupted"
         sent = time.perf_counter()
@@ -270,7 +270,7 @@ def test_ctrl_c_ends_a_long_run_within_seconds():
     text = stderr.finish()
     lines = [part.strip() for part in text.replace("\r", "\n").splitlines() if part.strip()]
     assert proc.returncode == 130 and lines[-1] == "sparsedp: interrupted", text
-    assert all(line.startswith("PCG on K_T") for line in lines[:-1]), text  # no traceback
+    assert all(line.startswith("block PCG") for line in lines[:-1]), text  # no traceback
     assert elapsed < 10.0, f"{elapsed:.1f} s from SIGINT to exit"
 
 
