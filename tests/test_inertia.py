@@ -1,0 +1,111 @@
+"""Certified inertia of sparse symmetric matrices (sparsedp.linalg.inertia) against dense
+eigenvalues."""
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.sparse.csgraph import reverse_cuthill_mckee
+from scipy.sparse.linalg import splu
+
+from sparsedp.graphs import random_geometric
+from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.linalg.inertia import (
+    envelope_cost,
+    inertia,
+    lowest_eigenvalue_bound,
+    second_eigenvalue_bound,
+)
+
+
+def random_symmetric(n: int, seed: int, density: float = 0.2) -> sp.csc_matrix:
+    rng = np.random.default_rng(seed)
+    B = sp.random(n, n, density=density, random_state=seed)
+    return sp.csc_matrix(B + B.T + sp.diags(rng.standard_normal(n)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 50), st.integers(0, 10**6))
+def test_the_count_brackets_the_dense_eigenvalues(n, seed):
+    """lambda_k(A) < error and lambda_(k+1)(A) > -error for k = the negative pivots."""
+    A = random_symmetric(n, seed)
+    try:
+        counts = inertia(A)
+    except (ValueError, RuntimeError):  # a zero pivot: no certificate, nothing claimed
+        return
+    ev = np.linalg.eigvalsh(A.toarray())
+    k = counts.negative
+    assert k == 0 or ev[k - 1] < counts.error
+    assert k == n or counts.zero or ev[k] > -counts.error
+    assert counts.error < 1e-10 * max(1.0, np.abs(ev).max()) * 1e3
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_error_bound_covers_the_distance_to_the_congruent_matrix(seed):
+    """||P^T A P - L D L^T||_2, computed densely from SuperLU's factors, is within the bound,
+    and the factors are SuperLU's factorisation of the permuted matrix (to rounding)."""
+    A = random_symmetric(40, seed)
+    counts = inertia(A)
+    lu = splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+              options={"SymmetricMode": True, "Equil": False})
+    L, U = lu.L.toarray(), lu.U.toarray()
+    p = lu.perm_c
+    P = np.zeros((40, 40))
+    P[np.arange(40), p] = 1.0  # scipy: P_r A P_c = L U, here P_r = P_c^T
+    S = L @ np.diag(np.diag(U)) @ L.T
+    distance = np.linalg.norm(P.T @ A.toarray() @ P - S, 2)
+    assert distance <= counts.error
+    np.testing.assert_allclose(P.T @ A.toarray() @ P, L @ U, atol=1e-12)
+    assert counts.negative == int(np.sum(np.linalg.eigvalsh(A.toarray()) < 0))
+
+
+def test_no_certificate_for_a_non_symmetric_matrix_or_an_off_diagonal_pivot():
+    with pytest.raises(ValueError, match="not exactly symmetric"):
+        inertia(sp.csc_matrix(np.array([[2.0, 1.0], [1.0 + 1e-15, 2.0]])))
+    with pytest.raises((ValueError, RuntimeError)):
+        inertia(sp.csc_matrix(np.array([[0.0, 1.0], [1.0, 0.0]])))
+
+
+@pytest.mark.parametrize("graph", [nx.path_graph(200), nx.cycle_graph(201),
+                                   nx.grid_2d_graph(12, 12), random_geometric(300, 0.12, seed=2),
+                                   nx.barbell_graph(30, 40)])
+def test_second_eigenvalue_bound_against_eigvalsh(graph):
+    """Just above lambda_2: certified and at most a few ulps above mu; just below: no
+    certificate (two negative pivots)."""
+    W = gossip_matrix(graph)
+    lambda_2 = np.linalg.eigvalsh(W.toarray())[-2]
+    gap = 1.0 - lambda_2
+    bound, counts = second_eigenvalue_bound(W, lambda_2 + 1e-3 * gap)
+    assert bound is not None and lambda_2 < bound <= lambda_2 + 1e-3 * gap + 1e-9
+    assert counts.negative == 1
+    bound, counts = second_eigenvalue_bound(W, lambda_2 - 1e-3 * gap)
+    assert bound is None and counts.negative >= 2
+
+
+@pytest.mark.parametrize("graph", [nx.path_graph(200), nx.cycle_graph(200),
+                                   random_geometric(300, 0.12, seed=2)])
+def test_lowest_eigenvalue_bound_against_eigvalsh(graph):
+    """Just below lambda_min: certified, within a few ulps of nu; just above: no certificate.
+    The even cycle is periodic with Metropolis weights 1/3 (lambda_min = -1/3)."""
+    W = gossip_matrix(graph)
+    lowest = np.linalg.eigvalsh(W.toarray())[0]
+    bound, counts = lowest_eigenvalue_bound(W, lowest - 1e-4)
+    assert bound is not None and lowest - 1e-4 - 1e-9 <= bound < lowest
+    assert counts.negative == 0
+    bound, counts = lowest_eigenvalue_bound(W, lowest + 1e-4)
+    assert bound is None and counts.negative >= 1
+
+
+def test_envelope_cost_of_a_path_and_its_bound_on_the_fill():
+    """A path in RCM order is tridiagonal: n - 1 off-diagonal envelope entries, flops n - 1;
+    on a geometric graph the envelope contains the fill of the RCM-ordered factorisation."""
+    cost = envelope_cost(gossip_matrix(nx.path_graph(50)))
+    assert (cost.entries, cost.flops) == (99.0, 49.0)
+    W = gossip_matrix(random_geometric(400, 0.1, seed=3))
+    A = sp.identity(W.shape[0]) * 1.5 - W
+    order = reverse_cuthill_mckee(sp.csr_matrix(W), symmetric_mode=True)
+    lu = splu(sp.csc_matrix(A.tocsr()[order][:, order]), permc_spec="NATURAL",
+              diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+    assert lu.L.nnz <= envelope_cost(W).entries
