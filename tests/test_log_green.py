@@ -106,16 +106,56 @@ SLOWLY_MIXING = {
 def test_lanczos_upper_end_converges_above_lambda_2_on_slowly_mixing_graphs(name, monkeypatch):
     """Issue 35: the large-n upper end on graphs that mix slowly is >= lambda_2 (eigvalsh) and
     within LANCZOS_CONVERGED of the gap above it, where 60 fixed steps refused some of them
-    (path, odd cycle: top Ritz value + residual above 1)."""
+    (path, odd cycle: top Ritz value + residual above 1); the inertia certificate then moves
+    it up by CERTIFY_MARGIN of the gap and certifies it."""
     W = gossip_matrix(SLOWLY_MIXING[name]())
     lambda_2 = np.linalg.eigvalsh(W.toarray())[-2]
     monkeypatch.setattr(lgm, "DENSE_MAX_N", 50)
-    iv = lgm.spectral_interval(W)
-    assert "Lanczos estimate (not certified" in iv.how
-    assert lambda_2 <= iv.upper < 1.0
-    assert iv.upper - lambda_2 <= lgm.LANCZOS_CONVERGED * (1.0 - lambda_2)
-    steps = int(re.search(r"after (\d+) Lanczos steps", iv.how).group(1))
+    estimated = lgm.spectral_interval(W, certify=False)
+    assert estimated.estimate and "not certified: certify=False" in estimated.how
+    assert lambda_2 <= estimated.upper < 1.0
+    assert estimated.upper - lambda_2 <= lgm.LANCZOS_CONVERGED * (1.0 - lambda_2)
+    steps = int(re.search(r"after (\d+) Lanczos steps", estimated.how).group(1))
     assert (steps > 60) == (name in ("path", "odd cycle", "barbell"))
+    iv = lgm.spectral_interval(W)
+    assert not iv.estimate and "certified (one negative pivot" in iv.how
+    assert estimated.upper < iv.upper < 1.0
+    gap = 1.0 - estimated.upper
+    assert iv.upper <= estimated.upper + 1.001 * lgm.CERTIFY_MARGIN * gap
+
+
+def test_the_certificate_corrects_or_refuses_a_lanczos_estimate_below_lambda_2(monkeypatch):
+    """A Lanczos estimate below lambda_2 (as when the run misses the top eigenvalue; simulated
+    here) is never certified: the inertia count sees the eigenvalues above mu and moves mu
+    towards 1, certifying an upper end above lambda_2 when one of the three values of mu
+    clears it, and raising when none does; certify=False keeps the low value, labelled an
+    estimate."""
+    W = gossip_matrix(nx.path_graph(300))
+    lambda_2 = np.linalg.eigvalsh(W.toarray())[-2]
+    monkeypatch.setattr(lgm, "DENSE_MAX_N", 50)
+    missed = 1.0 - 3.0 * (1.0 - lambda_2)  # mu = 1 - 2.85 gap, then 1 - 0.71 gap: certified
+    monkeypatch.setattr(lgm, "_top_ritz_value", lambda M, steps: (missed, 0.0, steps))
+    low = lgm.spectral_interval(W, certify=False)
+    assert low.estimate and low.upper < lambda_2
+    iv = lgm.spectral_interval(W)
+    assert not iv.estimate and lambda_2 <= iv.upper < 1.0
+    monkeypatch.setattr(lgm, "_top_ritz_value", lambda M, steps: (0.5, 0.0, steps))
+    with pytest.raises(GossipMatrixError, match=r"estimate 0.5 of lambda_2\(W\) is too low: "
+                                                r"mu I - W still has \d+ negative pivots"):
+        lgm.spectral_interval(W)
+
+
+def test_certify_auto_skips_an_unaffordable_factorisation(monkeypatch):
+    """Above CERTIFY_AUTO_FLOPS "auto" labels the upper end an estimate and names the
+    envelope's cost; certify=True runs the factorisation anyway; a bad value is refused."""
+    W = gossip_matrix(random_geometric(400, 0.12, seed=1))
+    monkeypatch.setattr(lgm, "DENSE_MAX_N", 50)
+    monkeypatch.setattr(lgm, "CERTIFY_AUTO_FLOPS", 10.0)
+    iv = lgm.spectral_interval(W)
+    assert iv.estimate and "factorisation was skipped (reverse Cuthill-McKee" in iv.how
+    assert not lgm.spectral_interval(W, certify=True).estimate
+    with pytest.raises(ParameterError, match="certify must be"):
+        lgm.spectral_interval(W, certify="yes")
 
 
 def test_lanczos_upper_end_refuses_when_the_step_cap_is_reached(monkeypatch):
@@ -421,3 +461,20 @@ def test_gauss_legendre_bound_near_one_with_many_nodes():
         quad = (w[None, :] * lam[:, None] / (1 - s[None, :] * lam[:, None])).sum(axis=1)
         err = np.abs(-np.log1p(-lam) - quad).max()
         assert err <= lgm.gauss_legendre_error_bound(m, iv)
+
+
+def test_a_walk_on_an_uncertified_interval_is_an_estimate(monkeypatch):
+    """Log-Green accounting with a contribution cap is an upper bound only on a certified
+    interval: certify=False (or an unaffordable certificate) makes the pairwise and the mean
+    results estimates, with a note; the values are the same function of the interval."""
+    W = gossip_matrix(random_geometric(400, 0.12, seed=1))
+    monkeypatch.setattr(lgm, "DENSE_MAX_N", 50)
+    options = dict(T=2000, sigma=20.0, alpha=2.0, contributions=3, method="log-green")
+    certified = random_walk_rdp(W, 0, **options)
+    estimated = random_walk_rdp(W, 0, certify=False, **options)
+    assert certified.kind == "upper" and estimated.kind == "estimate"
+    assert any("uncertified upper end" in note for note in estimated.notes)
+    assert np.all(estimated.rdp <= certified.rdp)  # the certified end is the larger one
+    mean = dict(T=2000, sigma=20.0, alpha=2.0, contributions=3)
+    assert random_walk_mean_rdp(W, **mean).kind == "upper"
+    assert random_walk_mean_rdp(W, certify=False, **mean).kind == "estimate"

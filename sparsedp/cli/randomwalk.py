@@ -25,6 +25,9 @@ from sparsedp.randomwalk.pairwise import PairwiseLoss
 
 DEFAULT_GRAPH_NODES = 2000
 SHOWN = 10  # receivers listed in the text report (--json lists all)
+CERTIFY = {"auto": "auto", "always": True, "never": False}  # --certify -> random_walk_rdp
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     add_graph_options(p)
     p.add_argument("--scheme", default=defaults.SCHEME, choices=SCHEMES, help="W weights")
@@ -57,6 +60,9 @@ def add_parsers(sub) -> None:
                     choices=("chebyshev", "lanczos", "quadrature"), help="for log-green")
     rw.add_argument("--tol", type=float, default=defaults.WALK_TOL,
                     help="error target of the L column")
+    rw.add_argument("--certify", default="auto", choices=tuple(CERTIFY),
+                    help="certify the upper end of W's spectrum for log-Green (auto: when the "
+                         "sparse factorisation is cheap; without it the result is an estimate)")
     rw.add_argument("--sender-known", action="store_true", help="Section B.1 variant")
     rw.add_argument("--coalition", action="append", metavar="ID",
                     help="colluding receiver; repeat (one loss for the whole coalition)")
@@ -122,7 +128,8 @@ def run_randomwalk(args: argparse.Namespace) -> dict:
         W, source, args.rounds, args.sigma, args.alpha, contributions=args.contributions,
         receivers=receivers, coalition=coalition,
         sender_known=args.sender_known, clip=not args.no_clip, method=args.method,
-        column_method=args.column_method, tol=args.tol, progress=args.progress)
+        column_method=args.column_method, tol=args.tol, certify=CERTIFY[args.certify],
+        progress=args.progress)
     return _record(graph, name, args, result, start)
 
 

@@ -178,17 +178,19 @@ def _neighbour_max(M: sp.csr_matrix, values: np.ndarray) -> np.ndarray:
 
 def _per_contribution(M: sp.csr_matrix, u: int, T: int, sigma: float, alpha: float,
                       method: str, column_method: str, tol: float,
-                      interval: SpectralInterval | None,
-                      progress: bool | str | None) -> tuple[np.ndarray, float, str]:
+                      interval: SpectralInterval | None, certify: bool | str,
+                      progress: bool | str | None) -> tuple[np.ndarray, float, str, bool]:
     """``(alpha / sigma^2) x`` for every node, where x is the series or its log-Green bound;
-    also the numerical error bound included and a description of the method."""
+    also the numerical error bound included, a description of the method and whether the
+    bound rests on an estimated spectral interval (:attr:`SpectralInterval.estimate`)."""
     scale = alpha / (sigma * sigma)
     n = M.shape[0]
     if method == "auto":
         method = "series" if T * M.nnz <= SERIES_MAX_WORK else "log-green"
     if method == "series":
-        return scale * walk_series(M, u, T, progress), 0.0, f"exact series over t = 1..{T}"
-    iv = spectral_interval(M) if interval is None else interval
+        return (scale * walk_series(M, u, T, progress), 0.0, f"exact series over t = 1..{T}",
+                False)
+    iv = spectral_interval(M, certify=certify) if interval is None else interval
     col = log_green_columns(M, [u], method=column_method, tol=tol, interval=iv,
                             progress=progress)
     tail = truncation_tail(T, iv)
@@ -196,7 +198,7 @@ def _per_contribution(M: sp.csr_matrix, u: int, T: int, sigma: float, alpha: flo
     x = harmonic_number(T) / n + col.columns[:, 0] + tail + err
     how = (f"H_T/n + L_uv + tail ({tail:.3g}); L by {col.method}, column error <= {err:.3g}; "
            f"spectrum on 1^perp in [{iv.lower:.6g}, {iv.upper:.6g}] ({iv.how})")
-    return scale * x, scale * (err + tail), how
+    return scale * x, scale * (err + tail), how, iv.estimate
 
 
 def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float = defaults.ALPHA,
@@ -206,6 +208,7 @@ def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float = de
                     method: str = defaults.METHOD,
                     column_method: str = defaults.COLUMN_METHOD, tol: float = defaults.WALK_TOL,
                     interval: SpectralInterval | None = None,
+                    certify: bool | str = "auto",
                     progress: bool | str | None = None) -> PairwiseLoss:
     """Renyi-DP loss of ``source`` towards each receiver (or a coalition) after T walk steps.
 
@@ -251,6 +254,10 @@ def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float = de
         Target error of the log-Green column.
     interval : SpectralInterval, optional
         Eigenvalue enclosure of W on ``1^perp`` (computed when not given).
+    certify : {"auto", True, False}, default "auto"
+        Whether the computed interval's upper end is certified (``certify`` of
+        :func:`sparsedp.randomwalk.log_green.spectral_interval`; log-Green only): without a
+        certificate the result is an estimate.
     progress : bool or str, optional
         Progress bar (:mod:`sparsedp.progress`).
 
@@ -299,28 +306,35 @@ def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float = de
     alpha = renyi_order(alpha)
     require_noise_condition(sigma, alpha)
     check_options(contributions, receivers, coalition, sender_known, T, n)  # before the walk
-    values, err, how = _per_contribution(M, u, T, sigma, alpha, method, column_method, tol,
-                                         interval, progress)
+    values, err, how, estimated = _per_contribution(M, u, T, sigma, alpha, method,
+                                                    column_method, tol, interval, certify,
+                                                    progress)
     return series_loss(M, u, T, sigma, alpha, values, err, how, contributions=contributions,
                        receivers=receivers, coalition=coalition, sender_known=sender_known,
-                       clip=clip)
+                       clip=clip, spectrum_estimated=estimated)
 
 
 def series_loss(M: sp.csr_matrix, u: int, T: int, sigma: float, alpha: float,
                 values: np.ndarray, err: float, how: str, *, contributions: Any = None,
                 receivers: Any = None, coalition: Any = None, sender_known: bool = False,
-                clip: bool = True) -> PairwiseLoss:
+                clip: bool = True, spectrum_estimated: bool = False) -> PairwiseLoss:
     """The :class:`PairwiseLoss` of :func:`random_walk_rdp` from the per-contribution loss
     ``values`` of every node (``(alpha / sigma^2)`` times the series or its log-Green bound,
     ``err`` its numerical error bound, ``how`` its description): the contributions, the
     sender-known variant, the coalition or receivers and the local-DP clip.  Shared with the
     online accountant (:mod:`sparsedp.accountant.randomwalk`), which extends the series one
     step per round; arguments as :func:`random_walk_rdp`'s, already checked except the
-    options (``contributions``, ``receivers``, ``coalition``: :func:`check_options`)."""
+    options (``contributions``, ``receivers``, ``coalition``: :func:`check_options`).
+    ``spectrum_estimated``: ``values`` rest on an uncertified upper end of W's spectrum, so
+    the result is an estimate whatever the contributions."""
     n = M.shape[0]
     N, kind, note = _contributions(contributions, T, n)
     ldp = alpha / (2.0 * sigma * sigma)
     notes = [note]
+    if spectrum_estimated:
+        kind = "estimate"
+        notes.append("estimate: the log-Green bound rests on an uncertified upper end of W's "
+                     "spectrum (see method)")
     mechanism = "random walk"
     if sender_known:
         values = values.copy()
@@ -376,7 +390,8 @@ class MeanLoss:
 
 def random_walk_mean_rdp(W: Any, T: int, sigma: float, alpha: float, *,
                          contributions: float | None = None, logdet_method: str = "auto",
-                         probes: int = 64, seed: int = 0) -> MeanLoss:
+                         probes: int = 64, seed: int = 0,
+                         certify: bool | str = "auto") -> MeanLoss:
     """Mean of the main bound over all ordered pairs, from ``ln det'(I - W)`` (see
     :class:`MeanLoss` and :func:`sparsedp.randomwalk.log_green.log_pseudo_determinant`).
 
@@ -398,6 +413,10 @@ def random_walk_mean_rdp(W: Any, T: int, sigma: float, alpha: float, *,
         Probe vectors of the stochastic estimate (``"slq"``).
     seed : int, default 0
         Seed of the probes.
+    certify : {"auto", True, False}, default "auto"
+        Whether the spectral interval's upper end (in the truncation tail) is certified
+        (:func:`sparsedp.randomwalk.log_green.spectral_interval`); without a certificate
+        the result is an estimate.
 
     Returns
     -------
@@ -426,17 +445,21 @@ def random_walk_mean_rdp(W: Any, T: int, sigma: float, alpha: float, *,
     alpha = renyi_order(alpha)
     require_noise_condition(sigma, alpha)
     N, kind, note = _contributions(contributions, T, n)
-    iv = spectral_interval(M)
+    iv = spectral_interval(M, certify=certify)
     ld = log_pseudo_determinant(M, method=logdet_method, probes=probes, seed=seed,
                                 interval=iv)
     scale = alpha * N / (sigma * sigma)
     pairs = n * (n - 1)
     error = scale * ld.error / pairs
     core = harmonic_number(T) / n + ld.value / pairs + truncation_tail(T, iv)
+    notes = [note, f"ln det'(I - W) = {ld.value:.10g} +- {ld.error:.3g} ({ld.kind})"]
     if ld.kind == "estimate":
         kind = "estimate"
         value = scale * core
     else:
         value = scale * core + error
-    return MeanLoss(value, error, kind, ld.value, ld.method,
-                    (note, f"ln det'(I - W) = {ld.value:.10g} +- {ld.error:.3g} ({ld.kind})"))
+    if iv.estimate:
+        kind = "estimate"
+        notes.append(f"estimate: the truncation tail rests on an uncertified upper end of W's "
+                     f"spectrum ({iv.how})")
+    return MeanLoss(value, error, kind, ld.value, ld.method, tuple(notes))

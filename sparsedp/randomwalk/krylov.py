@@ -102,12 +102,15 @@ class SpectralInterval:
     """``[lower, upper]`` contains the spectrum of W on ``1^perp`` (see
     :func:`sparsedp.randomwalk.log_green.spectral_interval`).
 
-    ``lower`` >= -1; ``upper`` < 1.  ``how`` says where each end comes from.
+    ``lower`` >= -1; ``upper`` < 1.  ``how`` says where each end comes from.  ``estimate``:
+    the upper end is an estimate, not certified (bounds built on it are estimates); an
+    interval given by the caller is taken as asserted (``estimate=False``).
     """
 
     lower: float
     upper: float
     how: str
+    estimate: bool = False
 
     @property
     def rho(self) -> float:

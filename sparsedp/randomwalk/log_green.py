@@ -57,9 +57,10 @@ Columns (:func:`log_green_columns`), never forming an n x n matrix except for ``
 
 The bounds assume the interval contains the spectrum on ``1^perp``: the lower end is the
 rigorous Gershgorin bound ``min_i (2 W_ii - 1)`` (or the dense eigenvalue), the upper end the
-dense ``lambda_2`` (+ ``4 n eps``) or, for ``n > DENSE_MAX_N``, the top Ritz value plus its
-residual after Lanczos run to convergence: an estimate under the usual Lanczos assumption,
-labelled so in :attr:`SpectralInterval.how` (see :func:`spectral_interval`).
+dense ``lambda_2`` (+ ``4 n eps``) or, for ``n > DENSE_MAX_N``, a Lanczos estimate certified
+by the inertia of ``mu I - W`` (a sparse ``LDL^T``, :mod:`sparsedp.linalg.inertia`) when the
+factorisation is affordable, and otherwise the estimate itself, labelled so
+(:attr:`SpectralInterval.estimate`, see :func:`spectral_interval`).
 
 ``ln det'(I - W)`` (product of the nonzero eigenvalues of ``I - W``, equal to ``-tr L``) gives
 the mean of ``L_uv`` over ordered pairs ``u != v``: ``sum_{u != v} L_uv = -tr L`` because
@@ -78,8 +79,14 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, cg, splu
 
-from sparsedp import validation
+from sparsedp import resources, validation
 from sparsedp.errors import GossipMatrixError, ParameterError
+from sparsedp.linalg.inertia import (
+    AUTO_MAX_FLOPS,
+    MARGIN,
+    envelope_cost,
+    second_eigenvalue_bound,
+)
 from sparsedp.linalg.spectral import _amg_preconditioner
 from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix
 from sparsedp.randomwalk.krylov import (
@@ -112,6 +119,9 @@ __all__ = [
 
 DENSE_MAX_N = 4000
 LANCZOS_CONVERGED = 0.1  # the upper end's Ritz residual is at most this fraction of 1 - theta
+CERTIFY_MARGIN = MARGIN  # the certificate tests mu = estimate + CERTIFY_MARGIN (1 - estimate)
+CERTIFY_AUTO_FLOPS = AUTO_MAX_FLOPS  # certify="auto": envelope flops of the LDL^T at most this
+_CERTIFY_TRIES = 3  # values of mu tried (1 - mu divided by 4 each time) before refusing
 COLUMN_METHODS = ("chebyshev", "lanczos", "quadrature", "dense")
 LOGDET_METHODS = ("auto", "dense", "sparse-lu", "slq")
 SPARSE_LU_MAX_N = 200_000
@@ -135,26 +145,41 @@ def check_random_walk_matrix(W: Any) -> sp.csr_matrix:
     return M
 
 
-def spectral_interval(W: Any, lanczos_steps: int = 60) -> SpectralInterval:
+def spectral_interval(W: Any, lanczos_steps: int = 60, certify: bool | str = "auto",
+                      max_memory: Any = None) -> SpectralInterval:
     """An interval containing the eigenvalues of a symmetric doubly stochastic W on ``1^perp``.
 
     ``n <= DENSE_MAX_N``: both ends from ``numpy.linalg.eigvalsh``, widened by ``4 n eps``.
     Larger: lower end ``max(-1, min_i (2 W_ii - 1))`` (Gershgorin, rigorous for a nonnegative
-    stochastic W); upper end ``theta + ||W y - theta y|| + 16 eps`` for the top Ritz pair
-    ``(theta, y)`` of Lanczos on ``1^perp``, tested after ``lanczos_steps`` steps and then each
-    time the run has grown by half, until the residual is at most
+    stochastic W).  Upper end: first an estimate ``theta + ||W y - theta y|| + 16 eps`` from
+    the top Ritz pair ``(theta, y)`` of Lanczos on ``1^perp``, tested after ``lanczos_steps``
+    steps and then each time the run has grown by half, until the residual is at most
     ``LANCZOS_CONVERGED (1 - theta)`` (at most ``_MAX_DEGREE`` steps): graphs that mix fast
-    stop at ``lanczos_steps`` with the same interval as a fixed run, slowly mixing ones
-    (geometric, grids, paths, communities) get a converged upper end instead of a refusal.
-    Some eigenvalue lies within the residual of theta and ``theta <= lambda_2``; that the top
-    one does is the usual Lanczos assumption (extreme eigenvalues converge first), as in
-    :mod:`sparsedp.linalg.spectral`: the upper end is an estimate, not certified, and ``how``
-    says so.
+    stop at ``lanczos_steps``, slowly mixing ones (geometric, grids, paths, communities) get a
+    converged estimate.  Some eigenvalue lies within the residual of theta, but that it is
+    the top one is only the usual Lanczos assumption.  Then the certificate
+    (:func:`sparsedp.linalg.inertia.second_eigenvalue_bound`): at
+    ``mu = estimate + CERTIFY_MARGIN (1 - estimate)``, a sparse ``LDL^T`` of ``mu I - W`` with
+    exactly one negative pivot proves ``lambda_2 <= mu + error`` (Sylvester's law of inertia,
+    the factorisation's backward error charged), which becomes the upper end; a count of
+    more than one moves ``mu`` towards 1 (``_CERTIFY_TRIES`` times, then
+    ``GossipMatrixError``: the estimate was wrong).
+
+    ``certify``: ``"auto"`` runs the certificate when its reverse Cuthill-McKee envelope
+    estimate (:func:`sparsedp.linalg.inertia.envelope_cost`) is at most
+    ``CERTIFY_AUTO_FLOPS`` and fits the memory budget (about 2 s: geometric graphs to 10^5
+    nodes, expanders and heavy-tailed graphs to about 5000, where the factors fill in; at
+    10^4 nodes they take about 13 s); ``True`` always (``ResourceLimitError`` when the envelope
+    does not fit ``max_memory``); ``False`` never.  Without a certificate the upper end is the
+    estimate and the interval says so (``estimate=True``, ``how``): bounds built on it are
+    estimates.
 
     Raises ``GossipMatrixError`` when W is not a random-walk matrix (naming the property), and
-    when the upper end is not below 1 after the last Lanczos run (W mixes too slowly for the
-    log-Green bounds at a reasonable cost).
+    when the upper end is not below 1 (W mixes too slowly for the log-Green bounds at a
+    reasonable cost).
     """
+    if certify not in ("auto", True, False):
+        raise ParameterError(f"certify must be 'auto', True or False, got {certify!r}")
     M = check_random_walk_matrix(W)
     n = M.shape[0]
     if n <= DENSE_MAX_N:
@@ -164,11 +189,52 @@ def spectral_interval(W: Any, lanczos_steps: int = 60) -> SpectralInterval:
                                            float(ev[-2] + slack), "dense eigvalsh (+ 4 n eps)"))
     lower = max(-1.0, float(np.min(2.0 * M.diagonal() - 1.0)))
     theta, residual, steps = _top_ritz_value(M, lanczos_steps)
-    upper = theta + residual + 16 * _EPS
-    how = (f"Gershgorin lower end; upper end: Lanczos estimate (not certified: assumes the top "
-           f"Ritz value converged to lambda_2), top Ritz value {theta:.10g} + residual "
-           f"{residual:.2g} after {steps} Lanczos steps")
-    return _separated(SpectralInterval(lower, float(upper), how))
+    estimate = float(theta + residual + 16 * _EPS)
+    lanczos_how = (f"Lanczos estimate {estimate:.10g} (top Ritz value {theta:.10g} + residual "
+                   f"{residual:.2g} after {steps} Lanczos steps)")
+    _separated(SpectralInterval(lower, estimate, f"Gershgorin lower end; {lanczos_how}", True))
+    certified = _certified_upper_end(M, estimate, certify, max_memory)
+    if isinstance(certified, str):
+        return SpectralInterval(lower, estimate, f"Gershgorin lower end; upper end: "
+                                f"{lanczos_how}, not certified: {certified}", estimate=True)
+    upper, how = certified
+    return _separated(SpectralInterval(lower, upper, f"Gershgorin lower end; upper end: {how}"
+                                       f" above the {lanczos_how}"))
+
+
+def _certified_upper_end(M: sp.csr_matrix, estimate: float, certify: bool | str,
+                         max_memory: Any) -> tuple[float, str] | str:
+    """``(upper, how)``: a certified upper bound on ``lambda_2(W)`` from the inertia of
+    ``mu I - W`` (see :func:`spectral_interval`), or the reason why there is none."""
+    if certify is False:
+        return "certify=False"
+    cost = envelope_cost(M)
+    budget = resources.memory_budget(max_memory)
+    if certify == "auto" and (cost.flops > CERTIFY_AUTO_FLOPS or cost.bytes > budget):
+        return (f"the certificate's factorisation was skipped (reverse Cuthill-McKee "
+                f"envelope: {cost.flops:.1e} flops, {resources.format_bytes(cost.bytes)}; "
+                f"certify='auto' runs it up to {CERTIFY_AUTO_FLOPS:.0e} flops within the "
+                "memory budget, certify=True always)")
+    resources.require_within(cost.bytes, budget, "the inertia certificate of lambda_2(W)",
+                             "certify='auto' reports the upper end as an estimate instead")
+    mu = estimate + CERTIFY_MARGIN * (1.0 - estimate)
+    for attempt in range(_CERTIFY_TRIES):
+        if attempt:
+            mu = 1.0 - (1.0 - mu) / 4.0
+        try:
+            upper, counts = second_eigenvalue_bound(M, mu)
+        except ValueError as exc:
+            return f"no inertia certificate ({exc})"
+        if upper is not None:
+            return upper, (f"lambda_2 <= {upper:.10g}, certified (one negative pivot in a sparse "
+                           f"LDL^T of mu I - W at mu = {mu:.10g}, backward error "
+                           f"{counts.error:.2g}, {counts.fill} factor entries)")
+        if counts.negative == 0:
+            return f"no inertia certificate (mu I - W has no negative pivot at mu = {mu:.10g})"
+    raise GossipMatrixError(
+        f"the Lanczos estimate {estimate:.10g} of lambda_2(W) is too low: mu I - W still has "
+        f"{counts.negative} negative pivots at mu = {mu:.10g} (W has eigenvalues besides the "
+        "top one above it); the log-Green bounds are not available for this W")
 
 
 def _top_ritz_value(M: sp.csr_matrix, steps: int) -> tuple[float, float, int]:
