@@ -190,6 +190,27 @@ def test_thm16_refuses_target_adjacent_to_an_observer(er40):
     assert cf.thm16_rate_for(W, far, [0]).value == pytest.approx(1 / 39)
 
 
+@pytest.mark.parametrize("graph", [nx.erdos_renyi_graph(300, 0.05, seed=3),
+                                   nx.grid_2d_graph(15, 15), nx.path_graph(200)])
+def test_iterative_rho_is_certified_by_inertia(graph, monkeypatch):
+    """Beyond the dense size (lowered here) rho comes from ARPACK / LOBPCG estimates; the
+    inertia certificate turns them into a bound >= the dense rho, within MARGIN of the gap,
+    and Thm 15 keeps kind "upper".  Above the auto cost the estimate is labelled so and Thm
+    15 becomes an "estimate"."""
+    W = gossip_matrix(graph)
+    ev = np.linalg.eigvalsh(W.toarray())
+    exact = max(abs(ev[0]), abs(ev[-2]))
+    monkeypatch.setattr("sparsedp.linalg.spectral.DENSE_MAX_N", 50)
+    rho, note = cf.certified_rho(W)
+    assert "certified:" in note and exact <= rho < 1.0
+    assert rho - exact <= 2.0 * cf.MARGIN * (1.0 - exact)
+    assert cf.thm15_bound_for(W, 5, [0], 20).kind == "upper"
+    monkeypatch.setattr(cf, "AUTO_MAX_FLOPS", 1.0)
+    rho, note = cf.certified_rho(W)
+    assert "not certified" in note and "was skipped" in note
+    assert cf.thm15_bound_for(W, 5, [0], 20).kind == "estimate"
+
+
 def test_certified_rho_does_not_underestimate(er100):
     _, W = er100
     upper, note = cf.certified_rho(W)
