@@ -92,6 +92,25 @@ def test_convergence_time_respects_the_bounds(seed):
     assert bounds.initial_error_sq_exact <= bounds.initial_error_sq_paper
 
 
+def test_the_rate_beyond_the_dense_size_is_certified_or_the_bounds_are_estimates(monkeypatch):
+    """Beyond the dense size (lowered here) alpha comes from an eigensolver estimate: certified
+    by inertia it stays an upper bound on the dense alpha and the bounds keep kind "upper";
+    with the certificate out of reach (auto limit lowered) they become estimates."""
+    g = as_graph(nx.random_regular_graph(4, 200, seed=1))
+    layout = ppac_layout(g, random_designated(g, seed=0))
+    W = laplacian_consensus_matrix(g, scale=g.degrees.max() + 1)
+    ev = np.linalg.eigvalsh(W.toarray())
+    exact = max(abs(ev[0]), abs(ev[-2]))
+    monkeypatch.setattr("sparsedp.linalg.spectral.DENSE_MAX_N", 50)
+    bounds = convergence_bounds(layout, W, 1e-3)
+    assert bounds.kind == "upper" and "certified:" in bounds.alpha_method
+    assert exact <= bounds.alpha < 1.0
+    monkeypatch.setattr("sparsedp.linalg.spectral.AUTO_MAX_FLOPS", 1.0)
+    bounds = convergence_bounds(layout, W, 1e-3)
+    assert bounds.kind == "estimate" and bounds.to_dict()["kind"] == "estimate"
+    assert "not certified" in bounds.alpha_method
+
+
 def consensus_rate_or_inf(W, n):
     try:
         return consensus_rate(W, n)[0]

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparsedp import resources, validation
+from sparsedp import validation
 from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.gossip.closed_forms_numeric import (
     KINDS,
@@ -62,14 +62,7 @@ from sparsedp.gossip.closed_forms_numeric import (
     thm17_utility_estimate,
 )
 from sparsedp.hints import GossipMatrix, Nodes
-from sparsedp.linalg.inertia import (
-    AUTO_MAX_FLOPS,
-    MARGIN,
-    envelope_cost,
-    lowest_eigenvalue_bound,
-    second_eigenvalue_bound,
-)
-from sparsedp.linalg.spectral import spectral_info
+from sparsedp.linalg.spectral import RhoBound, rho_bound, spectral_info
 from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix
 
 __all__ = [
@@ -101,18 +94,11 @@ def certified_rho(W: GossipMatrix) -> tuple[float, str]:
 
     :func:`sparsedp.spectral_info` reports estimates of lambda_2 and lambda_n together with
     ``tolerance``, a bound on the distance from each estimate to an eigenvalue of W.  For the
-    dense method (n <= 2000) the value is ``rho + tolerance``, an upper bound up to the
-    backward-error model of the eigensolver.  For the iterative methods the residual only
-    shows that SOME eigenvalue lies within ``tolerance``; the value is then certified by
-    Sylvester's law of inertia (:mod:`sparsedp.linalg.inertia`): sparse ``LDL^T``
-    factorisations of ``mu I - W`` and ``W - nu I``, with ``mu`` and ``nu`` beyond the
-    estimates by ``inertia.MARGIN`` of the estimated gap, prove ``nu' <= lambda_n <=
-    lambda_2 <= mu'`` (``mu'``, ``nu'``: the shifts moved by the factorisations' backward
-    error) and the value is ``max(|mu'|, |nu'|)``.  When the factorisation's envelope estimate
-    is above ``inertia.AUTO_MAX_FLOPS`` or the memory budget (expanders beyond about 5000
-    nodes), or a count contradicts the estimates, the value is the estimate ``rho +
-    tolerance`` and the note says it is not certified (:func:`thm15_bound_for` then reports
-    kind ``"estimate"``).
+    dense method (n <= 2000) the value is ``rho + tolerance``; for the iterative methods the
+    estimates are certified by Sylvester's law of inertia where the sparse factorisation is
+    affordable, else the value is the estimate and the note says it is not certified
+    (:func:`sparsedp.linalg.spectral.rho_bound`; :func:`thm15_bound_for` then reports kind
+    ``"estimate"``).
 
     Parameters
     ----------
@@ -141,41 +127,16 @@ def certified_rho(W: GossipMatrix) -> tuple[float, str]:
     >>> note  # doctest: +ELLIPSIS
     'rho <= 0.804737854124: dense eigenvalues 0.804737854124 + backward-error bound ...'
     """
-    value, note, _ = _rho_bound(W)
-    return value, note
+    bound = _rho(W)
+    return bound.value, bound.note
 
 
-def _rho_bound(W: GossipMatrix) -> tuple[float, str, bool]:
-    """``(value, note, certified)`` of :func:`certified_rho`."""
+def _rho(W: GossipMatrix) -> RhoBound:
+    """:func:`sparsedp.linalg.spectral.rho_bound` of a W that must be symmetric."""
     info = spectral_info(W)
     if not info.symmetric:
         raise GossipMatrixError("W is not symmetric: the closed forms need a symmetric W")
-    upper = info.rho + info.tolerance
-    if info.method.startswith("dense"):
-        return upper, (f"rho <= {upper:.12g}: dense eigenvalues {info.rho:.12g} + "
-                       f"backward-error bound {info.tolerance:.3g}"), True
-    estimate = (f"{info.method} estimate {info.rho:.12g} + residual {info.tolerance:.3g}, "
-                "not certified")
-    if not upper < 1.0:
-        return upper, f"rho <= {upper:.12g}: {estimate} (no gap to certify)", False
-    M = as_square_sparse(W)
-    cost = envelope_cost(M)
-    if cost.flops > AUTO_MAX_FLOPS or cost.bytes > resources.memory_budget():
-        return upper, (f"rho <= {upper:.12g}: {estimate} (the inertia certificate's "
-                       f"factorisation, about {cost.flops:.1e} flops, was skipped)"), False
-    margin = MARGIN * (1.0 - upper)
-    try:
-        top, _ = second_eigenvalue_bound(M, info.lambda_2 + info.tolerance + margin)
-        bottom, _ = lowest_eigenvalue_bound(M, info.lambda_n - info.tolerance - margin)
-    except ValueError as exc:
-        return upper, f"rho <= {upper:.12g}: {estimate} (no inertia certificate: {exc})", False
-    if top is None or bottom is None:
-        return upper, (f"rho <= {upper:.12g}: {estimate} (the inertia counts contradict the "
-                       "eigensolver's estimates)"), False
-    value = max(abs(top), abs(bottom))
-    return value, (f"rho <= {value:.12g}, certified: {bottom:.12g} <= lambda_n <= lambda_2 <= "
-                   f"{top:.12g} by the inertia of sparse LDL^T factorisations, above the "
-                   f"{info.method} estimate {info.rho:.12g} + residual {info.tolerance:.3g}"), True
+    return rho_bound(W, info)
 
 
 def _checked_matrix(W):
@@ -289,7 +250,8 @@ def thm15_bound_for(W: GossipMatrix, target: int, observers: Nodes, T: int) -> C
     M = _checked_matrix(W)
     _, A = _observer_set(M, target, observers)
     T = validation.rounds(T)
-    rho, note, certified = _rho_bound(M)
+    bound = _rho(M)
+    rho, note, certified = bound.value, bound.note, bound.certified
     if rho >= 1.0:
         raise GossipMatrixError(f"rho upper bound {rho:.6g} >= 1 (spectral gap below the "
                                 "eigensolver's tolerance): the bound is infinite")

@@ -32,11 +32,20 @@ import pyamg
 import scipy.sparse as sp
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigs, eigsh, lobpcg
 
+from sparsedp import resources
 from sparsedp.errors import GossipMatrixError, ParameterError
+from sparsedp.linalg.inertia import (
+    AUTO_MAX_FLOPS,
+    MARGIN,
+    envelope_cost,
+    lowest_eigenvalue_bound,
+    second_eigenvalue_bound,
+)
 from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix, has_property
 from sparsedp.reprs import short_repr
 
-__all__ = ["DENSE_MAX_N", "METHODS", "SpectralInfo", "spectral_info", "stationary_distribution"]
+__all__ = ["DENSE_MAX_N", "METHODS", "RhoBound", "SpectralInfo", "rho_bound", "spectral_info",
+           "stationary_distribution"]
 
 DENSE_MAX_N = 2000
 METHODS = ("auto", "dense", "eigsh", "lobpcg", "eigs")
@@ -321,6 +330,64 @@ def spectral_info(W: Any, method: str = "auto", tol: float = 1e-8) -> SpectralIn
         warnings.warn(f"spectral_info: achieved tolerance {info.tolerance:.3g} is above the "
                       f"requested {tol:g} ({info.method})", RuntimeWarning, stacklevel=2)
     return info
+
+
+@dataclass(frozen=True)
+class RhoBound:
+    """An upper bound ``value`` on ``rho = max(|lambda_2|, |lambda_n|)`` of a symmetric W,
+    ``note`` (how it was obtained) and whether it is ``certified`` (see :func:`rho_bound`)."""
+
+    value: float
+    note: str
+    certified: bool
+
+
+def rho_bound(W: Any, info: SpectralInfo | None = None) -> RhoBound:
+    """``rho + tolerance`` of :func:`spectral_info` (``info``, computed when not given),
+    certified for the iterative methods by Sylvester's law of inertia.
+
+    Dense method (``n <= DENSE_MAX_N``): ``rho + tolerance``, an upper bound up to LAPACK's
+    backward-error model.  Iterative methods: the residual shows only that SOME eigenvalue
+    lies within ``tolerance`` of each estimate, so sparse ``LDL^T`` factorisations of
+    ``mu I - W`` (one negative pivot) and ``W - nu I`` (none), with ``mu`` and ``nu``
+    ``inertia.MARGIN`` of the estimated gap beyond the estimates, prove
+    ``nu' <= lambda_n <= lambda_2 <= mu'`` (:mod:`sparsedp.linalg.inertia`; ``mu'``, ``nu'``
+    the shifts moved by the factorisations' backward error) and the value is
+    ``max(|mu'|, |nu'|)``.  When the factorisation's envelope estimate is above
+    ``inertia.AUTO_MAX_FLOPS`` or the memory budget (expanders beyond about 5000 nodes), or a
+    count contradicts the estimates, the value is the estimate and ``certified`` is False.
+    ``GossipMatrixError`` for a non-symmetric W.
+    """
+    info = spectral_info(W) if info is None else info
+    if not info.symmetric:
+        raise GossipMatrixError("W is not symmetric: rho_bound needs a symmetric W")
+    upper = info.rho + info.tolerance
+    if info.method.startswith("dense"):
+        return RhoBound(upper, f"rho <= {upper:.12g}: dense eigenvalues {info.rho:.12g} + "
+                               f"backward-error bound {info.tolerance:.3g}", True)
+    estimate = (f"rho <= {upper:.12g}: {info.method} estimate {info.rho:.12g} + residual "
+                f"{info.tolerance:.3g}, not certified")
+    if not upper < 1.0:
+        return RhoBound(upper, f"{estimate} (no gap to certify)", False)
+    M = as_square_sparse(W)
+    cost = envelope_cost(M)
+    if cost.flops > AUTO_MAX_FLOPS or cost.bytes > resources.memory_budget():
+        return RhoBound(upper, f"{estimate} (the inertia certificate's factorisation, about "
+                               f"{cost.flops:.1e} flops, was skipped)", False)
+    margin = MARGIN * (1.0 - upper)
+    try:
+        top, _ = second_eigenvalue_bound(M, info.lambda_2 + info.tolerance + margin)
+        bottom, _ = lowest_eigenvalue_bound(M, info.lambda_n - info.tolerance - margin)
+    except ValueError as exc:
+        return RhoBound(upper, f"{estimate} (no inertia certificate: {exc})", False)
+    if top is None or bottom is None:
+        return RhoBound(upper, f"{estimate} (the inertia counts contradict the eigensolver's "
+                               "estimates)", False)
+    value = max(abs(top), abs(bottom))
+    return RhoBound(value, f"rho <= {value:.12g}, certified: {bottom:.12g} <= lambda_n <= "
+                           f"lambda_2 <= {top:.12g} by the inertia of sparse LDL^T "
+                           f"factorisations, above the {info.method} estimate {info.rho:.12g} "
+                           f"+ residual {info.tolerance:.3g}", True)
 
 
 def stationary_distribution(W: Any, tol: float = 1e-12, maxiter: int = 100_000) -> np.ndarray:

@@ -34,7 +34,7 @@ import numpy as np
 
 from sparsedp import defaults
 from sparsedp.errors import GossipMatrixError, ParameterError
-from sparsedp.linalg.spectral import DENSE_MAX_N, spectral_info
+from sparsedp.linalg.spectral import DENSE_MAX_N, rho_bound
 from sparsedp.linalg.stochastic import has_property
 from sparsedp.ppac.protocol import PPACLayout, _per_item, check_consensus_matrix
 from sparsedp.reprs import short_repr
@@ -47,18 +47,27 @@ def consensus_rate(W: Any, n: int) -> tuple[float, str]:
     """An upper bound on ``alpha = ||W - 11^T/n||_2`` and how it was obtained.
 
     Symmetric W: ``max(|lambda_2|, |lambda_n|)`` from :func:`sparsedp.linalg.spectral.spectral_info`
-    plus its stated tolerance.  Otherwise the dense 2-norm (``n <= DENSE_MAX_N``) plus
+    plus its stated tolerance, certified by inertia where affordable
+    (:func:`sparsedp.linalg.spectral.rho_bound`; ``how`` says "not certified" otherwise, and
+    :func:`convergence_bounds` then reports kind ``"estimate"``).  Otherwise the dense 2-norm
+    (``n <= DENSE_MAX_N``) plus
     ``n eps ||W||_F``.  ``GossipMatrixError`` when ``alpha >= 1`` (no convergence: e.g. the
     paper's ``I - L/d_max`` on an even cycle has the eigenvalue ``-1``).
     """
+    alpha, how, _ = _consensus_rate(W, n)
+    return alpha, how
+
+
+def _consensus_rate(W: Any, n: int) -> tuple[float, str, bool]:
+    """``(alpha, how, certified)`` of :func:`consensus_rate`."""
     M = check_consensus_matrix(W, n)
     if has_property(M, "symmetric"):
-        info = spectral_info(M)
-        alpha, how = info.rho + info.tolerance, f"rho + tolerance ({info.method})"
+        bound = rho_bound(M)
+        alpha, how, certified = bound.value, bound.note, bound.certified
     elif n <= DENSE_MAX_N:
         D = M.toarray() - 1.0 / n
         alpha = float(np.linalg.norm(D, 2)) + n * np.finfo(float).eps * np.linalg.norm(D)
-        how = "dense 2-norm + rounding"
+        how, certified = "dense 2-norm + rounding", True
     else:
         raise ParameterError("alpha = ||W - 11^T/n||_2 for a non-symmetric W is only computed "
                              f"densely (n <= {DENSE_MAX_N})")
@@ -67,7 +76,7 @@ def consensus_rate(W: Any, n: int) -> tuple[float, str]:
             f"||W - 11^T/n||_2 = {alpha:.12g} is not < 1: the consensus does not converge "
             "(W is periodic or reducible; for I - L/d_max on a bipartite regular graph such as "
             "an even cycle use laplacian_consensus_matrix(graph, scale=d_max + 1))")
-    return alpha, how
+    return alpha, how, certified
 
 
 def _variances(layout: PPACLayout, value_std: Any, noise_std: Any) -> np.ndarray:
@@ -111,7 +120,8 @@ class ConvergenceBounds:
 
     ``expected_time_exact``: eq. 133 with the exact ``E||v(0) - u*||^2``;
     ``expected_time_paper``: eq. 145 (eq. 133 with the bound 144).  Both are upper bounds
-    (kind ``"upper"``), valid when ``alpha`` is.
+    (kind ``"upper"``) when ``alpha`` is certified, estimates (kind ``"estimate"``) when it
+    is an uncertified eigensolver estimate (``alpha_method`` says which).
     """
 
     eps: float
@@ -121,11 +131,12 @@ class ConvergenceBounds:
     initial_error_sq_paper: float
     expected_time_exact: float
     expected_time_paper: float
+    kind: str = "upper"
 
     __repr__ = short_repr
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "kind": "upper"}
+        return asdict(self)
 
 
 def _eq133(alpha: float, initial_sq: float, eps: float) -> float:
@@ -141,7 +152,7 @@ def convergence_bounds(layout: PPACLayout, W: Any, eps: float, *, value_mean: An
     """Eq. 133 with the exact initial error, and the paper's eq. 145 (see module docstring)."""
     if not (isinstance(eps, (int, float)) and eps > 0 and math.isfinite(eps)):
         raise ParameterError(f"eps must be > 0 and finite, got {eps!r}")
-    alpha, how = consensus_rate(W, layout.n)
+    alpha, how, certified = _consensus_rate(W, layout.n)
     exact = expected_initial_error(layout, value_mean=value_mean, value_std=value_std,
                                    noise_mean=noise_mean, noise_std=noise_std,
                                    dimension=dimension)
@@ -152,4 +163,4 @@ def convergence_bounds(layout: PPACLayout, W: Any, eps: float, *, value_mean: An
     var_max = float(_variances(layout, value_std, noise_std).max())
     paper = dimension * n * (d_max**2 + 1) ** 2 * (mu_max**2 + var_max)
     return ConvergenceBounds(float(eps), alpha, how, exact, paper, _eq133(alpha, exact, eps),
-                             _eq133(alpha, paper, eps))
+                             _eq133(alpha, paper, eps), "upper" if certified else "estimate")
