@@ -113,6 +113,7 @@ def test_lanczos_upper_end_converges_above_lambda_2_on_slowly_mixing_graphs(name
     monkeypatch.setattr(lgm, "DENSE_MAX_N", 50)
     estimated = lgm.spectral_interval(W, certify=False)
     assert estimated.estimate and "not certified: certify=False" in estimated.how
+    assert lgm.log_green_columns(W, [0], interval=estimated).kind == "estimate"
     assert lambda_2 <= estimated.upper < 1.0
     assert estimated.upper - lambda_2 <= lgm.LANCZOS_CONVERGED * (1.0 - lambda_2)
     steps = int(re.search(r"after (\d+) Lanczos steps", estimated.how).group(1))

@@ -301,7 +301,9 @@ class LogGreenColumns:
 
     ``columns`` is ``n x len(sources)``; ``error_bound[j]`` bounds the Euclidean norm of the
     error of column j (hence every entry's error).  ``kind`` is ``"exact"`` for the dense
-    eigendecomposition (to rounding) and ``"approximation"`` otherwise.  ``details`` records
+    eigendecomposition (to rounding), ``"approximation"`` otherwise, and ``"estimate"`` when
+    the spectral interval's upper end is not certified (the error bound rests on it:
+    :attr:`SpectralInterval.estimate`).  ``details`` records
     the degree / number of quadrature nodes, CG iterations and the interval used.
     """
 
@@ -527,7 +529,8 @@ def log_green_columns(W: Any, sources: Any, method: str = "chebyshev", tol: floa
         cols, bound, details = lanczos_columns(M, B, iv, tol, max_degree)
     else:
         cols, bound, details = _quadrature(M, B, iv, tol, _MAX_NODES)
-    return LogGreenColumns(src, cols, bound, method, "approximation", iv, details)
+    kind = "estimate" if iv.estimate else "approximation"
+    return LogGreenColumns(src, cols, bound, method, kind, iv, details)
 
 
 # --------------------------------------------------------------------------------------------
