@@ -206,7 +206,7 @@ def test_iterative_rho_is_certified_by_inertia(graph, monkeypatch):
     assert "certified:" in note and exact <= rho < 1.0
     assert rho - exact <= 2.0 * inertia.MARGIN * (1.0 - exact)
     assert cf.thm15_bound_for(W, 5, [0], 20).kind == "upper"
-    monkeypatch.setattr("sparsedp.linalg.spectral.AUTO_MAX_FLOPS", 1.0)
+    monkeypatch.setattr("sparsedp.linalg.inertia.AUTO_MAX_FLOPS", 1.0)
     rho, note = cf.certified_rho(W)
     assert "not certified" in note and "was skipped" in note
     assert cf.thm15_bound_for(W, 5, [0], 20).kind == "estimate"

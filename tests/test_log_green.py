@@ -11,6 +11,7 @@ from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.graphs import random_geometric
 from sparsedp.graphs.generators import hypercube
 from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.linalg import inertia
 from sparsedp.randomwalk import krylov
 from sparsedp.randomwalk import log_green as lgm
 from sparsedp.randomwalk.accounting import random_walk_mean_rdp, random_walk_rdp
@@ -147,14 +148,19 @@ def test_the_certificate_corrects_or_refuses_a_lanczos_estimate_below_lambda_2(m
 
 
 def test_certify_auto_skips_an_unaffordable_factorisation(monkeypatch):
-    """Above CERTIFY_AUTO_FLOPS "auto" labels the upper end an estimate and names the
-    envelope's cost; certify=True runs the factorisation anyway; a bad value is refused."""
+    """Above inertia.AUTO_MAX_FLOPS (or AUTO_MAX_N nodes) "auto" labels the upper end an
+    estimate and names the reason; certify=True runs the factorisation anyway; a bad value
+    is refused."""
     W = gossip_matrix(random_geometric(400, 0.12, seed=1))
     monkeypatch.setattr(lgm, "DENSE_MAX_N", 50)
-    monkeypatch.setattr(lgm, "CERTIFY_AUTO_FLOPS", 10.0)
+    monkeypatch.setattr(inertia, "AUTO_MAX_FLOPS", 10.0)
     iv = lgm.spectral_interval(W)
     assert iv.estimate and "factorisation was skipped (reverse Cuthill-McKee" in iv.how
     assert not lgm.spectral_interval(W, certify=True).estimate
+    monkeypatch.setattr(inertia, "AUTO_MAX_FLOPS", 1e30)
+    monkeypatch.setattr(inertia, "AUTO_MAX_N", 100)
+    iv = lgm.spectral_interval(W)
+    assert iv.estimate and "above the automatic certificate's 100 nodes" in iv.how
     with pytest.raises(ParameterError, match="certify must be"):
         lgm.spectral_interval(W, certify="yes")
 

@@ -105,7 +105,7 @@ def test_the_rate_beyond_the_dense_size_is_certified_or_the_bounds_are_estimates
     bounds = convergence_bounds(layout, W, 1e-3)
     assert bounds.kind == "upper" and "certified:" in bounds.alpha_method
     assert exact <= bounds.alpha < 1.0
-    monkeypatch.setattr("sparsedp.linalg.spectral.AUTO_MAX_FLOPS", 1.0)
+    monkeypatch.setattr("sparsedp.linalg.inertia.AUTO_MAX_FLOPS", 1.0)
     bounds = convergence_bounds(layout, W, 1e-3)
     assert bounds.kind == "estimate" and bounds.to_dict()["kind"] == "estimate"
     assert "not certified" in bounds.alpha_method

@@ -56,9 +56,11 @@ from sparsedp.reprs import short_repr
 
 __all__ = [
     "AUTO_MAX_FLOPS",
+    "AUTO_MAX_N",
     "MARGIN",
     "EnvelopeCost",
     "Inertia",
+    "auto_skip_reason",
     "envelope_cost",
     "inertia",
     "lowest_eigenvalue_bound",
@@ -66,6 +68,7 @@ __all__ = [
 ]
 
 AUTO_MAX_FLOPS = 5e10  # callers certify unasked when the envelope estimate is at most this
+AUTO_MAX_N = 150_000  # ... and n at most this (a 2D geometric envelope's flops grow like n^2)
 MARGIN = 0.05  # callers test a shift this fraction of the estimated gap beyond the estimate
 ROUND_UP = 1e-6  # relative allowance for rounding in the bound's own nonnegative sums
 BYTES_PER_FACTOR_ENTRY = 24  # a value and an index in L and in U, with SuperLU's workspace
@@ -116,6 +119,22 @@ def envelope_cost(A: sp.spmatrix) -> EnvelopeCost:
     first[nonempty] = np.minimum.reduceat(P.indices, P.indptr[:-1][nonempty])
     width = (rows - np.minimum(first, rows)).astype(float)
     return EnvelopeCost(float(width.sum() + n), float(np.sum(width * width)))
+
+
+def auto_skip_reason(A: sp.spmatrix, budget: float) -> str | None:
+    """Why a certificate nobody asked for is not attempted on ``A`` (``None``: attempt it):
+    more than ``AUTO_MAX_N`` rows (not even the envelope is computed), or an envelope above
+    ``AUTO_MAX_FLOPS`` or the memory ``budget`` (bytes)."""
+    n = A.shape[0]
+    if n > AUTO_MAX_N:
+        return (f"n = {n} is above the automatic certificate's {AUTO_MAX_N} nodes; "
+                "certify=True runs it")
+    cost = envelope_cost(A)
+    if cost.flops > AUTO_MAX_FLOPS or cost.bytes > budget:
+        return (f"the certificate's factorisation was skipped (reverse Cuthill-McKee envelope: "
+                f"{cost.flops:.1e} flops, {cost.bytes / 2**30:.2g} GiB; the automatic limit is "
+                f"{AUTO_MAX_FLOPS:.0e} flops within the memory budget; certify=True runs it)")
+    return None
 
 
 def inertia(A: sp.spmatrix) -> Inertia:

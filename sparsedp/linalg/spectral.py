@@ -35,9 +35,8 @@ from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigs, eigsh
 from sparsedp import resources
 from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.linalg.inertia import (
-    AUTO_MAX_FLOPS,
     MARGIN,
-    envelope_cost,
+    auto_skip_reason,
     lowest_eigenvalue_bound,
     second_eigenvalue_bound,
 )
@@ -353,9 +352,10 @@ def rho_bound(W: Any, info: SpectralInfo | None = None) -> RhoBound:
     ``inertia.MARGIN`` of the estimated gap beyond the estimates, prove
     ``nu' <= lambda_n <= lambda_2 <= mu'`` (:mod:`sparsedp.linalg.inertia`; ``mu'``, ``nu'``
     the shifts moved by the factorisations' backward error) and the value is
-    ``max(|mu'|, |nu'|)``.  When the factorisation's envelope estimate is above
-    ``inertia.AUTO_MAX_FLOPS`` or the memory budget (expanders beyond about 5000 nodes), or a
-    count contradicts the estimates, the value is the estimate and ``certified`` is False.
+    ``max(|mu'|, |nu'|)``.  When the factorisation is not attempted
+    (:func:`sparsedp.linalg.inertia.auto_skip_reason`: expanders beyond about 5000 nodes, any
+    graph beyond ``inertia.AUTO_MAX_N``), fails, or a count contradicts the estimates, the
+    value is the estimate and ``certified`` is False.
     ``GossipMatrixError`` for a non-symmetric W.
     """
     info = spectral_info(W) if info is None else info
@@ -370,10 +370,9 @@ def rho_bound(W: Any, info: SpectralInfo | None = None) -> RhoBound:
     if not upper < 1.0:
         return RhoBound(upper, f"{estimate} (no gap to certify)", False)
     M = as_square_sparse(W)
-    cost = envelope_cost(M)
-    if cost.flops > AUTO_MAX_FLOPS or cost.bytes > resources.memory_budget():
-        return RhoBound(upper, f"{estimate} (the inertia certificate's factorisation, about "
-                               f"{cost.flops:.1e} flops, was skipped)", False)
+    skip = auto_skip_reason(M, resources.memory_budget())
+    if skip is not None:
+        return RhoBound(upper, f"{estimate} ({skip})", False)
     margin = MARGIN * (1.0 - upper)
     try:
         top, _ = second_eigenvalue_bound(M, info.lambda_2 + info.tolerance + margin)

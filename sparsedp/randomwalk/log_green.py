@@ -82,8 +82,8 @@ from scipy.sparse.linalg import LinearOperator, cg, splu
 from sparsedp import resources, validation
 from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.linalg.inertia import (
-    AUTO_MAX_FLOPS,
     MARGIN,
+    auto_skip_reason,
     envelope_cost,
     second_eigenvalue_bound,
 )
@@ -120,7 +120,6 @@ __all__ = [
 DENSE_MAX_N = 4000
 LANCZOS_CONVERGED = 0.1  # the upper end's Ritz residual is at most this fraction of 1 - theta
 CERTIFY_MARGIN = MARGIN  # the certificate tests mu = estimate + CERTIFY_MARGIN (1 - estimate)
-CERTIFY_AUTO_FLOPS = AUTO_MAX_FLOPS  # certify="auto": envelope flops of the LDL^T at most this
 _CERTIFY_TRIES = 3  # values of mu tried (1 - mu divided by 4 each time) before refusing
 COLUMN_METHODS = ("chebyshev", "lanczos", "quadrature", "dense")
 LOGDET_METHODS = ("auto", "dense", "sparse-lu", "slq")
@@ -166,13 +165,13 @@ def spectral_interval(W: Any, lanczos_steps: int = 60, certify: bool | str = "au
     ``GossipMatrixError``: the estimate was wrong).
 
     ``certify``: ``"auto"`` runs the certificate when its reverse Cuthill-McKee envelope
-    estimate (:func:`sparsedp.linalg.inertia.envelope_cost`) is at most
-    ``CERTIFY_AUTO_FLOPS`` and fits the memory budget (about 2 s: geometric graphs to 10^5
-    nodes, expanders and heavy-tailed graphs to about 5000, where the factors fill in; at
-    10^4 nodes they take about 13 s); ``True`` always (``ResourceLimitError`` when the envelope
-    does not fit ``max_memory``); ``False`` never.  Without a certificate the upper end is the
-    estimate and the interval says so (``estimate=True``, ``how``): bounds built on it are
-    estimates.
+    estimate is at most ``inertia.AUTO_MAX_FLOPS`` and fits the memory budget, up to
+    ``inertia.AUTO_MAX_N`` nodes (:func:`sparsedp.linalg.inertia.auto_skip_reason`; about
+    2 s: geometric graphs to 10^5 nodes, expanders and heavy-tailed graphs to about 5000,
+    where the factors fill in; at 10^4 nodes they take about 13-18 s); ``True`` always
+    (``ResourceLimitError`` when the envelope does not fit ``max_memory``); ``False`` never.
+    Without a certificate the upper end is the estimate and the interval says so
+    (``estimate=True``, ``how``): bounds built on it are estimates.
 
     Raises ``GossipMatrixError`` when W is not a random-walk matrix (naming the property), and
     when the upper end is not below 1 (W mixes too slowly for the log-Green bounds at a
@@ -208,15 +207,15 @@ def _certified_upper_end(M: sp.csr_matrix, estimate: float, certify: bool | str,
     ``mu I - W`` (see :func:`spectral_interval`), or the reason why there is none."""
     if certify is False:
         return "certify=False"
-    cost = envelope_cost(M)
     budget = resources.memory_budget(max_memory)
-    if certify == "auto" and (cost.flops > CERTIFY_AUTO_FLOPS or cost.bytes > budget):
-        return (f"the certificate's factorisation was skipped (reverse Cuthill-McKee "
-                f"envelope: {cost.flops:.1e} flops, {resources.format_bytes(cost.bytes)}; "
-                f"certify='auto' runs it up to {CERTIFY_AUTO_FLOPS:.0e} flops within the "
-                "memory budget, certify=True always)")
-    resources.require_within(cost.bytes, budget, "the inertia certificate of lambda_2(W)",
-                             "certify='auto' reports the upper end as an estimate instead")
+    if certify == "auto":
+        skip = auto_skip_reason(M, budget)
+        if skip is not None:
+            return skip
+    else:
+        resources.require_within(envelope_cost(M).bytes, budget,
+                                 "the inertia certificate of lambda_2(W)",
+                                 "certify='auto' reports the upper end as an estimate instead")
     mu = estimate + CERTIFY_MARGIN * (1.0 - estimate)
     for attempt in range(_CERTIFY_TRIES):
         if attempt:
