@@ -482,6 +482,8 @@ def test_a_walk_on_an_uncertified_interval_is_an_estimate(monkeypatch):
     assert certified.kind == "upper" and estimated.kind == "estimate"
     assert any("uncertified upper end" in note for note in estimated.notes)
     assert np.all(estimated.rdp <= certified.rdp)  # the certified end is the larger one
+    uncapped = random_walk_rdp(W, 0, **{**options, "contributions": None})
+    assert uncapped.kind == "estimate" and "not certified: certify=False" in uncapped.method
     mean = dict(T=2000, sigma=20.0, alpha=2.0, contributions=3)
     assert random_walk_mean_rdp(W, **mean).kind == "upper"
     assert random_walk_mean_rdp(W, certify=False, **mean).kind == "estimate"

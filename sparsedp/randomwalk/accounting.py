@@ -167,6 +167,12 @@ def check_options(contributions: Any, receivers: Any, coalition: Any, sender_kno
     _contributions(contributions, T, n)
 
 
+def _certify(certify: bool | str, contributions: Any) -> bool | str:
+    """``certify`` for the spectral interval: ``"auto"`` does not pay for a certificate when
+    the result is an estimate anyway (no cap on the contributions)."""
+    return False if certify == "auto" and contributions is None else certify
+
+
 def _neighbour_max(M: sp.csr_matrix, values: np.ndarray) -> np.ndarray:
     """``max_{w ~ v, w != v} values[w]`` for every v (every node has a neighbour: W is
     irreducible with n >= 2)."""
@@ -257,7 +263,8 @@ def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float = de
     certify : {"auto", True, False}, default "auto"
         Whether the computed interval's upper end is certified (``certify`` of
         :func:`sparsedp.randomwalk.log_green.spectral_interval`; log-Green only): without a
-        certificate the result is an estimate.
+        certificate the result is an estimate; ``"auto"`` skips it without a cap on the
+        contributions (the result is then an estimate anyway).
     progress : bool or str, optional
         Progress bar (:mod:`sparsedp.progress`).
 
@@ -307,8 +314,8 @@ def random_walk_rdp(W: Any, source: int, T: int, sigma: float, alpha: float = de
     require_noise_condition(sigma, alpha)
     check_options(contributions, receivers, coalition, sender_known, T, n)  # before the walk
     values, err, how, estimated = _per_contribution(M, u, T, sigma, alpha, method,
-                                                    column_method, tol, interval, certify,
-                                                    progress)
+                                                    column_method, tol, interval,
+                                                    _certify(certify, contributions), progress)
     return series_loss(M, u, T, sigma, alpha, values, err, how, contributions=contributions,
                        receivers=receivers, coalition=coalition, sender_known=sender_known,
                        clip=clip, spectrum_estimated=estimated)
@@ -416,7 +423,7 @@ def random_walk_mean_rdp(W: Any, T: int, sigma: float, alpha: float, *,
     certify : {"auto", True, False}, default "auto"
         Whether the spectral interval's upper end (in the truncation tail) is certified
         (:func:`sparsedp.randomwalk.log_green.spectral_interval`); without a certificate
-        the result is an estimate.
+        the result is an estimate; ``"auto"`` skips it without a cap on the contributions.
 
     Returns
     -------
@@ -445,7 +452,7 @@ def random_walk_mean_rdp(W: Any, T: int, sigma: float, alpha: float, *,
     alpha = renyi_order(alpha)
     require_noise_condition(sigma, alpha)
     N, kind, note = _contributions(contributions, T, n)
-    iv = spectral_interval(M, certify=certify)
+    iv = spectral_interval(M, certify=_certify(certify, contributions))
     ld = log_pseudo_determinant(M, method=logdet_method, probes=probes, seed=seed,
                                 interval=iv)
     scale = alpha * N / (sigma * sigma)
