@@ -12,8 +12,11 @@ from scipy.sparse.linalg import splu
 
 from sparsedp.graphs import random_geometric
 from sparsedp.graphs.weights import gossip_matrix
+from sparsedp.linalg import inertia as inertia_module
 from sparsedp.linalg.inertia import (
+    auto_skip_reason,
     envelope_cost,
+    factorisation_plan,
     inertia,
     lowest_eigenvalue_bound,
     second_eigenvalue_bound,
@@ -68,34 +71,54 @@ def test_no_certificate_for_a_non_symmetric_matrix_or_an_off_diagonal_pivot():
         inertia(sp.csc_matrix(np.array([[0.0, 1.0], [1.0, 0.0]])))
 
 
-@pytest.mark.parametrize("graph", [nx.path_graph(200), nx.cycle_graph(201),
-                                   nx.grid_2d_graph(12, 12), random_geometric(300, 0.12, seed=2),
-                                   nx.barbell_graph(30, 40)])
-def test_second_eigenvalue_bound_against_eigvalsh(graph):
-    """Just above lambda_2: certified and at most a few ulps above mu; just below: no
-    certificate (two negative pivots)."""
+GRAPHS = [nx.path_graph(200), nx.cycle_graph(201), nx.grid_2d_graph(12, 12),
+          random_geometric(300, 0.12, seed=2), nx.barbell_graph(30, 40),
+          nx.random_regular_graph(5, 300, seed=4)]
+
+
+@pytest.mark.parametrize("method", ["sparse", "dense"])
+@pytest.mark.parametrize("graph", GRAPHS)
+def test_second_eigenvalue_bound_against_eigvalsh(graph, method):
+    """Just above lambda_2: certified and at most a few ulps above mu (plus the error); just
+    below: no certificate (sparse: two negative pivots; dense: Cholesky breaks down)."""
     W = gossip_matrix(graph)
     lambda_2 = np.linalg.eigvalsh(W.toarray())[-2]
     gap = 1.0 - lambda_2
-    bound, counts = second_eigenvalue_bound(W, lambda_2 + 1e-3 * gap)
-    assert bound is not None and lambda_2 < bound <= lambda_2 + 1e-3 * gap + 1e-9
-    assert counts.negative == 1
-    bound, counts = second_eigenvalue_bound(W, lambda_2 - 1e-3 * gap)
-    assert bound is None and counts.negative >= 2
+    test = second_eigenvalue_bound(W, lambda_2 + 1e-3 * gap, method)
+    assert test.bound is not None and lambda_2 < test.bound <= lambda_2 + 1e-3 * gap + 1e-9
+    assert test.beyond == (0 if method == "sparse" else None)
+    test = second_eigenvalue_bound(W, lambda_2 - 1e-3 * gap, method)
+    assert test.bound is None
+    assert (test.beyond >= 1) if method == "sparse" else test.beyond is None
 
 
+@pytest.mark.parametrize("method", ["sparse", "dense"])
 @pytest.mark.parametrize("graph", [nx.path_graph(200), nx.cycle_graph(200),
                                    random_geometric(300, 0.12, seed=2)])
-def test_lowest_eigenvalue_bound_against_eigvalsh(graph):
+def test_lowest_eigenvalue_bound_against_eigvalsh(graph, method):
     """Just below lambda_min: certified, within a few ulps of nu; just above: no certificate.
     The even cycle is periodic with Metropolis weights 1/3 (lambda_min = -1/3)."""
     W = gossip_matrix(graph)
     lowest = np.linalg.eigvalsh(W.toarray())[0]
-    bound, counts = lowest_eigenvalue_bound(W, lowest - 1e-4)
-    assert bound is not None and lowest - 1e-4 - 1e-9 <= bound < lowest
-    assert counts.negative == 0
-    bound, counts = lowest_eigenvalue_bound(W, lowest + 1e-4)
-    assert bound is None and counts.negative >= 1
+    test = lowest_eigenvalue_bound(W, lowest - 1e-4, method)
+    assert test.bound is not None and lowest - 1e-4 - 1e-9 <= test.bound < lowest
+    assert lowest_eigenvalue_bound(W, lowest + 1e-4, method).bound is None
+
+
+def test_the_plan_takes_the_dense_cholesky_where_the_sparse_factors_fill_in(monkeypatch):
+    """A geometric graph's envelope is a small share of a dense factorisation (sparse); a
+    random regular graph's is not (dense); a budget below the dense matrix keeps it sparse;
+    beyond AUTO_MAX_FLOPS the automatic certificate is skipped with the plan named."""
+    geometric = gossip_matrix(random_geometric(1500, 0.06, seed=1))
+    expander = gossip_matrix(nx.random_regular_graph(6, 1500, seed=1))
+    assert factorisation_plan(geometric, 1e12).method == "sparse"
+    plan = factorisation_plan(expander, 1e12)
+    assert plan.method == "dense" and plan.flops == 1500**3 / 3
+    assert factorisation_plan(expander, 1e6).method == "sparse"
+    assert auto_skip_reason(expander, 1e12) is None
+    monkeypatch.setattr(inertia_module, "AUTO_MAX_FLOPS", 1e9)
+    assert "skipped (dense: about 1.1e+09 flops" in auto_skip_reason(expander, 1e12)
+    assert auto_skip_reason(geometric, 1e12) is None
 
 
 def test_envelope_cost_of_a_path_and_its_bound_on_the_fill():

@@ -120,22 +120,34 @@ def test_lanczos_upper_end_converges_above_lambda_2_on_slowly_mixing_graphs(name
     steps = int(re.search(r"after (\d+) Lanczos steps", estimated.how).group(1))
     assert (steps > 60) == (name in ("path", "odd cycle", "barbell"))
     iv = lgm.spectral_interval(W)
-    assert not iv.estimate and "certified (one negative pivot" in iv.how
+    assert not iv.estimate and "certified at mu" in iv.how and "sparse LDL^T" in iv.how
     assert estimated.upper < iv.upper < 1.0
     gap = 1.0 - estimated.upper
     assert iv.upper <= estimated.upper + 1.001 * lgm.CERTIFY_MARGIN * gap
 
 
+def test_an_expander_is_certified_by_the_dense_cholesky(monkeypatch):
+    """A random regular graph's sparse factors would fill in: the plan takes the dense
+    Cholesky of mu I - W + J/n, and the certified end is above the dense lambda_2 by at most
+    the margin (plus the Lanczos residual)."""
+    W = gossip_matrix(nx.random_regular_graph(5, 600, seed=3))
+    lambda_2 = np.linalg.eigvalsh(W.toarray())[-2]
+    monkeypatch.setattr(lgm, "DENSE_MAX_N", 50)
+    iv = lgm.spectral_interval(W)
+    assert not iv.estimate and "dense Cholesky" in iv.how
+    assert lambda_2 <= iv.upper <= lambda_2 + 2.0 * lgm.CERTIFY_MARGIN * (1.0 - lambda_2)
+
+
 def test_the_certificate_corrects_or_refuses_a_lanczos_estimate_below_lambda_2(monkeypatch):
     """A Lanczos estimate below lambda_2 (as when the run misses the top eigenvalue; simulated
     here) is never certified: the inertia count sees the eigenvalues above mu and moves mu
-    towards 1, certifying an upper end above lambda_2 when one of the three values of mu
-    clears it, and raising when none does; certify=False keeps the low value, labelled an
-    estimate."""
+    towards 1 (1 - mu halved), certifying an upper end above lambda_2 when one of the five
+    values of mu clears it, and raising when none does; certify=False keeps the low value,
+    labelled an estimate."""
     W = gossip_matrix(nx.path_graph(300))
     lambda_2 = np.linalg.eigvalsh(W.toarray())[-2]
     monkeypatch.setattr(lgm, "DENSE_MAX_N", 50)
-    missed = 1.0 - 3.0 * (1.0 - lambda_2)  # mu = 1 - 2.85 gap, then 1 - 0.71 gap: certified
+    missed = 1.0 - 3.0 * (1.0 - lambda_2)  # mu = 1 - 2.85, 1.43, 0.71 gap: certified
     monkeypatch.setattr(lgm, "_top_ritz_value", lambda M, steps: (missed, 0.0, steps))
     low = lgm.spectral_interval(W, certify=False)
     assert low.estimate and low.upper < lambda_2
@@ -155,7 +167,7 @@ def test_certify_auto_skips_an_unaffordable_factorisation(monkeypatch):
     monkeypatch.setattr(lgm, "DENSE_MAX_N", 50)
     monkeypatch.setattr(inertia, "AUTO_MAX_FLOPS", 10.0)
     iv = lgm.spectral_interval(W)
-    assert iv.estimate and "factorisation was skipped (reverse Cuthill-McKee" in iv.how
+    assert iv.estimate and "factorisation was skipped (sparse: about" in iv.how
     assert not lgm.spectral_interval(W, certify=True).estimate
     monkeypatch.setattr(inertia, "AUTO_MAX_FLOPS", 1e30)
     monkeypatch.setattr(inertia, "AUTO_MAX_N", 100)

@@ -34,11 +34,27 @@ gives, when ``D`` has ``negative`` negative and no zero entries,
 :func:`lowest_eigenvalue_bound` to ``A = W - nu I``: no negative pivot certifies
 ``lambda_min(W) > nu - error``.
 
-Cost.  The factors' fill decides it: small on geometric graphs, grids and paths (0.07 s at
-n = 10^4, 2 s at 10^5 on the bench's geometric graphs), close to a dense factorisation on
-expanders and heavy-tailed graphs (13 s at n = 10^4).  :func:`envelope_cost` estimates it
-beforehand from the envelope of a reverse Cuthill-McKee ordering, which contains the fill of
-that ordering and was above the minimum-degree fill on every bench graph (by 1.2-11x).
+The dense alternative.  Where the sparse factors fill in (expanders, heavy-tailed graphs),
+LAPACK's Cholesky of the dense ``B`` is faster: ``B = mu I - W + c 1 1^T`` (``c = fl(1/n)``,
+so that ``x^T B x = x^T (mu I - W) x`` for ``x`` orthogonal to 1), or ``B = W - nu I``.  If
+it runs to completion, ``R^T R = B + Delta`` with ``|Delta| <= gamma_(n+1) |R^T| |R|``
+(Higham, Thm 10.3, any symmetric B), and ``|| |R^T| |R| ||_2 <= ||R||_F^2 = tr(B + Delta)``
+gives
+
+    lambda_min(B) >= -gamma_(n+1) tr(B) / (1 - gamma_(n+1)),
+
+to which the rounding of forming ``B`` (at most two per entry: ``gamma_2 (1 + ||W||_F +
+|shift| sqrt(n))`` in 2-norm) is added.  Then ``x^T W x <= mu + error`` for unit ``x``
+orthogonal to 1, so ``lambda_2(W) <= mu + error`` by Courant-Fischer; or ``lambda_min(W) >=
+nu - error``.  A Cholesky that breaks down certifies nothing and counts nothing.
+
+Cost.  The sparse factors' fill decides it: small on geometric graphs, grids and paths (0.07 s
+at n = 10^4, 2 s at 10^5 on the bench's geometric graphs), close to dense on expanders and
+heavy-tailed graphs (2-5e7 entries at n = 10^4: 18-47 s, against about 10 s for the dense
+Cholesky on one thread).  :func:`factorisation_plan` decides from the envelope of a reverse
+Cuthill-McKee ordering (:func:`envelope_cost`), which contains the fill of that ordering and
+was above the minimum-degree fill on every bench graph (by 1.2-11x): dense when the envelope
+needs more than ``DENSE_SHARE`` of the dense flops and ``n <= DENSE_MAX_N``.
 """
 
 from __future__ import annotations
@@ -47,6 +63,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg.lapack
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 from scipy.sparse.linalg import splu
@@ -60,8 +77,11 @@ __all__ = [
     "MARGIN",
     "EnvelopeCost",
     "Inertia",
+    "Plan",
+    "ShiftTest",
     "auto_skip_reason",
     "envelope_cost",
+    "factorisation_plan",
     "inertia",
     "lowest_eigenvalue_bound",
     "second_eigenvalue_bound",
@@ -72,6 +92,8 @@ AUTO_MAX_N = 150_000  # ... and n at most this (a 2D geometric envelope's flops 
 MARGIN = 0.05  # callers test a shift this fraction of the estimated gap beyond the estimate
 ROUND_UP = 1e-6  # relative allowance for rounding in the bound's own nonnegative sums
 BYTES_PER_FACTOR_ENTRY = 24  # a value and an index in L and in U, with SuperLU's workspace
+DENSE_MAX_N = 20_000  # the dense Cholesky is considered up to this many rows (3.2 GB)
+DENSE_SHARE = 0.1  # ... when the sparse envelope needs more than this share of its flops
 
 
 @dataclass(frozen=True)
@@ -121,18 +143,41 @@ def envelope_cost(A: sp.spmatrix) -> EnvelopeCost:
     return EnvelopeCost(float(width.sum() + n), float(np.sum(width * width)))
 
 
+@dataclass(frozen=True)
+class Plan:
+    """How a shift is tested: ``method`` ``"sparse"`` (SuperLU ``LDL^T``, :func:`inertia`) or
+    ``"dense"`` (LAPACK Cholesky), with its estimated ``flops`` and ``bytes``."""
+
+    method: str
+    flops: float
+    bytes: float
+
+
+def factorisation_plan(A: sp.spmatrix, budget: float) -> Plan:
+    """The cheaper of the sparse ``LDL^T`` (cost from :func:`envelope_cost`) and the dense
+    Cholesky (``n^3 / 3`` flops, ``8.8 n^2`` bytes): dense when ``n <= DENSE_MAX_N``, its
+    matrix fits ``budget`` (bytes) and the envelope needs more than ``DENSE_SHARE`` of its
+    flops."""
+    n = A.shape[0]
+    cost = envelope_cost(A)
+    dense_flops, dense_bytes = n**3 / 3.0, 8.8 * float(n) ** 2
+    if n <= DENSE_MAX_N and dense_bytes <= budget and cost.flops > DENSE_SHARE * dense_flops:
+        return Plan("dense", dense_flops, dense_bytes)
+    return Plan("sparse", cost.flops, cost.bytes)
+
+
 def auto_skip_reason(A: sp.spmatrix, budget: float) -> str | None:
     """Why a certificate nobody asked for is not attempted on ``A`` (``None``: attempt it):
-    more than ``AUTO_MAX_N`` rows (not even the envelope is computed), or an envelope above
-    ``AUTO_MAX_FLOPS`` or the memory ``budget`` (bytes)."""
+    more than ``AUTO_MAX_N`` rows (not even the envelope is computed), or a
+    :func:`factorisation_plan` above ``AUTO_MAX_FLOPS`` or the memory ``budget`` (bytes)."""
     n = A.shape[0]
     if n > AUTO_MAX_N:
         return (f"n = {n} is above the automatic certificate's {AUTO_MAX_N} nodes; "
                 "certify=True runs it")
-    cost = envelope_cost(A)
-    if cost.flops > AUTO_MAX_FLOPS or cost.bytes > budget:
-        return (f"the certificate's factorisation was skipped (reverse Cuthill-McKee envelope: "
-                f"{cost.flops:.1e} flops, {cost.bytes / 2**30:.2g} GiB; the automatic limit is "
+    plan = factorisation_plan(A, budget)
+    if plan.flops > AUTO_MAX_FLOPS or plan.bytes > budget:
+        return (f"the certificate's factorisation was skipped ({plan.method}: about "
+                f"{plan.flops:.1e} flops, {plan.bytes / 2**30:.2g} GiB; the automatic limit is "
                 f"{AUTO_MAX_FLOPS:.0e} flops within the memory budget; certify=True runs it)")
     return None
 
@@ -163,39 +208,98 @@ def inertia(A: sp.spmatrix) -> Inertia:
     return Inertia(int(np.sum(d < 0)), int(np.sum(d == 0)), error, int(L.nnz + U.nnz))
 
 
-def _shifted_inertia(A: sp.csc_matrix) -> tuple[Inertia, float]:
-    """:func:`inertia` of the shifted matrix ``A`` and the 2-norm of its diagonal's rounding
-    (``u max_i |A_ii|``: each ``fl(mu - W_ii)`` or ``fl(W_ii - nu)`` is within ``u`` relative
-    of the exact value)."""
+@dataclass(frozen=True)
+class ShiftTest:
+    """The outcome of testing one shift of W: ``bound`` (certified; ``None`` when this test
+    certifies nothing), the ``method`` used, the ``error`` allowance added to the shift, and
+    ``beyond``: the eigenvalues of W found beyond the shift besides those expected (sparse
+    ``LDL^T``: from the pivots' signs; ``None`` for a dense Cholesky, which only succeeds or
+    breaks down)."""
+
+    bound: float | None
+    method: str
+    error: float
+    beyond: int | None
+
+    __repr__ = short_repr
+
+
+def _sparse_test(A: sp.csc_matrix, expected_negative: int) -> tuple[float | None, str, int]:
+    """``(error, method, beyond)`` from :func:`inertia` of the shifted ``A``: ``error`` (with
+    the rounding of the diagonal ``fl(mu - W_ii)``, at most ``u max_i |A_ii|``) when ``A`` has
+    exactly ``expected_negative`` negative pivots and no zero one, else ``None``."""
     try:
         counts = inertia(A)
     except RuntimeError as exc:  # SuperLU: "Factor is exactly singular"
         raise ValueError(f"the factorisation failed ({exc})") from exc
-    return counts, UNIT_ROUNDOFF * float(np.abs(A.diagonal()).max(initial=0.0))
+    method = f"sparse LDL^T, {counts.fill} factor entries"
+    beyond = counts.negative - expected_negative
+    if beyond or counts.zero:
+        return None, method, beyond
+    rounding = UNIT_ROUNDOFF * float(np.abs(A.diagonal()).max(initial=0.0))
+    return counts.error + rounding, method, 0
 
 
-def second_eigenvalue_bound(W: sp.spmatrix, mu: float) -> tuple[float | None, Inertia]:
-    """``(bound, inertia)`` for the exactly symmetric ``W``: ``bound = mu + error`` with
-    ``lambda_2(W) <= bound`` certified (``lambda_2``: the second largest eigenvalue) when
-    ``mu I - W`` has exactly one negative pivot and no zero one, else ``None`` (more negative
-    pivots: ``W`` has ``inertia.negative - 1`` eigenvalues besides the top one above about
-    ``mu``).  ``ValueError`` as :func:`inertia`, and when SuperLU finds the matrix
-    singular."""
+def _dense_test(W: sp.spmatrix, shift: float, sign: float, rank_one: float) -> float | None:
+    """``error`` with ``lambda_min(B) >= -error`` for ``B = sign W - shift I + rank_one 1 1^T``
+    formed densely (see the module docstring), or ``None`` when Cholesky breaks down."""
     n = W.shape[0]
-    counts, rounding = _shifted_inertia(
-        (mu * sp.identity(n, format="csc") - sp.csc_matrix(W)).tocsc())
-    if counts.negative != 1 or counts.zero:
-        return None, counts
-    return math.nextafter(mu + counts.error + rounding, math.inf), counts
+    if (abs(W - W.T) > 0).nnz:
+        raise ValueError("the matrix is not exactly symmetric")
+    B = W.toarray()
+    norm_w = float(np.linalg.norm(B))
+    if sign < 0:
+        np.negative(B, out=B)
+    if rank_one:
+        B += rank_one
+    B[np.diag_indices(n)] -= shift
+    trace = float(np.abs(np.diagonal(B)).sum())
+    _, info = scipy.linalg.lapack.dpotrf(B.T, lower=1, clean=0, overwrite_a=1)
+    if info != 0:
+        return None
+    g = gamma(n + 1)
+    forming = gamma(2) * (n * rank_one + norm_w + abs(shift) * math.sqrt(n))
+    return (g * trace / (1.0 - g) + forming) * (1.0 + ROUND_UP)
 
 
-def lowest_eigenvalue_bound(W: sp.spmatrix, nu: float) -> tuple[float | None, Inertia]:
-    """``(bound, inertia)`` for the exactly symmetric ``W``: ``bound = nu - error`` with
-    ``lambda_min(W) >= bound`` certified when ``W - nu I`` has no negative and no zero pivot,
-    else ``None``.  ``ValueError`` as :func:`second_eigenvalue_bound`."""
+def _plan(W: sp.spmatrix, method: str, budget: float) -> str:
+    if method == "auto":
+        return factorisation_plan(W, budget).method
+    if method not in ("sparse", "dense"):
+        raise ValueError(f"unknown method {method!r}")
+    return method
+
+
+def second_eigenvalue_bound(W: sp.spmatrix, mu: float, method: str = "auto",
+                            budget: float = math.inf) -> ShiftTest:
+    """Test ``lambda_2(W) <= mu + error`` for the exactly symmetric ``W`` (``lambda_2``: the
+    second largest eigenvalue): sparse, ``mu I - W`` with exactly one negative pivot (more:
+    ``beyond`` eigenvalues besides the top one above about ``mu``); dense, a Cholesky of
+    ``mu I - W + fl(1/n) 1 1^T`` that runs to completion.  ``method``: ``"auto"``
+    (:func:`factorisation_plan` within ``budget`` bytes), ``"sparse"`` or ``"dense"``.
+    ``ValueError`` when W is not exactly symmetric or the sparse factorisation fails."""
     n = W.shape[0]
-    counts, rounding = _shifted_inertia(
-        (sp.csc_matrix(W) - nu * sp.identity(n, format="csc")).tocsc())
-    if counts.negative or counts.zero:
-        return None, counts
-    return math.nextafter(nu - counts.error - rounding, -math.inf), counts
+    if _plan(W, method, budget) == "dense":
+        error = _dense_test(W, -mu, -1.0, 1.0 / n)
+        bound = None if error is None else math.nextafter(mu + error, math.inf)
+        return ShiftTest(bound, "dense Cholesky", math.nan if error is None else error, None)
+    A = (mu * sp.identity(n, format="csc") - sp.csc_matrix(W)).tocsc()
+    error, how, beyond = _sparse_test(A, 1)
+    bound = None if error is None else math.nextafter(mu + error, math.inf)
+    return ShiftTest(bound, how, math.nan if error is None else error, beyond)
+
+
+def lowest_eigenvalue_bound(W: sp.spmatrix, nu: float, method: str = "auto",
+                            budget: float = math.inf) -> ShiftTest:
+    """Test ``lambda_min(W) >= nu - error`` for the exactly symmetric ``W``: ``W - nu I`` with
+    no negative and no zero pivot (sparse), or a Cholesky of it that runs to completion
+    (dense).  Arguments and errors as :func:`second_eigenvalue_bound`."""
+    n = W.shape[0]
+    if _plan(W, method, budget) == "dense":
+        error = _dense_test(W, nu, 1.0, 0.0)
+        bound = None if error is None else math.nextafter(nu - error, -math.inf)
+        return ShiftTest(bound, "dense Cholesky", math.nan if error is None else error, None)
+    A = (sp.csc_matrix(W) - nu * sp.identity(n, format="csc")).tocsc()
+    error, how, beyond = _sparse_test(A, 0)
+    bound = None if error is None else math.nextafter(nu - error, -math.inf)
+    return ShiftTest(bound, how, math.nan if error is None else error, beyond)

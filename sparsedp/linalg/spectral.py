@@ -370,22 +370,24 @@ def rho_bound(W: Any, info: SpectralInfo | None = None) -> RhoBound:
     if not upper < 1.0:
         return RhoBound(upper, f"{estimate} (no gap to certify)", False)
     M = as_square_sparse(W)
-    skip = auto_skip_reason(M, resources.memory_budget())
+    budget = resources.memory_budget()
+    skip = auto_skip_reason(M, budget)
     if skip is not None:
         return RhoBound(upper, f"{estimate} ({skip})", False)
     margin = MARGIN * (1.0 - upper)
     try:
-        top, _ = second_eigenvalue_bound(M, info.lambda_2 + info.tolerance + margin)
-        bottom, _ = lowest_eigenvalue_bound(M, info.lambda_n - info.tolerance - margin)
+        top = second_eigenvalue_bound(M, info.lambda_2 + info.tolerance + margin, budget=budget)
+        bottom = lowest_eigenvalue_bound(M, info.lambda_n - info.tolerance - margin,
+                                         budget=budget)
     except ValueError as exc:
-        return RhoBound(upper, f"{estimate} (no inertia certificate: {exc})", False)
-    if top is None or bottom is None:
-        return RhoBound(upper, f"{estimate} (the inertia counts contradict the eigensolver's "
-                               "estimates)", False)
-    value = max(abs(top), abs(bottom))
-    return RhoBound(value, f"rho <= {value:.12g}, certified: {bottom:.12g} <= lambda_n <= "
-                           f"lambda_2 <= {top:.12g} by the inertia of sparse LDL^T "
-                           f"factorisations, above the {info.method} estimate {info.rho:.12g} "
+        return RhoBound(upper, f"{estimate} (no certificate: {exc})", False)
+    if top.bound is None or bottom.bound is None:
+        return RhoBound(upper, f"{estimate} (the shifted factorisations ({top.method}) contradict "
+                               "the eigensolver's estimates)", False)
+    value = max(abs(top.bound), abs(bottom.bound))
+    return RhoBound(value, f"rho <= {value:.12g}, certified: {bottom.bound:.12g} <= lambda_n <= "
+                           f"lambda_2 <= {top.bound:.12g} by shifted factorisations "
+                           f"({top.method}), above the {info.method} estimate {info.rho:.12g} "
                            f"+ residual {info.tolerance:.3g}", True)
 
 

@@ -84,7 +84,7 @@ from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.linalg.inertia import (
     MARGIN,
     auto_skip_reason,
-    envelope_cost,
+    factorisation_plan,
     second_eigenvalue_bound,
 )
 from sparsedp.linalg.spectral import _amg_preconditioner
@@ -120,7 +120,7 @@ __all__ = [
 DENSE_MAX_N = 4000
 LANCZOS_CONVERGED = 0.1  # the upper end's Ritz residual is at most this fraction of 1 - theta
 CERTIFY_MARGIN = MARGIN  # the certificate tests mu = estimate + CERTIFY_MARGIN (1 - estimate)
-_CERTIFY_TRIES = 3  # values of mu tried (1 - mu divided by 4 each time) before refusing
+_CERTIFY_TRIES = 5  # values of mu tried (1 - mu halved each time) before refusing
 COLUMN_METHODS = ("chebyshev", "lanczos", "quadrature", "dense")
 LOGDET_METHODS = ("auto", "dense", "sparse-lu", "slq")
 SPARSE_LU_MAX_N = 200_000
@@ -159,10 +159,11 @@ def spectral_interval(W: Any, lanczos_steps: int = 60, certify: bool | str = "au
     the top one is only the usual Lanczos assumption.  Then the certificate
     (:func:`sparsedp.linalg.inertia.second_eigenvalue_bound`): at
     ``mu = estimate + CERTIFY_MARGIN (1 - estimate)``, a sparse ``LDL^T`` of ``mu I - W`` with
-    exactly one negative pivot proves ``lambda_2 <= mu + error`` (Sylvester's law of inertia,
-    the factorisation's backward error charged), which becomes the upper end; a count of
-    more than one moves ``mu`` towards 1 (``_CERTIFY_TRIES`` times, then
-    ``GossipMatrixError``: the estimate was wrong).
+    exactly one negative pivot (Sylvester's law of inertia), or where its factors would fill
+    in a dense Cholesky of ``mu I - W + J/n`` that runs to completion, proves
+    ``lambda_2 <= mu + error`` (the factorisation's backward error charged), which becomes
+    the upper end; more negative pivots or a breakdown move ``mu`` towards 1
+    (``_CERTIFY_TRIES`` times, then ``GossipMatrixError``: the estimate was wrong).
 
     ``certify``: ``"auto"`` runs the certificate when its reverse Cuthill-McKee envelope
     estimate is at most ``inertia.AUTO_MAX_FLOPS`` and fits the memory budget, up to
@@ -213,27 +214,29 @@ def _certified_upper_end(M: sp.csr_matrix, estimate: float, certify: bool | str,
         if skip is not None:
             return skip
     else:
-        resources.require_within(envelope_cost(M).bytes, budget,
-                                 "the inertia certificate of lambda_2(W)",
+        plan = factorisation_plan(M, budget)
+        resources.require_within(plan.bytes, budget,
+                                 f"the certificate of lambda_2(W) ({plan.method})",
                                  "certify='auto' reports the upper end as an estimate instead")
     mu = estimate + CERTIFY_MARGIN * (1.0 - estimate)
     for attempt in range(_CERTIFY_TRIES):
         if attempt:
-            mu = 1.0 - (1.0 - mu) / 4.0
+            mu = 1.0 - (1.0 - mu) / 2.0
         try:
-            upper, counts = second_eigenvalue_bound(M, mu)
+            test = second_eigenvalue_bound(M, mu, budget=budget)
         except ValueError as exc:
-            return f"no inertia certificate ({exc})"
-        if upper is not None:
-            return upper, (f"lambda_2 <= {upper:.10g}, certified (one negative pivot in a sparse "
-                           f"LDL^T of mu I - W at mu = {mu:.10g}, backward error "
-                           f"{counts.error:.2g}, {counts.fill} factor entries)")
-        if counts.negative == 0:
-            return f"no inertia certificate (mu I - W has no negative pivot at mu = {mu:.10g})"
+            return f"no certificate ({exc})"
+        if test.bound is not None:
+            return test.bound, (f"lambda_2 <= {test.bound:.10g}, certified at mu = {mu:.10g} "
+                                f"({test.method}, backward error {test.error:.2g})")
+        if test.beyond is not None and test.beyond < 0:
+            return f"no certificate (mu I - W has no negative pivot at mu = {mu:.10g})"
+    found = ("a dense Cholesky of mu I - W + J/n breaks down" if test.beyond is None else
+             f"mu I - W still has {test.beyond + 1} negative pivots")
     raise GossipMatrixError(
-        f"the Lanczos estimate {estimate:.10g} of lambda_2(W) is too low: mu I - W still has "
-        f"{counts.negative} negative pivots at mu = {mu:.10g} (W has eigenvalues besides the "
-        "top one above it); the log-Green bounds are not available for this W")
+        f"the Lanczos estimate {estimate:.10g} of lambda_2(W) is too low: {found} at "
+        f"mu = {mu:.10g} (W has eigenvalues besides the top one above about mu); the "
+        "log-Green bounds are not available for this W")
 
 
 def _top_ritz_value(M: sp.csr_matrix, steps: int) -> tuple[float, float, int]:
