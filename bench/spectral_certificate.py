@@ -3,10 +3,10 @@
 For each graph of ``bench/realistic.py`` (and its Erdos-Renyi twin, same n and edge count),
 Metropolis weights: the Lanczos estimate of the spectrum's upper end
 (``spectral_interval(W, certify=False)``), then the certified end (``certify=True``: a sparse
-``LDL^T`` of ``mu I - W``, ``sparsedp.linalg.inertia``), with the reverse Cuthill-McKee
-envelope that ``certify="auto"`` decides by, the factors' fill and the backward-error
-allowance.  CPU seconds, also in units of one scipy ``W @ x`` timed in the same process.
-Writes ``bench/results/spectral_certificate.json`` (``--record``: ``docs/figures/``).
+``LDL^T`` of ``mu I - W`` or a dense Cholesky, ``sparsedp.linalg.inertia``), with the reverse
+Cuthill-McKee envelope that ``certify="auto"`` decides by, the method, the factors' fill and
+the backward-error allowance.  CPU seconds, also in units of one scipy ``W @ x`` timed in the
+same process.  Writes ``bench/results/spectral_certificate.json`` (``--record``: ``docs/figures/``).
 
     python bench/spectral_certificate.py                          # n = 10^4, every model
     python bench/spectral_certificate.py --n 100000 --graphs geometric --no-twins
@@ -62,6 +62,7 @@ def measure(W) -> dict:
         "gap_kept": (1.0 - certified.upper) / (1.0 - estimate.upper),
         "envelope_flops": cost.flops, "envelope_gib": cost.bytes / 2**30,
         "auto": auto_skip_reason(W, 1 << 62) is None,
+        "method": "dense Cholesky" if "dense Cholesky" in certified.how else "sparse LDL^T",
         "factor_entries": int(fill.group(1)) if fill else None,
         "backward_error": float(error.group(1)) if error else None,
     }
@@ -88,7 +89,8 @@ def main(argv: list[str] | None = None) -> None:
                 record["rows"].append(row)
                 print(f"{model:16s} {which:5s} n={row['n']}: {row['estimate']:.10f} "
                       f"({row['estimate_s']:.2f} s) -> {row['certified']:.10f} "
-                      f"({row['certified_s']:.2f} s = {row['certified_in_W_x']:.0f} W@x), "
+                      f"({row['certified_s']:.2f} s = {row['certified_in_W_x']:.0f} W@x, "
+                      f"{row['method']}), "
                       f"fill {row['factor_entries']}, error {row['backward_error']}, "
                       f"envelope {row['envelope_flops']:.1e} flops, auto {row['auto']}",
                       flush=True)
