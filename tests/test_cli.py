@@ -227,3 +227,18 @@ def test_account_on_an_edge_list_with_string_labels(capsys, tmp_path):
     code, out, _ = run(capsys, "--graph", str(mixed), "--target", "1", "--observer", "x",
                        "--rounds", "3", "--json")
     assert code == 0 and json.loads(out)["target"] == "1"
+
+
+def test_randomwalk_certify_option_sets_the_kind(capsys, monkeypatch):
+    """Log-Green with a cap beyond the dense size (lowered here): the default certifies the
+    spectrum's upper end (kind upper), --certify never leaves it an estimate and says so."""
+    monkeypatch.setattr("sparsedp.randomwalk.log_green.DENSE_MAX_N", 50)
+    args = ["randomwalk", "--generator", "ring:300", "--rounds", "2000", "--sigma", "20",
+            "--method", "log-green", "--contributions", "2", "--json"]
+    kinds = {}
+    for certify in ("auto", "never"):
+        assert main([*args, "--certify", certify]) == 0
+        record = json.loads(capsys.readouterr().out)
+        kinds[certify] = (record["kind"], record["method"])
+    assert kinds["auto"][0] == "upper" and "certified at mu" in kinds["auto"][1]
+    assert kinds["never"][0] == "estimate" and "not certified: certify=False" in kinds["never"][1]
