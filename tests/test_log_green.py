@@ -265,6 +265,17 @@ def test_sparse_lu_log_determinant_error_covers_the_conditioning(graph):
     assert lu.error >= dense.error / 10 and lu.error < 1e-3
 
 
+def test_auto_log_determinant_factors_only_where_the_fill_is_affordable(monkeypatch):
+    """Beyond the dense size (lowered here) "auto" takes the sparse LU on a geometric graph,
+    whose envelope is small, and SLQ on an expander whose envelope is above the limit."""
+    monkeypatch.setattr(lgm, "DENSE_MAX_N", 50)
+    monkeypatch.setattr(lgm, "SPARSE_LU_MAX_FLOPS", 1e6)
+    geometric = gossip_matrix(random_geometric(400, 0.12, seed=1))
+    expander = gossip_matrix(nx.random_regular_graph(5, 400, seed=2))
+    assert lgm.log_pseudo_determinant(geometric).method.startswith("sparse LU")
+    assert lgm.log_pseudo_determinant(expander).kind == "estimate"
+
+
 def test_slq_within_stated_error():
     W = gossip_matrix(connected_instance("er", 300, 11))
     exact = lgm.log_pseudo_determinant(W, method="dense").value

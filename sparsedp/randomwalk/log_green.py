@@ -85,6 +85,7 @@ from sparsedp.linalg.certified import gamma
 from sparsedp.linalg.inertia import (
     MARGIN,
     auto_skip_reason,
+    envelope_cost,
     factorisation_plan,
     second_eigenvalue_bound,
 )
@@ -125,6 +126,7 @@ _CERTIFY_TRIES = 5  # values of mu tried (1 - mu halved each time) before refusi
 COLUMN_METHODS = ("chebyshev", "lanczos", "quadrature", "dense")
 LOGDET_METHODS = ("auto", "dense", "sparse-lu", "slq")
 SPARSE_LU_MAX_N = 200_000
+SPARSE_LU_MAX_FLOPS = 3e11  # "auto" takes the sparse LU when its envelope needs at most this
 _EPS = float(np.finfo(float).eps)
 _MAX_DEGREE = 5000  # Chebyshev degree / Lanczos steps refused beyond this (gap too small)
 _MAX_NODES = 4096  # Gauss-Legendre nodes refused beyond this
@@ -567,6 +569,13 @@ def _logdet_dense(M: sp.csr_matrix) -> LogDetResult:
     return LogDetResult(value, err, "exact", "dense eigvalsh", {"n": n})
 
 
+def _sparse_lu_affordable(M: sp.csr_matrix) -> bool:
+    """Whether ``"auto"`` factors ``I - W``: its reverse Cuthill-McKee envelope (a bound on
+    that ordering's fill) within ``SPARSE_LU_MAX_FLOPS`` and the memory budget."""
+    cost = envelope_cost(M)
+    return cost.flops <= SPARSE_LU_MAX_FLOPS and cost.bytes <= resources.memory_budget()
+
+
 def _logdet_sparse_lu(M: sp.csr_matrix) -> LogDetResult:
     """Matrix-tree theorem: ``det'(I - W) = n det((I - W) with row and column 0 removed)``.
 
@@ -665,7 +674,9 @@ def log_pseudo_determinant(W: Any, method: str = "auto", probes: int = 64,
     sparse factorisation of a cofactor of ``I - W``; moderate n, fill-in permitting),
     ``"slq"`` (stochastic Lanczos quadrature with ``probes`` Rademacher vectors; an estimate
     with a stated 95% error) or ``"auto"`` (dense, then sparse LU up to
-    ``SPARSE_LU_MAX_N`` nodes, then SLQ).
+    ``SPARSE_LU_MAX_N`` nodes where its reverse Cuthill-McKee envelope needs at most
+    ``SPARSE_LU_MAX_FLOPS`` within the memory budget, then SLQ: an expander's factors fill
+    in, about 10^10 entries at 10^5 nodes).
 
     Parameters
     ----------
@@ -710,7 +721,7 @@ def log_pseudo_determinant(W: Any, method: str = "auto", probes: int = 64,
     n = M.shape[0]
     if method == "auto":
         method = "dense" if n <= DENSE_MAX_N else (
-            "sparse-lu" if n <= SPARSE_LU_MAX_N else "slq")
+            "sparse-lu" if n <= SPARSE_LU_MAX_N and _sparse_lu_affordable(M) else "slq")
     if method == "dense":
         if n > DENSE_MAX_N:
             raise ParameterError(f"dense log-determinant needs n <= {DENSE_MAX_N}, got {n}")
