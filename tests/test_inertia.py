@@ -132,3 +132,29 @@ def test_envelope_cost_of_a_path_and_its_bound_on_the_fill():
     lu = splu(sp.csc_matrix(A.tocsr()[order][:, order]), permc_spec="NATURAL",
               diag_pivot_thresh=0.0, options={"SymmetricMode": True})
     assert lu.L.nnz <= envelope_cost(W).entries
+
+
+def test_the_dense_route_factors_in_float64_and_refuses_non_finite_input():
+    """A float32 (or integer) W is converted to float64 before forming B, as the error charges
+    assume (it was formed in float32: certified shifts on the wrong side of lambda_2); a NaN
+    is refused on both routes instead of certifying a NaN bound."""
+    W = gossip_matrix(nx.path_graph(26))
+    lambda_2 = np.linalg.eigvalsh(W.toarray())[-2]
+    W32 = W.astype(np.float32)
+    truth = np.linalg.eigvalsh(W32.toarray().astype(np.float64))[-2]
+    for mu in truth - np.array([3e-8, 1e-9, 1e-12]):
+        assert second_eigenvalue_bound(W32, mu, "dense").bound is None
+    assert second_eigenvalue_bound(W32, lambda_2 + 1e-6, "dense").bound >= truth
+    bad = sp.csr_matrix(np.array([[np.nan, 1.0], [1.0, 0.0]]))
+    for method in ("sparse", "dense"):
+        with pytest.raises(ValueError, match="not finite"):
+            second_eigenvalue_bound(bad, 0.3, method)
+
+
+def test_a_negative_shift_is_certified_by_the_dense_route_too():
+    """W = (J - I)/4 on 5 nodes has lambda_2 = -1/4: the dense route lifts the direction of 1
+    by more than |mu| (with c = 1/n it broke down at every mu <= 0)."""
+    W = sp.csr_matrix((np.ones((5, 5)) - np.eye(5)) / 4.0)
+    for method in ("sparse", "dense"):
+        test = second_eigenvalue_bound(W, -0.1, method)
+        assert test.bound is not None and -0.25 < test.bound < -0.0999

@@ -35,8 +35,9 @@ gives, when ``D`` has ``negative`` negative and no zero entries,
 ``lambda_min(W) > nu - error``.
 
 The dense alternative.  Where the sparse factors fill in (expanders, heavy-tailed graphs),
-LAPACK's Cholesky of the dense ``B`` is faster: ``B = mu I - W + c 1 1^T`` (``c = fl(1/n)``,
-so that ``x^T B x = x^T (mu I - W) x`` for ``x`` orthogonal to 1), or ``B = W - nu I``.  If
+LAPACK's Cholesky of the dense ``B`` is faster: ``B = mu I - W + c 1 1^T`` (any ``c >= 0``:
+``x^T B x = x^T (mu I - W) x`` for ``x`` orthogonal to 1; ``c = fl((2 - min(mu, 0)) / n)``
+lifts the direction of 1), or ``B = W - nu I``.  If
 it runs to completion, ``R^T R = B + Delta`` with ``|Delta| <= gamma_(n+1) |R^T| |R|``
 (Higham, Thm 10.3, any symmetric B), and ``|| |R^T| |R| ||_2 <= ||R||_F^2 = tr(B + Delta)``
 gives
@@ -166,19 +167,20 @@ def factorisation_plan(A: sp.spmatrix, budget: float) -> Plan:
     return Plan("sparse", cost.flops, cost.bytes)
 
 
-def auto_skip_reason(A: sp.spmatrix, budget: float) -> str | None:
+def auto_skip_reason(A: sp.spmatrix, budget: float, hint: str = "") -> str | None:
     """Why a certificate nobody asked for is not attempted on ``A`` (``None``: attempt it):
     more than ``AUTO_MAX_N`` rows (not even the envelope is computed), or a
-    :func:`factorisation_plan` above ``AUTO_MAX_FLOPS`` or the memory ``budget`` (bytes)."""
+    :func:`factorisation_plan` above ``AUTO_MAX_FLOPS`` or the memory ``budget`` (bytes).
+    ``hint``: how the caller's user can ask for it anyway (appended)."""
     n = A.shape[0]
+    tail = f"; {hint}" if hint else ""
     if n > AUTO_MAX_N:
-        return (f"n = {n} is above the automatic certificate's {AUTO_MAX_N} nodes; "
-                "certify=True runs it")
+        return f"n = {n} is above the automatic certificate's {AUTO_MAX_N} nodes{tail}"
     plan = factorisation_plan(A, budget)
     if plan.flops > AUTO_MAX_FLOPS or plan.bytes > budget:
         return (f"the certificate's factorisation was skipped ({plan.method}: about "
                 f"{plan.flops:.1e} flops, {plan.bytes / 2**30:.2g} GiB; the automatic limit is "
-                f"{AUTO_MAX_FLOPS:.0e} flops within the memory budget; certify=True runs it)")
+                f"{AUTO_MAX_FLOPS:.0e} flops within the memory budget{tail})")
     return None
 
 
@@ -188,8 +190,10 @@ def inertia(A: sp.spmatrix) -> Inertia:
     Raises ``ValueError`` when ``A`` is not exactly symmetric or when the factorisation needed
     an off-diagonal pivot (a zero on the diagonal of a Schur complement): no certificate.
     """
-    C = sp.csc_matrix(A, dtype=float)
+    C = sp.csc_matrix(A, dtype=np.float64)
     n = C.shape[0]
+    if not np.all(np.isfinite(C.data)):
+        raise ValueError("the matrix has entries that are not finite")
     if (C != C.T).nnz:
         raise ValueError("the matrix is not exactly symmetric")
     lu = splu(C, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
@@ -205,6 +209,8 @@ def inertia(A: sp.spmatrix) -> Inertia:
     ones = np.ones(n)
     rows = absL @ (charged @ ones) + gamma(n) * (absL @ (abs(U) @ ones))
     error = float(rows.max(initial=0.0)) * (1.0 + ROUND_UP)
+    if not (np.all(np.isfinite(d)) and math.isfinite(error)):
+        raise ValueError("the factorisation overflowed")
     return Inertia(int(np.sum(d < 0)), int(np.sum(d == 0)), error, int(L.nnz + U.nnz))
 
 
@@ -244,7 +250,10 @@ def _dense_test(W: sp.spmatrix, shift: float, sign: float, rank_one: float) -> f
     """``error`` with ``lambda_min(B) >= -error`` for ``B = sign W - shift I + rank_one 1 1^T``
     formed densely (see the module docstring), or ``None`` when Cholesky breaks down."""
     n = W.shape[0]
-    if (abs(W - W.T) > 0).nnz:
+    W = sp.csr_matrix(W, dtype=np.float64)  # formed and factored in float64, as charged
+    if not np.all(np.isfinite(W.data)):
+        raise ValueError("the matrix has entries that are not finite")
+    if (W != W.T).nnz:
         raise ValueError("the matrix is not exactly symmetric")
     B = W.toarray()
     norm_w = float(np.linalg.norm(B))
@@ -254,8 +263,8 @@ def _dense_test(W: sp.spmatrix, shift: float, sign: float, rank_one: float) -> f
         B += rank_one
     B[np.diag_indices(n)] -= shift
     trace = float(np.abs(np.diagonal(B)).sum())
-    _, info = scipy.linalg.lapack.dpotrf(B.T, lower=1, clean=0, overwrite_a=1)
-    if info != 0:
+    factor, info = scipy.linalg.lapack.dpotrf(B.T, lower=1, clean=0, overwrite_a=1)
+    if info != 0 or not np.all(np.isfinite(np.diagonal(factor))):
         return None
     g = gamma(n + 1)
     forming = gamma(2) * (n * rank_one + norm_w + abs(shift) * math.sqrt(n))
@@ -275,12 +284,14 @@ def second_eigenvalue_bound(W: sp.spmatrix, mu: float, method: str = "auto",
     """Test ``lambda_2(W) <= mu + error`` for the exactly symmetric ``W`` (``lambda_2``: the
     second largest eigenvalue): sparse, ``mu I - W`` with exactly one negative pivot (more:
     ``beyond`` eigenvalues besides the top one above about ``mu``); dense, a Cholesky of
-    ``mu I - W + fl(1/n) 1 1^T`` that runs to completion.  ``method``: ``"auto"``
+    ``mu I - W + c 1 1^T`` (``c = fl((2 - min(mu, 0)) / n)``) that runs to completion, which
+    bounds ``max x^T W x`` over unit ``x`` orthogonal to 1, at least ``lambda_2`` (it
+    certifies only when 1 is about W's top eigenvector).  ``method``: ``"auto"``
     (:func:`factorisation_plan` within ``budget`` bytes), ``"sparse"`` or ``"dense"``.
     ``ValueError`` when W is not exactly symmetric or the sparse factorisation fails."""
     n = W.shape[0]
-    if _plan(W, method, budget) == "dense":
-        error = _dense_test(W, -mu, -1.0, 1.0 / n)
+    if _plan(W, method, budget) == "dense":  # c 1 1^T lifts the direction of 1 above 0
+        error = _dense_test(W, -mu, -1.0, (2.0 - min(mu, 0.0)) / n)
         bound = None if error is None else math.nextafter(mu + error, math.inf)
         return ShiftTest(bound, "dense Cholesky", math.nan if error is None else error, None)
     A = (mu * sp.identity(n, format="csc") - sp.csc_matrix(W)).tocsc()

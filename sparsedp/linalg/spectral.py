@@ -371,19 +371,22 @@ def rho_bound(W: Any, info: SpectralInfo | None = None) -> RhoBound:
         return RhoBound(upper, f"{estimate} (no gap to certify)", False)
     M = as_square_sparse(W)
     budget = resources.memory_budget()
-    skip = auto_skip_reason(M, budget)
+    skip = auto_skip_reason(M, budget, "raise inertia.AUTO_MAX_FLOPS to run it")
     if skip is not None:
         return RhoBound(upper, f"{estimate} ({skip})", False)
     margin = MARGIN * (1.0 - upper)
     try:
         top = second_eigenvalue_bound(M, info.lambda_2 + info.tolerance + margin, budget=budget)
+        if top.bound is None:
+            return RhoBound(upper, f"{estimate} (the shifted factorisation ({top.method}) "
+                                   "contradicts the eigensolver's lambda_2)", False)
         bottom = lowest_eigenvalue_bound(M, info.lambda_n - info.tolerance - margin,
                                          budget=budget)
     except ValueError as exc:
         return RhoBound(upper, f"{estimate} (no certificate: {exc})", False)
-    if top.bound is None or bottom.bound is None:
-        return RhoBound(upper, f"{estimate} (the shifted factorisations ({top.method}) contradict "
-                               "the eigensolver's estimates)", False)
+    if bottom.bound is None:
+        return RhoBound(upper, f"{estimate} (the shifted factorisation ({bottom.method}) "
+                               "contradicts the eigensolver's lambda_n)", False)
     value = max(abs(top.bound), abs(bottom.bound))
     return RhoBound(value, f"rho <= {value:.12g}, certified: {bottom.bound:.12g} <= lambda_n <= "
                            f"lambda_2 <= {top.bound:.12g} by shifted factorisations "

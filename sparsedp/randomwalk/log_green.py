@@ -213,7 +213,7 @@ def _certified_upper_end(M: sp.csr_matrix, estimate: float, certify: bool | str,
         return "certify=False"
     budget = resources.memory_budget(max_memory)
     if certify == "auto":
-        skip = auto_skip_reason(M, budget)
+        skip = auto_skip_reason(M, budget, "certify=True runs it")
         if skip is not None:
             return skip
     else:
@@ -222,23 +222,26 @@ def _certified_upper_end(M: sp.csr_matrix, estimate: float, certify: bool | str,
                                  f"the certificate of lambda_2(W) ({plan.method})",
                                  "certify='auto' reports the upper end as an estimate instead")
     mu = estimate + CERTIFY_MARGIN * (1.0 - estimate)
+    disproved = ""  # why the estimate is known to be too low, once a shift has shown it
     for attempt in range(_CERTIFY_TRIES):
         if attempt:
             mu = 1.0 - (1.0 - mu) / 2.0
         try:
             test = second_eigenvalue_bound(M, mu, budget=budget)
         except ValueError as exc:
-            return f"no certificate ({exc})"
-        if test.bound is not None:
+            if not disproved:
+                return f"no certificate ({exc})"
+            continue  # the estimate is disproved: never fall back to it
+        if test.bound is not None and test.bound < 1.0:
             return test.bound, (f"lambda_2 <= {test.bound:.10g}, certified at mu = {mu:.10g} "
                                 f"({test.method}, backward error {test.error:.2g})")
         if test.beyond is not None and test.beyond < 0:
             return f"no certificate (mu I - W has no negative pivot at mu = {mu:.10g})"
-    found = ("a dense Cholesky of mu I - W + J/n breaks down" if test.beyond is None else
-             f"mu I - W still has {test.beyond + 1} negative pivots")
+        disproved = ("a dense Cholesky of mu I - W + c J breaks down" if test.beyond is None
+                     else f"mu I - W still has {test.beyond + 1} negative pivots")
     raise GossipMatrixError(
-        f"the Lanczos estimate {estimate:.10g} of lambda_2(W) is too low: {found} at "
-        f"mu = {mu:.10g} (W has eigenvalues besides the top one above about mu); the "
+        f"the Lanczos estimate {estimate:.10g} of lambda_2(W) is too low or cannot be "
+        f"certified below 1: {disproved or 'no shift was certified'} at mu = {mu:.10g}; the "
         "log-Green bounds are not available for this W")
 
 
