@@ -20,6 +20,7 @@ from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.gossip import closed_forms as cf
 from sparsedp.graphs.weights import gossip_matrix
 from sparsedp.linalg import inertia
+from sparsedp.linalg.spectral import rho_bound
 from sparsedp.testing import dense_in_range, dense_M
 
 
@@ -210,6 +211,25 @@ def test_iterative_rho_is_certified_by_inertia(graph, monkeypatch):
     rho, note = cf.certified_rho(W)
     assert "not certified" in note and "was skipped" in note
     assert cf.thm15_bound_for(W, 5, [0], 20).kind == "estimate"
+
+
+def test_rho_of_a_w_symmetric_only_to_the_tolerance_is_still_an_upper_bound():
+    """The checks accept |W - W^T| up to 1e-10; eigvalsh reads one triangle.  On a W with a
+    degenerate |lambda| and a skew part of 9.9e-11 the dense rho was 2.1e-10 below
+    ||W - J/n||_2 (an independent review's example); the distance to an exactly doubly
+    stochastic matrix is now charged, twice."""
+    n = 20
+    rng = np.random.default_rng(0)
+    Q, _ = np.linalg.qr(np.column_stack([np.ones(n), rng.standard_normal((n, 2))]))
+    x, y = Q[:, 1], Q[:, 2]
+    c, delta = 0.07, 9.9e-11 / (2 * max(np.abs(np.outer(x, y) - np.outer(y, x)).max(), 1e-300))
+    W = np.ones((n, n)) / n + c * (np.outer(x, x) - np.outer(y, y)) \
+        + delta * (np.outer(x, y) - np.outer(y, x))
+    W = sp.csr_matrix(W)
+    truth = np.linalg.norm(W.toarray() - 1.0 / n, 2)
+    bound = rho_bound(W)
+    assert bound.certified and bound.value >= truth
+    assert bound.value - truth <= 1e-8
 
 
 def test_certified_rho_does_not_underestimate(er100):

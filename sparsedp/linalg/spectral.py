@@ -40,7 +40,12 @@ from sparsedp.linalg.inertia import (
     lowest_eigenvalue_bound,
     second_eigenvalue_bound,
 )
-from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix, has_property
+from sparsedp.linalg.stochastic import (
+    as_square_sparse,
+    check_gossip_matrix,
+    distance_to_doubly_stochastic,
+    has_property,
+)
 from sparsedp.reprs import short_repr
 
 __all__ = ["DENSE_MAX_N", "METHODS", "RhoBound", "SpectralInfo", "rho_bound", "spectral_info",
@@ -343,7 +348,10 @@ class RhoBound:
 
 def rho_bound(W: Any, info: SpectralInfo | None = None) -> RhoBound:
     """``rho + tolerance`` of :func:`spectral_info` (``info``, computed when not given),
-    certified for the iterative methods by Sylvester's law of inertia.
+    certified for the iterative methods by Sylvester's law of inertia, plus twice
+    :func:`sparsedp.linalg.stochastic.distance_to_doubly_stochastic` (the checks accept W
+    symmetric and stochastic to a tolerance: ``||W - J/n||_2 <= rho(W') + ||W - W'||`` and
+    the eigenvalues of W' are within ``||W - W'||`` of those computed).
 
     Dense method (``n <= DENSE_MAX_N``): ``rho + tolerance``, an upper bound up to LAPACK's
     backward-error model.  Iterative methods: the residual shows only that SOME eigenvalue
@@ -361,10 +369,12 @@ def rho_bound(W: Any, info: SpectralInfo | None = None) -> RhoBound:
     info = spectral_info(W) if info is None else info
     if not info.symmetric:
         raise GossipMatrixError("W is not symmetric: rho_bound needs a symmetric W")
-    upper = info.rho + info.tolerance
+    defect = 2.0 * distance_to_doubly_stochastic(W)
+    upper = info.rho + info.tolerance + defect
     if info.method.startswith("dense"):
         return RhoBound(upper, f"rho <= {upper:.12g}: dense eigenvalues {info.rho:.12g} + "
-                               f"backward-error bound {info.tolerance:.3g}", True)
+                               f"backward-error bound {info.tolerance:.3g} + {defect:.1g} (twice "
+                               "the distance to an exactly doubly stochastic W)", True)
     estimate = (f"rho <= {upper:.12g}: {info.method} estimate {info.rho:.12g} + residual "
                 f"{info.tolerance:.3g}, not certified")
     if not upper < 1.0:
@@ -387,11 +397,12 @@ def rho_bound(W: Any, info: SpectralInfo | None = None) -> RhoBound:
     if bottom.bound is None:
         return RhoBound(upper, f"{estimate} (the shifted factorisation ({bottom.method}) "
                                "contradicts the eigensolver's lambda_n)", False)
-    value = max(abs(top.bound), abs(bottom.bound))
+    value = max(abs(top.bound), abs(bottom.bound)) + defect
     return RhoBound(value, f"rho <= {value:.12g}, certified: {bottom.bound:.12g} <= lambda_n <= "
                            f"lambda_2 <= {top.bound:.12g} by shifted factorisations "
-                           f"({top.method}), above the {info.method} estimate {info.rho:.12g} "
-                           f"+ residual {info.tolerance:.3g}", True)
+                           f"({top.method}), + {defect:.1g} (twice the distance to an exactly "
+                           f"doubly stochastic W), above the {info.method} estimate "
+                           f"{info.rho:.12g} + residual {info.tolerance:.3g}", True)
 
 
 def stationary_distribution(W: Any, tol: float = 1e-12, maxiter: int = 100_000) -> np.ndarray:

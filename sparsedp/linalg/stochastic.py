@@ -9,6 +9,7 @@ gossip matrices from graphs are in :mod:`sparsedp.graphs.weights`.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from sparsedp.linalg.matrix_facts import (
 )
 
 __all__ = [
+    "distance_to_doubly_stochastic",
     "PROPERTIES",
     "as_square_sparse",
     "check_gossip_matrix",
@@ -126,6 +128,29 @@ def as_square_sparse(W: Any) -> sp.csr_matrix:
 def symmetry_defect(W: Any) -> tuple[float, tuple[int, int]]:
     """``max |W - W^T|`` and the first (row-major) entry ``(i, j)`` where it is attained."""
     return kernels.symmetry_defect(as_square_sparse(W))
+
+
+def distance_to_doubly_stochastic(W: Any) -> float:
+    """An upper bound on ``||W - W'||_2`` for an exactly symmetric ``W'`` with ``W' 1 = 1``.
+
+    The checks accept a gossip matrix symmetric and stochastic to a tolerance (``atol``);
+    bounds that assume exact symmetry and unit row sums charge this distance.  With
+    ``S = (W - W^T) / 2``, ``W_s = (W + W^T) / 2`` and ``r = W_s 1 - 1``, the matrix
+    ``W' = W_s - (r 1^T + 1 r^T) / n + (1^T r / n^2) 1 1^T`` is symmetric with ``W' 1 = 1``,
+    and ``||W - W'||_2 <= ||S||_inf + 3 ||r||_2 / sqrt(n)`` (``||S||_2 <= ||S||_inf`` for a
+    skew-symmetric S).  Both norms are computed with a rounding allowance: the result is a few
+    ulps for an exactly symmetric, exactly stochastic W."""
+    M = as_square_sparse(W)
+    n = M.shape[0]
+    S = 0.5 * (M - M.T)
+    skew = float(np.asarray(abs(S).sum(axis=1)).max(initial=0.0))
+    rows = np.asarray(M.sum(axis=1)).ravel()
+    cols = np.asarray(M.sum(axis=0)).ravel()
+    r = 0.5 * (rows + cols) - 1.0
+    d = int(np.diff(M.indptr).max(initial=0)) + 2
+    rounding = 2.0 * d * np.finfo(float).eps * (1.0 + float(np.asarray(abs(M).sum(axis=1)).max()))
+    r_norm = float(np.linalg.norm(np.abs(r) + rounding))
+    return (skew * (1.0 + 4.0 * np.finfo(float).eps) + 3.0 * r_norm / math.sqrt(n)) * (1.0 + 1e-6)
 
 
 def matrix_facts(W: Any) -> MatrixFacts:

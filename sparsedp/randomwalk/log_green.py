@@ -90,7 +90,11 @@ from sparsedp.linalg.inertia import (
     second_eigenvalue_bound,
 )
 from sparsedp.linalg.spectral import _amg_preconditioner
-from sparsedp.linalg.stochastic import as_square_sparse, check_gossip_matrix
+from sparsedp.linalg.stochastic import (
+    as_square_sparse,
+    check_gossip_matrix,
+    distance_to_doubly_stochastic,
+)
 from sparsedp.randomwalk.krylov import (
     SpectralInterval,
     chebyshev_columns,
@@ -152,6 +156,9 @@ def spectral_interval(W: Any, lanczos_steps: int = 60, certify: bool | str = "au
     """An interval containing the eigenvalues of a symmetric doubly stochastic W on ``1^perp``.
 
     ``n <= DENSE_MAX_N``: both ends from ``numpy.linalg.eigvalsh``, widened by ``4 n eps``.
+    Upper ends (dense and certified) are also widened by
+    :func:`sparsedp.linalg.stochastic.distance_to_doubly_stochastic` (W is accepted symmetric
+    and stochastic to a tolerance; the bounds hold for the exact matrix that far away).
     Larger: lower end ``max(-1, min_i (2 W_ii - 1))`` (Gershgorin, rigorous for a nonnegative
     stochastic W).  Upper end: first an estimate ``theta + ||W y - theta y|| + 16 eps`` from
     the top Ritz pair ``(theta, y)`` of Lanczos on ``1^perp``, tested after ``lanczos_steps``
@@ -185,11 +192,14 @@ def spectral_interval(W: Any, lanczos_steps: int = 60, certify: bool | str = "au
         raise ParameterError(f"certify must be 'auto', True or False, got {certify!r}")
     M = check_random_walk_matrix(W)
     n = M.shape[0]
+    defect = distance_to_doubly_stochastic(M)
     if n <= DENSE_MAX_N:
         ev = np.linalg.eigvalsh(M.toarray())
-        slack = 4 * n * _EPS
+        slack = 4 * n * _EPS + defect
         return _separated(SpectralInterval(max(-1.0, float(ev[0] - slack)),
-                                           float(ev[-2] + slack), "dense eigvalsh (+ 4 n eps)"))
+                                           float(ev[-2] + slack),
+                                           f"dense eigvalsh (+ 4 n eps + {defect:.1g}, the "
+                                           "distance to an exactly doubly stochastic W)"))
     lower = max(-1.0, float(np.min(2.0 * M.diagonal() - 1.0)))
     theta, residual, steps = _top_ritz_value(M, lanczos_steps)
     estimate = float(theta + residual + 16 * _EPS)
@@ -201,8 +211,9 @@ def spectral_interval(W: Any, lanczos_steps: int = 60, certify: bool | str = "au
         return SpectralInterval(lower, estimate, f"Gershgorin lower end; upper end: "
                                 f"{lanczos_how}, not certified: {certified}", estimate=True)
     upper, how = certified
-    return _separated(SpectralInterval(lower, upper, f"Gershgorin lower end; upper end: {how}"
-                                       f" above the {lanczos_how}"))
+    return _separated(SpectralInterval(lower, upper + defect, f"Gershgorin lower end; upper "
+                                       f"end: {how} + {defect:.1g} (the distance to an exactly "
+                                       f"doubly stochastic W), above the {lanczos_how}"))
 
 
 def _certified_upper_end(M: sp.csr_matrix, estimate: float, certify: bool | str,
