@@ -370,7 +370,7 @@ def rho_bound(W: Any, info: SpectralInfo | None = None) -> RhoBound:
     if not info.symmetric:
         raise GossipMatrixError("W is not symmetric: rho_bound needs a symmetric W")
     defect = 2.0 * distance_to_doubly_stochastic(W)
-    upper = info.rho + info.tolerance + defect
+    upper = float(info.rho + info.tolerance + defect)
     if info.method.startswith("dense"):
         return RhoBound(upper, f"rho <= {upper:.12g}: dense eigenvalues {info.rho:.12g} + "
                                f"backward-error bound {info.tolerance:.3g} + {defect:.1g} (twice "
@@ -397,7 +397,7 @@ def rho_bound(W: Any, info: SpectralInfo | None = None) -> RhoBound:
     if bottom.bound is None:
         return RhoBound(upper, f"{estimate} (the shifted factorisation ({bottom.method}) "
                                "contradicts the eigensolver's lambda_n)", False)
-    value = max(abs(top.bound), abs(bottom.bound)) + defect
+    value = float(max(abs(top.bound), abs(bottom.bound)) + defect)
     return RhoBound(value, f"rho <= {value:.12g}, certified: {bottom.bound:.12g} <= lambda_n <= "
                            f"lambda_2 <= {top.bound:.12g} by shifted factorisations "
                            f"({top.method}), + {defect:.1g} (twice the distance to an exactly "
