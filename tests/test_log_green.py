@@ -526,3 +526,19 @@ def test_a_walk_on_an_uncertified_interval_is_an_estimate(monkeypatch):
     mean = dict(T=2000, sigma=20.0, alpha=2.0, contributions=3)
     assert random_walk_mean_rdp(W, **mean).kind == "upper"
     assert random_walk_mean_rdp(W, certify=False, **mean).kind == "estimate"
+
+
+def test_a_w_whose_rows_sum_above_one_gets_no_certified_interval():
+    """The checks accept row sums 1 + 5e-11; such a W (an independent review's example, the
+    6-cycle walk scaled by 1 + 5e-11) has lambda_min = -1 - 5e-11 below the lower end -1, so
+    its interval and its sparse-LU log-determinant are estimates; the same walk unscaled is
+    exact."""
+    A = nx.to_scipy_sparse_array(nx.cycle_graph(6), format="csr")
+    W = sp.csr_matrix(A / 2.0 * (1.0 + 5e-11))
+    iv = lgm.spectral_interval(W)
+    assert iv.estimate and "sums to 1 + 5e-11" in iv.how
+    assert np.linalg.eigvalsh(W.toarray())[0] < iv.lower
+    assert lgm.log_pseudo_determinant(W, method="sparse-lu").kind == "estimate"
+    exact = sp.csr_matrix(A / 2.0)
+    assert not lgm.spectral_interval(exact).estimate
+    assert lgm.log_pseudo_determinant(exact, method="sparse-lu").kind == "exact"

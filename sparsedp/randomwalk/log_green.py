@@ -69,6 +69,7 @@ the mean of ``L_uv`` over ordered pairs ``u != v``: ``sum_{u != v} L_uv = -tr L`
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Iterator
@@ -182,7 +183,9 @@ def spectral_interval(W: Any, lanczos_steps: int = 60, certify: bool | str = "au
     where the factors fill in; at 10^4 nodes they take about 13-18 s); ``True`` always
     (``ResourceLimitError`` when the envelope does not fit ``max_memory``); ``False`` never.
     Without a certificate the upper end is the estimate and the interval says so
-    (``estimate=True``, ``how``): bounds built on it are estimates.
+    (``estimate=True``, ``how``): bounds built on it are estimates.  So is any interval of a W
+    whose rows sum to more than 1 beyond rounding (the checks' tolerance admits it; the lower
+    end -1 holds for stochastic W only).
 
     Raises ``GossipMatrixError`` when W is not a random-walk matrix (naming the property), and
     when the upper end is not below 1 (W mixes too slowly for the log-Green bounds at a
@@ -191,6 +194,30 @@ def spectral_interval(W: Any, lanczos_steps: int = 60, certify: bool | str = "au
     if certify not in ("auto", True, False):
         raise ParameterError(f"certify must be 'auto', True or False, got {certify!r}")
     M = check_random_walk_matrix(W)
+    interval = _interval_of(M, lanczos_steps, certify, max_memory)
+    excess = _row_sum_excess(M)
+    if excess is None:
+        return interval
+    return dataclasses.replace(interval, estimate=True, how=f"{interval.how}; {excess}")
+
+
+def _row_sum_excess(M: sp.csr_matrix) -> str | None:
+    """Why W is not a stochastic matrix beyond rounding (``None`` when it is): a row summing
+    to more than ``1 + 2 (d + 1) eps`` (d: the most entries in a row), which the checks'
+    tolerance admits.  The interval's lower end -1 and the series behind the log-Green
+    bounds hold for stochastic W only (such a row can put an eigenvalue below -1)."""
+    rows = np.asarray(M.sum(axis=1)).ravel()
+    d = int(np.diff(M.indptr).max(initial=0))
+    excess = float(rows.max(initial=1.0)) - 1.0
+    if excess <= 2.0 * (d + 1) * _EPS:
+        return None
+    return (f"not certified: a row of W sums to 1 + {excess:.2g}, beyond rounding (W is not "
+            "stochastic; the lower end -1 and the series assume it is)")
+
+
+def _interval_of(M: sp.csr_matrix, lanczos_steps: int, certify: bool | str,
+                 max_memory: Any) -> SpectralInterval:
+    """:func:`spectral_interval` of the checked W, before the row-sum test."""
     n = M.shape[0]
     defect = distance_to_doubly_stochastic(M)
     if n <= DENSE_MAX_N:
@@ -596,14 +623,15 @@ def _logdet_sparse_lu(M: sp.csr_matrix) -> LogDetResult:
     ``I - W`` is a weighted graph Laplacian (zero row sums, nonpositive off-diagonal entries),
     so all its cofactors are equal and the product of its nonzero eigenvalues is n times one
     of them.  The reduced matrix is positive definite; SuperLU gives ``sum log |U_ii|``, with
-    the error of :func:`_lu_log_det_error`."""
+    the error of :func:`_lu_log_det_error` (kind ``"estimate"`` when W's rows sum to more than
+    1 beyond rounding: the cofactor is then not certainly an M-matrix)."""
     n = M.shape[0]
     R = (sp.identity(n, format="csc") - M.tocsc())[1:, 1:].tocsc()
     lu = splu(R, permc_spec="MMD_AT_PLUS_A")
     logs = np.log(np.abs(lu.U.diagonal()))
     value = math.log(n) + float(np.sum(logs))
     err = _lu_log_det_error(R, lu) + 4.0 * n * _EPS * (1.0 + float(np.abs(logs).sum()))
-    kind = "exact" if math.isfinite(err) else "estimate"
+    kind = "exact" if math.isfinite(err) and _row_sum_excess(M) is None else "estimate"
     return LogDetResult(value, err, kind, "sparse LU (matrix-tree cofactor)",
                         {"n": n, "nnz_L": int(lu.L.nnz), "nnz_U": int(lu.U.nnz)})
 
