@@ -70,6 +70,7 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 from scipy.sparse.linalg import splu
 
 from sparsedp.linalg.certified import UNIT_ROUNDOFF, gamma
+from sparsedp.linalg.kernels import is_symmetric
 from sparsedp.reprs import short_repr
 
 __all__ = [
@@ -81,6 +82,7 @@ __all__ = [
     "Plan",
     "ShiftTest",
     "auto_skip_reason",
+    "automatic_plan",
     "envelope_cost",
     "factorisation_plan",
     "inertia",
@@ -167,11 +169,11 @@ def factorisation_plan(A: sp.spmatrix, budget: float) -> Plan:
     return Plan("sparse", cost.flops, cost.bytes)
 
 
-def auto_skip_reason(A: sp.spmatrix, budget: float, hint: str = "") -> str | None:
-    """Why a certificate nobody asked for is not attempted on ``A`` (``None``: attempt it):
-    more than ``AUTO_MAX_N`` rows (not even the envelope is computed), or a
-    :func:`factorisation_plan` above ``AUTO_MAX_FLOPS`` or the memory ``budget`` (bytes).
-    ``hint``: how the caller's user can ask for it anyway (appended)."""
+def automatic_plan(A: sp.spmatrix, budget: float, hint: str = "") -> Plan | str:
+    """The :func:`factorisation_plan` of a certificate nobody asked for, or why it is not
+    attempted: more than ``AUTO_MAX_N`` rows (not even the envelope is computed), or a plan
+    above ``AUTO_MAX_FLOPS`` or the memory ``budget`` (bytes).  ``hint``: how the caller's
+    user can ask for it anyway (appended to the reason)."""
     n = A.shape[0]
     tail = f"; {hint}" if hint else ""
     if n > AUTO_MAX_N:
@@ -181,7 +183,13 @@ def auto_skip_reason(A: sp.spmatrix, budget: float, hint: str = "") -> str | Non
         return (f"the certificate's factorisation was skipped ({plan.method}: about "
                 f"{plan.flops:.1e} flops, {plan.bytes / 2**30:.2g} GiB; the automatic limit is "
                 f"{AUTO_MAX_FLOPS:.0e} flops within the memory budget{tail})")
-    return None
+    return plan
+
+
+def auto_skip_reason(A: sp.spmatrix, budget: float, hint: str = "") -> str | None:
+    """The reason of :func:`automatic_plan`, ``None`` when it would attempt the certificate."""
+    plan = automatic_plan(A, budget, hint)
+    return plan if isinstance(plan, str) else None
 
 
 def inertia(A: sp.spmatrix) -> Inertia:
@@ -194,7 +202,7 @@ def inertia(A: sp.spmatrix) -> Inertia:
     n = C.shape[0]
     if not np.all(np.isfinite(C.data)):
         raise ValueError("the matrix has entries that are not finite")
-    if (C != C.T).nnz:
+    if not is_symmetric(C.tocsr()):
         raise ValueError("the matrix is not exactly symmetric")
     lu = splu(C, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
               options={"SymmetricMode": True, "Equil": False})
@@ -253,7 +261,7 @@ def _dense_test(W: sp.spmatrix, shift: float, sign: float, rank_one: float) -> f
     W = sp.csr_matrix(W, dtype=np.float64)  # formed and factored in float64, as charged
     if not np.all(np.isfinite(W.data)):
         raise ValueError("the matrix has entries that are not finite")
-    if (W != W.T).nnz:
+    if not is_symmetric(W):
         raise ValueError("the matrix is not exactly symmetric")
     B = W.toarray()
     norm_w = float(np.linalg.norm(B))
@@ -279,6 +287,17 @@ def _plan(W: sp.spmatrix, method: str, budget: float) -> str:
     return method
 
 
+def _shift_test(error: float | None, shift: float, side: float, method: str,
+                beyond: int | None) -> ShiftTest:
+    """The :class:`ShiftTest` of a shift: the bound ``shift + side error`` rounded away from
+    the shift (``side`` = +1 for an upper bound, -1 for a lower one), ``None`` without an
+    ``error``."""
+    if error is None:
+        return ShiftTest(None, method, math.nan, beyond)
+    return ShiftTest(math.nextafter(shift + side * error, side * math.inf), method, error,
+                     beyond)
+
+
 def second_eigenvalue_bound(W: sp.spmatrix, mu: float, method: str = "auto",
                             budget: float = math.inf) -> ShiftTest:
     """Test ``lambda_2(W) <= mu + error`` for the exactly symmetric ``W`` (``lambda_2``: the
@@ -292,12 +311,10 @@ def second_eigenvalue_bound(W: sp.spmatrix, mu: float, method: str = "auto",
     n = W.shape[0]
     if _plan(W, method, budget) == "dense":  # c 1 1^T lifts the direction of 1 above 0
         error = _dense_test(W, -mu, -1.0, (2.0 - min(mu, 0.0)) / n)
-        bound = None if error is None else math.nextafter(mu + error, math.inf)
-        return ShiftTest(bound, "dense Cholesky", math.nan if error is None else error, None)
+        return _shift_test(error, mu, 1.0, "dense Cholesky", None)
     A = (mu * sp.identity(n, format="csc") - sp.csc_matrix(W)).tocsc()
     error, how, beyond = _sparse_test(A, 1)
-    bound = None if error is None else math.nextafter(mu + error, math.inf)
-    return ShiftTest(bound, how, math.nan if error is None else error, beyond)
+    return _shift_test(error, mu, 1.0, how, beyond)
 
 
 def lowest_eigenvalue_bound(W: sp.spmatrix, nu: float, method: str = "auto",
@@ -307,10 +324,7 @@ def lowest_eigenvalue_bound(W: sp.spmatrix, nu: float, method: str = "auto",
     (dense).  Arguments and errors as :func:`second_eigenvalue_bound`."""
     n = W.shape[0]
     if _plan(W, method, budget) == "dense":
-        error = _dense_test(W, nu, 1.0, 0.0)
-        bound = None if error is None else math.nextafter(nu - error, -math.inf)
-        return ShiftTest(bound, "dense Cholesky", math.nan if error is None else error, None)
+        return _shift_test(_dense_test(W, nu, 1.0, 0.0), nu, -1.0, "dense Cholesky", None)
     A = (sp.csc_matrix(W) - nu * sp.identity(n, format="csc")).tocsc()
     error, how, beyond = _sparse_test(A, 0)
-    bound = None if error is None else math.nextafter(nu - error, -math.inf)
-    return ShiftTest(bound, how, math.nan if error is None else error, beyond)
+    return _shift_test(error, nu, -1.0, how, beyond)

@@ -36,7 +36,7 @@ from sparsedp import resources
 from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.linalg.inertia import (
     MARGIN,
-    auto_skip_reason,
+    automatic_plan,
     lowest_eigenvalue_bound,
     second_eigenvalue_bound,
 )
@@ -380,18 +380,17 @@ def rho_bound(W: Any, info: SpectralInfo | None = None) -> RhoBound:
     if not upper < 1.0:
         return RhoBound(upper, f"{estimate} (no gap to certify)", False)
     M = as_square_sparse(W)
-    budget = resources.memory_budget()
-    skip = auto_skip_reason(M, budget, "raise inertia.AUTO_MAX_FLOPS to run it")
-    if skip is not None:
-        return RhoBound(upper, f"{estimate} ({skip})", False)
+    plan = automatic_plan(M, resources.memory_budget(), "raise inertia.AUTO_MAX_FLOPS to run it")
+    if isinstance(plan, str):
+        return RhoBound(upper, f"{estimate} ({plan})", False)
     margin = MARGIN * (1.0 - upper)
     try:
-        top = second_eigenvalue_bound(M, info.lambda_2 + info.tolerance + margin, budget=budget)
+        top = second_eigenvalue_bound(M, info.lambda_2 + info.tolerance + margin, plan.method)
         if top.bound is None:
             return RhoBound(upper, f"{estimate} (the shifted factorisation ({top.method}) "
                                    "contradicts the eigensolver's lambda_2)", False)
         bottom = lowest_eigenvalue_bound(M, info.lambda_n - info.tolerance - margin,
-                                         budget=budget)
+                                         plan.method)
     except ValueError as exc:
         return RhoBound(upper, f"{estimate} (no certificate: {exc})", False)
     if bottom.bound is None:

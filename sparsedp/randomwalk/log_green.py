@@ -85,7 +85,7 @@ from sparsedp.errors import GossipMatrixError, ParameterError
 from sparsedp.linalg.certified import gamma
 from sparsedp.linalg.inertia import (
     MARGIN,
-    auto_skip_reason,
+    automatic_plan,
     envelope_cost,
     factorisation_plan,
     second_eigenvalue_bound,
@@ -95,6 +95,7 @@ from sparsedp.linalg.stochastic import (
     as_square_sparse,
     check_gossip_matrix,
     distance_to_doubly_stochastic,
+    matrix_facts,
 )
 from sparsedp.randomwalk.krylov import (
     SpectralInterval,
@@ -206,9 +207,9 @@ def _row_sum_excess(M: sp.csr_matrix) -> str | None:
     to more than ``1 + 2 (d + 1) eps`` (d: the most entries in a row), which the checks'
     tolerance admits.  The interval's lower end -1 and the series behind the log-Green
     bounds hold for stochastic W only (such a row can put an eigenvalue below -1)."""
-    rows = np.asarray(M.sum(axis=1)).ravel()
-    d = int(np.diff(M.indptr).max(initial=0))
-    excess = float(rows.max(initial=1.0)) - 1.0
+    facts = matrix_facts(M)
+    d = facts.longest_row
+    excess = float(facts.line_sums[0].max(initial=1.0)) - 1.0
     if excess <= 2.0 * (d + 1) * _EPS:
         return None
     return (f"not certified: a row of W sums to 1 + {excess:.2g}, beyond rounding (W is not "
@@ -251,9 +252,9 @@ def _certified_upper_end(M: sp.csr_matrix, estimate: float, certify: bool | str,
         return "certify=False"
     budget = resources.memory_budget(max_memory)
     if certify == "auto":
-        skip = auto_skip_reason(M, budget, "certify=True runs it")
-        if skip is not None:
-            return skip
+        plan = automatic_plan(M, budget, "certify=True runs it")
+        if isinstance(plan, str):
+            return plan
     else:
         plan = factorisation_plan(M, budget)
         resources.require_within(plan.bytes, budget,
@@ -265,7 +266,7 @@ def _certified_upper_end(M: sp.csr_matrix, estimate: float, certify: bool | str,
         if attempt:
             mu = 1.0 - (1.0 - mu) / 2.0
         try:
-            test = second_eigenvalue_bound(M, mu, budget=budget)
+            test = second_eigenvalue_bound(M, mu, plan.method)
         except ValueError as exc:
             if not disproved:
                 return f"no certificate ({exc})"
