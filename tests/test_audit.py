@@ -11,10 +11,12 @@ import scipy.sparse as sp
 from scipy import stats
 
 import sparsedp
+from sparsedp import resources
 from sparsedp.audit import audit_gossip
+from sparsedp.audit.batches import BATCH_FLOATS, DEFAULT_BATCH, plan_batches
 from sparsedp.audit.statistics import clopper_pearson_upper, lower_bounds, mahalanobis
 from sparsedp.cli.main import main
-from sparsedp.errors import ParameterError
+from sparsedp.errors import ParameterError, ResourceLimitError
 
 
 def _graphs():
@@ -100,6 +102,28 @@ def test_the_audit_is_reproducible_and_independent_of_the_thread_count():
     other = audit_gossip(W, 5, [0], 5, trials=30_000, seed=8, batch=4096, threads=2)
     assert one.to_dict() == two.to_dict()
     assert one.sensitivity_estimate != other.sensitivity_estimate
+
+
+def test_the_default_batch_shrinks_with_the_graph_and_the_budget_not_the_threads():
+    assert plan_batches(None, 2 * 1000 + 5, 5, 2) == (DEFAULT_BATCH, 2)
+    per_run = 2 * 100_000 + 10  # gossip on 10^5 nodes: refused before (24 GiB at 8192 runs)
+    batch, threads = plan_batches(None, per_run, 10, 2)
+    assert batch == BATCH_FLOATS // per_run and 1000 < batch < DEFAULT_BATCH
+    with resources.memory_limit("100M"):  # 8192 runs of 4005 numbers: 262 MB
+        batch, threads = plan_batches(None, 4005, 5, 4)
+        assert batch == (100 * 2**20 - 16 * 25) // (8 * 4005) and threads == 1
+        assert plan_batches(1000, 4005, 5, 4) == (1000, 3)  # threads lowered to what fits
+        with pytest.raises(ResourceLimitError, match="give a smaller batch"):
+            plan_batches(8192, 4005, 5, 1)
+
+
+def test_an_audit_under_a_small_budget_runs_with_the_batch_that_fits():
+    W = sparsedp.gossip_matrix(nx.cycle_graph(2000), scheme="metropolis")
+    with resources.memory_limit("20M"):  # a fixed 8192-run batch needs 262 MB: refused before
+        fitted = audit_gossip(W, 3, [0], 2, trials=4000, seed=1, threads=1)
+    explicit = audit_gossip(W, 3, [0], 2, trials=4000, seed=1, threads=2,
+                            batch=(20 * 2**20 - 16 * 4) // (8 * (2 * 2000 + 2)))
+    assert fitted.to_dict() == explicit.to_dict() and fitted.passed
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -225,6 +249,29 @@ def test_ppac_leakage_matches_the_simulated_attacker(case):
     result = audit_ppac(layout, laplacian_consensus_matrix(G), attacker, victim, horizon,
                         noise_std=1.5, trials=20_000, seed=case,
                         confidence=1 - 0.01 / len(PPAC_CASES))
+    assert result.passed, result.verdict
+
+
+def test_ppac_runs_simulated_in_batches_are_the_same_protocol(monkeypatch):
+    """Large graphs simulate PPAC in batches of runs (a run of a 10^5-node graph holds 2.6e6
+    numbers: 2000 runs at once needed over 20 GB and were killed): with batches of 700 runs
+    the audit still matches the leakage, the data have every run, and the seed reproduces
+    them."""
+    from sparsedp.audit.ppac import audit_ppac
+    from sparsedp.ppac import laplacian_consensus_matrix, protocol
+
+    layout, G, attacker, victim, horizon = PPAC_CASES[5]
+    W = laplacian_consensus_matrix(G)
+    per_run = 2 * layout.num_sources + 6 * layout.n
+    monkeypatch.setattr(protocol, "SIMULATION_BATCH_FLOATS", 700 * per_run)
+    assert protocol.simulation_batch(layout, 20_000) == 700
+    data, u = protocol.simulated_data(layout, W, attacker, victim, horizon, runs=2000, seed=3)
+    again, u_again = protocol.simulated_data(layout, W, attacker, victim, horizon, runs=2000,
+                                             seed=3)
+    assert data.shape[0] == u.size == 2000 and np.array_equal(data, again)
+    assert np.array_equal(u, u_again) and np.unique(u).size == 2000
+    result = audit_ppac(layout, W, attacker, victim, horizon, noise_std=1.5, trials=20_000,
+                        seed=4, confidence=0.999)
     assert result.passed, result.verdict
 
 

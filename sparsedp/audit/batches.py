@@ -19,19 +19,23 @@ width:
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict
 
 import numpy as np
 
+from sparsedp import resources
 from sparsedp.errors import ParameterError
 from sparsedp.plain import plain
 from sparsedp.privacy.gaussian import gaussian_epsilon
 
-__all__ = ["DEFAULT_BATCH", "MAX_FEATURES", "SLACK", "GaussianVerdict", "bound_holds",
-           "check_parameters", "error_counts", "model_matches", "run_batches",
+__all__ = ["BATCH_FLOATS", "DEFAULT_BATCH", "MAX_FEATURES", "SLACK", "GaussianVerdict",
+           "bound_holds", "check_parameters", "error_counts", "model_matches", "plan_batches",
+           "run_batches",
            "scaled_interval", "second_moment", "signs_text", "upper_holds", "verdict_fields"]
 
 DEFAULT_BATCH = 8192
+BATCH_FLOATS = 1 << 28  # float64 numbers one batch's simulation holds at most (2 GiB)
 MAX_FEATURES = 4000  # the attacker's covariance is features x features, eigendecomposed
 SLACK = 1e-9  # rounding of the two sides, far below the statistical widths
 
@@ -48,8 +52,36 @@ def check_parameters(T, sigma, delta, trials, confidence, batch) -> None:
         raise ParameterError(f"trials must be an integer >= 8, got {trials!r}")
     if not 0 < confidence < 1:
         raise ParameterError(f"confidence must be in (0, 1), got {confidence!r}")
-    if batch < 1:
-        raise ParameterError(f"batch must be positive, got {batch!r}")
+    if batch is not None and not (isinstance(batch, (int, np.integer)) and batch >= 1):
+        raise ParameterError(f"batch must be a positive integer or None, got {batch!r}")
+
+
+def plan_batches(batch: int | None, floats_per_run: int, features: int,
+                 threads: int | None) -> tuple[int, int]:
+    """``(runs per batch, batches run at once)`` for a simulation whose run holds
+    ``floats_per_run`` float64 numbers while it is simulated, with an attacker covariance of
+    ``features x features``: ``8 batch floats_per_run threads + 16 features^2`` bytes.
+
+    ``batch=None``: ``DEFAULT_BATCH`` runs, or fewer on large graphs so that one batch holds at
+    most ``BATCH_FLOATS`` numbers (2 GiB; gossip on n = 10^5 nodes: about 1,300 runs), and
+    fewer still if the memory budget holds less.  It depends on the problem's size only
+    wherever 2 GiB are free, so an audit gives the same result on such machines.
+    ``threads`` (default: the CPUs available) is lowered to the number of batches that fit
+    the budget together; the result does not depend on it.  Refuses
+    (:class:`~sparsedp.errors.ResourceLimitError`) when one batch of the given size (or of
+    one run) does not fit.
+    """
+    budget = resources.memory_budget()
+    fixed = 16.0 * features**2
+    run_bytes = 8.0 * max(floats_per_run, 1)
+    if batch is None:
+        fitting = int(max(budget - fixed, 0) // run_bytes)
+        batch = max(1, min(DEFAULT_BATCH, BATCH_FLOATS // max(floats_per_run, 1), fitting))
+    resources.require_within(batch * run_bytes + fixed, budget,
+                             "the audit's simulation batches",
+                             "give a smaller batch or fewer rounds")
+    wanted = threads or len(os.sched_getaffinity(0))
+    return int(batch), int(max(1, min(wanted, (budget - fixed) // (batch * run_bytes))))
 
 
 def run_batches(pool, runs: int, batch: int, seed: np.random.SeedSequence, bar, work):

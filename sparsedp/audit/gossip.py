@@ -31,24 +31,25 @@ check at most half of it: it uses the lower end of a two-sided interval).  The f
 under the shifted hypothesis are the noise-only runs plus the noiseless run (the protocol is
 linear; the simulator computes both with the same message-passing code).  Batches of runs
 have their own seeds spawned from ``seed`` (``numpy.random.SeedSequence``), so a result
-depends on ``seed``, ``trials`` and ``batch`` only, not on the thread count.
+depends on ``seed``, ``trials`` and ``batch`` only, not on the thread count or the machine
+(``batch=None``: 8192 runs, fewer on graphs of more than about 16,000 nodes,
+:func:`~sparsedp.audit.batches.plan_batches`).
 """
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
-from sparsedp import defaults, resources
+from sparsedp import defaults
 from sparsedp.audit.batches import (
-    DEFAULT_BATCH,
     MAX_FEATURES,
     GaussianVerdict,
     check_parameters,
     error_counts,
+    plan_batches,
     run_batches,
     scaled_interval,
     second_moment,
@@ -125,14 +126,16 @@ def audit_gossip(W, target: int, observers=None, T: int = defaults.AUDIT_ROUNDS,
                  sigma: float = defaults.SIGMA, delta: float = defaults.DELTA,
                  trials: int = defaults.AUDIT_TRIALS, seed: int = defaults.SEED,
                  confidence: float = defaults.CONFIDENCE, engine: SensitivityResult | None = None,
-                 batch: int = DEFAULT_BATCH, threads: int | None = None,
+                 batch: int | None = None, threads: int | None = None,
                  progress=None) -> AuditResult:
     """Audit the engine's answer for one gossip instance (module docstring).
 
     ``engine``: the result to audit (default: ``squared_sensitivity`` with the same
     arguments); passing one computed for another model shows what a mismatch looks like.
-    ``threads``: batches run concurrently (default: the CPUs available); the result does not
-    depend on it.
+    ``batch``: runs simulated at once (default: chosen from the graph's size,
+    :func:`~sparsedp.audit.batches.plan_batches`).  ``threads``: batches run concurrently
+    (default: the CPUs available, fewer when their batches do not fit the memory budget
+    together); the result does not depend on it.
     """
     check_parameters(T, sigma, delta, trials, confidence, batch)
     Ws, _ = gossip_sequence(W, T)
@@ -148,9 +151,7 @@ def audit_gossip(W, target: int, observers=None, T: int = defaults.AUDIT_ROUNDS,
         raise ParameterError(f"the engine's result has {len(engine.signs)} signs for T = {T} "
                              "rounds: pass the result of the audited instance")
     n = Ws[0].shape[0]
-    resources.require_within(8.0 * batch * (2 * n + features) * (threads or 2)
-                             + 16.0 * features**2, resources.memory_budget(),
-                             "the audit's simulation batches", "use a smaller batch")
+    batch, threads = plan_batches(batch, 2 * n + features, features, threads)
     responses = data_responses(Ws, T, attacker, target)
     claimed_shift = responses @ np.asarray(engine.signs, dtype=float)
     choose, train = trials // 4, trials // 4
@@ -162,7 +163,7 @@ def audit_gossip(W, target: int, observers=None, T: int = defaults.AUDIT_ROUNDS,
         return second_moment(simulate(Ws, T, attacker, sigma, size, rng))
 
     try:
-        with ThreadPoolExecutor(threads or len(os.sched_getaffinity(0))) as pool:
+        with ThreadPoolExecutor(threads) as pool:
             first = run_batches(pool, choose, batch, seeds[0], bar, moment)
             _, signs = strongest_attack(shift_gram(first, choose, responses), [np.arange(T)],
                                         [engine.signs], seed)

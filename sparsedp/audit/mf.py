@@ -34,20 +34,19 @@ unit-bounded gradients: the mechanism is ``sigma / sqrt(sens^2)``-GDP, epsilon i
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from sparsedp import defaults, resources, validation
+from sparsedp import defaults, validation
 from sparsedp.audit.batches import (
-    DEFAULT_BATCH,
     MAX_FEATURES,
     GaussianVerdict,
     check_parameters,
     error_counts,
+    plan_batches,
     run_batches,
     second_moment,
     verdict_fields,
@@ -119,15 +118,17 @@ def audit_mf(W, target: int, attackers, T: int = defaults.AUDIT_ROUNDS, *,
              delta: float = defaults.DELTA, trials: int = defaults.AUDIT_TRIALS,
              seed: int = defaults.SEED, confidence: float = defaults.CONFIDENCE,
              engine: MFResult | None = None,
-             batch: int = DEFAULT_BATCH, threads: int | None = None,
+             batch: int | None = None, threads: int | None = None,
              progress=None) -> MFAuditResult:
     """Audit :func:`~sparsedp.mf.mf_sensitivity` for one instance (module docstring).
 
     ``algorithm``: ``"dp-d-sgd"``, ``muffliato_sgd(K)`` or ``"muffliato-sgd(K)"`` (the
     algorithms with independent noise; others are refused).  ``engine``: the result to audit
     (default: ``mf_sensitivity`` with the same arguments and scalar gradients); passing one
-    computed for another model shows what a mismatch looks like.  ``threads``: batches run
-    concurrently; the result does not depend on it.
+    computed for another model shows what a mismatch looks like.  ``batch``: runs simulated at
+    once (default: chosen from the graph's size, :func:`~sparsedp.audit.batches.plan_batches`).
+    ``threads``: batches run concurrently (fewer when their batches do not fit the memory
+    budget together); the result does not depend on it.
     """
     check_parameters(T, sigma, delta, trials, confidence, batch)
     algo = algorithms.resolve(algorithm)
@@ -145,9 +146,7 @@ def audit_mf(W, target: int, attackers, T: int = defaults.AUDIT_ROUNDS, *,
         raise ParameterError(f"the attackers record {features} numbers per run (more than "
                              f"{MAX_FEATURES}): audit a smaller T or fewer attackers")
     n = W.shape[0]
-    resources.require_within(8.0 * batch * (3 * n + features) * (threads or 2)
-                             + 16.0 * features**2, resources.memory_budget(),
-                             "the audit's simulation batches", "use a smaller batch")
+    batch, threads = plan_batches(batch, 3 * n + features, features, threads)
     if engine is None:
         engine = mf_sensitivity(W, target, list(view.attackers), T, algorithm=algo,
                                 trust_model=trust_model, participation_scheme=scheme,
@@ -162,7 +161,7 @@ def audit_mf(W, target: int, attackers, T: int = defaults.AUDIT_ROUNDS, *,
     seeds = np.random.SeedSequence(seed).spawn(3)
     bar = progress_bar(progress, total=trials, desc="audit", unit="run")
     try:
-        with ThreadPoolExecutor(threads or len(os.sched_getaffinity(0))) as pool:
+        with ThreadPoolExecutor(threads) as pool:
             gram = shift_gram(run_batches(pool, choose, batch, seeds[0], bar, moment), choose,
                               responses)
             steps, signs = strongest_attack(gram, patterns, seed=seed)

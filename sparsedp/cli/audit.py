@@ -227,7 +227,8 @@ def _ppac(args) -> dict:
     victim, attacker = _single_observer(graph, args)
     result = audit_ppac(layout, W, graph.id_of(attacker), graph.id_of(victim), args.rounds,
                         noise_std=args.sigma, trials=args.trials, seed=args.seed,
-                        confidence=args.confidence, precision=args.precision)
+                        confidence=args.confidence, precision=args.precision,
+                        progress=args.progress)
     return {**result.to_dict(), "attacker": graph.id_of(attacker),
             "victim": graph.id_of(victim), "graph": info, "scheme": f"I - L/{info['scale']}"}
 

@@ -56,6 +56,8 @@ __all__ = [
     "random_designated",
 ]
 
+SIMULATION_BATCH_FLOATS = 1 << 27  # numbers of one batch of simulated runs (1 GiB of float64)
+
 
 def laplacian_consensus_matrix(graph: Any, scale: float | None = None) -> sp.csr_matrix:
     """The paper's consensus matrix ``W = I - L / c`` with ``L = D - A`` and ``c = d_max``.
@@ -463,12 +465,34 @@ def attacker_view(W: Any, prep: Preparation, attacker: Any, horizon: int) -> Att
 
 def simulated_data(layout: PPACLayout, W: Any, attacker: Any, victim: Any, horizon: int, *,
                    value_std: Any = 1.0, noise_std: Any = 1.0, runs: int = 20_000,
-                   seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+                   seed: int | None = None, bar=None) -> tuple[np.ndarray, np.ndarray]:
     """``runs`` independent runs of the protocol with Gaussian values and noises (mean 0):
     the attacker's data ``D_i(horizon)`` as rows ``(runs, observations)``
-    (:meth:`AttackerView.features`) and the victim's values ``(runs,)``; labels name nodes."""
-    j = layout.graph.index_of(victim, "victim")
-    prep = prepare(layout, None, realisations=runs, value_std=value_std, noise_std=noise_std,
-                   seed=seed)
-    return attacker_view(W, prep, attacker, horizon).features().T, prep.values[j]
+    (:meth:`AttackerView.features`) and the victim's values ``(runs,)``; labels name nodes.
 
+    The runs are simulated in batches of :func:`simulation_batch` runs (all at once on graphs
+    up to about 10^4 nodes; with the seed itself for one batch, else with seeds spawned from
+    it), so memory stays near ``8 SIMULATION_BATCH_FLOATS`` bytes whatever the graph's size;
+    ``bar`` (a progress bar, or ``None``) advances by the runs of each batch.
+    """
+    j = layout.graph.index_of(victim, "victim")
+    batch = simulation_batch(layout, runs)
+    sizes = [min(batch, runs - first) for first in range(0, runs, batch)]
+    seeds = [seed] if len(sizes) == 1 else np.random.SeedSequence(seed).spawn(len(sizes))
+    features, values = [], []
+    for size, part_seed in zip(sizes, seeds, strict=True):
+        prep = prepare(layout, None, realisations=size, value_std=value_std,
+                       noise_std=noise_std, seed=part_seed)
+        features.append(attacker_view(W, prep, attacker, horizon).features().T)
+        values.append(prep.values[j])
+        if bar is not None:
+            bar.update(size)
+    return np.vstack(features), np.concatenate(values)
+
+
+def simulation_batch(layout: PPACLayout, runs: int) -> int:
+    """Runs of :func:`simulated_data` simulated at once: at most ``SIMULATION_BATCH_FLOATS``
+    numbers, a run holding about ``2 sources + 6 n`` of them (the fragments and their row sums,
+    the values, ``v(0)`` and the consensus state); it depends on the graph's size only."""
+    per_run = 2 * layout.num_sources + 6 * layout.n
+    return int(max(1, min(runs, SIMULATION_BATCH_FLOATS // per_run)))
