@@ -5,6 +5,7 @@ brute-force largest T; a checkpointed run killed with kill -9 continues identica
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 
 import networkx as nx
@@ -221,6 +222,19 @@ def test_budget_command_prints_the_largest_rounds(capsys):
     assert record["budgets"] == [{"family": "gossip", "view": "secure-summation", "target": 0,
                                   "observers": [6], "rounds": expected,
                                   "reached_limit": expected == 60}]
+
+
+def test_budget_command_says_when_the_limit_itself_is_within_the_budget(capsys):
+    """It printed "at most >= 8 (the limit) rounds"; now the limit is named as what it is."""
+    from sparsedp.cli.main import main
+
+    args = ["budget", "--generator", "ring:12", "--target", "0", "--observer", "1",
+            "--delta", "1e-5", "--sigma", "1", "--limit", "8"]
+    assert main([*args, "--epsilon", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "every T up to the limit 8 is within the budget" in out and "at most" not in out
+    assert main([*args, "--epsilon", "2"]) == 0
+    assert re.search(r"target 0: at most [1-7] rounds", capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("seed", [0, 2, 3])

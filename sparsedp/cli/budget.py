@@ -123,8 +123,8 @@ def format_report(record: dict) -> str:
              f"budget    epsilon = {record['epsilon']:g}, delta = {record['delta']:g}, "
              f"sigma = {record['sigma']:g} ({record['elapsed_seconds']:.2f} s)"]
     for row in record["budgets"]:
-        rounds = (f">= {row['rounds']} (the limit)" if row["reached_limit"]
-                  else str(row["rounds"]))
-        lines.append(f"{row['family']:<9} {row['view']}: target {row['target']}: "
-                     f"at most {rounds} rounds")
+        rounds = (f"every T up to the limit {row['rounds']} is within the budget (--limit "
+                  "searches further)" if row["reached_limit"]
+                  else f"at most {row['rounds']} rounds")
+        lines.append(f"{row['family']:<9} {row['view']}: target {row['target']}: {rounds}")
     return "\n".join(lines)
