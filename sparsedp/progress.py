@@ -26,6 +26,7 @@ MODES = ("auto", "always", "never")
 TERMINAL_DELAY = 2.0
 LOG_INTERVAL = 30.0
 ALWAYS_LOG_INTERVAL = 5.0
+CURSOR_UP = "\x1b[A"
 
 
 def progress_mode(progress: Any) -> str:
@@ -42,13 +43,14 @@ def progress_mode(progress: Any) -> str:
 
 
 class _Lines:
-    """A file for tqdm that turns its carriage-return redraws into whole lines (for logs)."""
+    """A file for tqdm that turns its carriage-return redraws into whole lines (for logs), and
+    drops the cursor-up codes with which it places a second bar below an open one."""
 
     def __init__(self, stream) -> None:
         self.stream = stream
 
     def write(self, text: str) -> None:
-        line = text.replace("\r", "").strip()
+        line = text.replace("\r", "").replace(CURSOR_UP, "").strip()
         if line:
             self.stream.write(line + "\n")
 

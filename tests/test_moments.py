@@ -114,9 +114,9 @@ def _recorded_stops(monkeypatch, widening_ratio: float | None = None) -> list[in
     stops = []
     predict = certified_solve._predicted_widening
 
-    def recording(lags, T, model=None):
+    def recording(lags, T, model=None, progress=None):
         stops.append(lags.products)
-        widening, lower, solved = predict(lags, T, model)
+        widening, lower, solved = predict(lags, T, model, progress)
         if widening_ratio is not None:
             widening = widening_ratio * lower
         return widening, lower, solved
@@ -188,8 +188,8 @@ def test_schedule_of_level_and_budget_stops(monkeypatch, slowly_mixing_W):
     predict = certified_solve._predicted_widening
     stops = []
 
-    def scripted(lags, T, model=None):
-        widening, lower, solved = predict(lags, T, model)
+    def scripted(lags, T, model=None, progress=None):
+        widening, lower, solved = predict(lags, T, model, progress)
         return lower * 1e-2 * 4.0 ** -len(stops), lower, solved
 
     advance = moments.LagPropagator.advance

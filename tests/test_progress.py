@@ -35,7 +35,9 @@ def test_redraws_become_whole_lines():
     lines.write("\rsparse products:  10%")
     lines.write("\r")
     lines.write("\rsparse products:  20%")
-    assert out.getvalue() == "sparse products:  10%\nsparse products:  20%\n"
+    lines.write("\n\rCholesky factorisation:   2%\x1b[A")  # a second bar, placed below
+    assert out.getvalue() == ("sparse products:  10%\nsparse products:  20%\n"
+                              "Cholesky factorisation:   2%\n")
 
 
 @pytest.mark.slow  # the installed command in subprocesses

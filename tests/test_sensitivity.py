@@ -311,9 +311,9 @@ def test_large_T_stops_first_where_the_truncation_is_expected_to_suffice(monkeyp
     calls = []
     original = certified_solve._lag_sandwich
 
-    def counting(*args):
+    def counting(*args, **kwargs):
         calls.append(1)
-        return original(*args)
+        return original(*args, **kwargs)
 
     monkeypatch.setattr(certified_solve, "_lag_sandwich", counting)
     deep = sparsedp.squared_sensitivity(W, 5000, [0], 500, exact=False)
@@ -323,8 +323,8 @@ def test_large_T_stops_first_where_the_truncation_is_expected_to_suffice(monkeyp
     predictions = []
     predict = certified_solve._predicted_widening
 
-    def predicting(*args):
-        predictions.append(predict(*args))
+    def predicting(*args, **kwargs):
+        predictions.append(predict(*args, **kwargs))
         return predictions[-1]
 
     monkeypatch.setattr(certified_solve, "_predicted_widening", predicting)
@@ -387,7 +387,7 @@ def test_prediction_resumes_only_where_the_certified_widening_would_fail(monkeyp
 
     predicted = query()
     monkeypatch.setattr(certified_solve, "_predicted_widening",
-                        lambda lags, T, model: (0.0, 1.0, None))
+                        lambda lags, T, model, progress: (0.0, 1.0, None))
     certified_only = query()
     assert predicted.solver["sparse_products"] == certified_only.solver["sparse_products"]
     assert (predicted.lower, predicted.upper) == (certified_only.lower, certified_only.upper)

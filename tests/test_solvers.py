@@ -203,3 +203,38 @@ def test_a_reducible_first_round_gets_a_preconditioner_and_the_dense_value():
     dense = sparsedp.squared_sensitivity(rounds, 0, [3], 3, method="dense")
     assert iterative.lower <= dense.upper and dense.lower <= iterative.upper
     assert iterative.lower == pytest.approx(dense.lower, rel=1e-12)
+
+
+def test_a_long_cholesky_shows_progress_and_gives_lapacks_own_factor(monkeypatch, capsys):
+    """From CHOLESKY_PROGRESS_ORDER on, potrf runs without the GIL in a worker thread while a
+    bar advances: the factor is bit for bit scipy's dpotrf (the same routine), a matrix that
+    is not positive definite is refused with LAPACK's info, and the bar reaches its total."""
+    import scipy.linalg.lapack
+
+    from sparsedp.linalg import solvers
+    from sparsedp.linalg.blas_in_place import cholesky_in_place
+    from sparsedp.progress import progress_bar
+
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((400, 400))
+    K = A @ A.T / 400 + 0.1 * np.eye(400)
+    monkeypatch.setattr(solvers, "CHOLESKY_PROGRESS_ORDER", 300)
+    monkeypatch.setattr(solvers, "PROGRESS_TICK", 1e-4)
+    bars = []
+
+    def recorded(*args, **kwargs):
+        bars.append(progress_bar(*args, **kwargs))
+        return bars[-1]
+
+    monkeypatch.setattr(solvers, "progress_bar", recorded)
+    factor = solvers.cholesky_factor(K, progress="always")
+    expected, info = scipy.linalg.lapack.dpotrf(K, lower=1, clean=0)
+    assert info == 0 and np.array_equal(factor, expected)
+    assert np.allclose(np.tril(factor) @ np.tril(factor).T, K, atol=1e-12)
+    assert "Cholesky factorisation (400 x 400, estimated)" in capsys.readouterr().err
+    assert bars[0].n == bars[0].total == 1  # whole Gflop, at least one
+    K[7, 7] = -1.0
+    with pytest.raises(np.linalg.LinAlgError, match="potrf info 8"):
+        solvers.cholesky_factor(K, progress="always")
+    with pytest.raises(ValueError, match="F-contiguous"):
+        cholesky_in_place(np.ascontiguousarray(K))

@@ -240,13 +240,13 @@ def _structured_sandwich(
         while True:
             lags = _shifted(propagator.advance(level, budget).result(), p, T)
             if not lags.truncated:
-                return _lag_sandwich(lags, T, lambda_lb)[0], lags, None
+                return _lag_sandwich(lags, T, lambda_lb, progress=progress)[0], lags, None
             at_level = level is not None and propagator.mixing_level <= level
             model = _truncation_model(lags, T)
             tightening = _truncation_too_coarse(model, lambda_lb)
             if tightening is None:
                 solved: _LagSolve | None = None  # one solve alive at a time: drop the stale one
-                widening, lower, solved = _predicted_widening(lags, T, model)
+                widening, lower, solved = _predicted_widening(lags, T, model, progress)
                 floor = at_level and previous is not None and widening > 0.5 * previous[1]
                 if widening <= truncation_rtol * lower or floor:
                     sandwich, widening = _lag_sandwich(lags, T, lambda_lb, solved)
@@ -267,8 +267,8 @@ def _structured_sandwich(
         propagator.close()
 
 
-def _predicted_widening(lags: LagSequence, T: int, model: _TruncationModel | None = None
-                        ) -> tuple[float, float, _LagSolve]:
+def _predicted_widening(lags: LagSequence, T: int, model: _TruncationModel | None = None,
+                        progress=None) -> tuple[float, float, _LagSolve]:
     """The first-order part of the truncation's widening and the c = 1 value, uncertified,
     and the solve they come from.
 
@@ -280,7 +280,7 @@ def _predicted_widening(lags: LagSequence, T: int, model: _TruncationModel | Non
     the propagation stops (:func:`_structured_sandwich`); when it stops here, the certified
     sandwich reuses the solve (:func:`_lag_sandwich`).  ``model``: the lags'
     :func:`_truncation_model` when already formed."""
-    solved = _lag_solve(lags, T, model)
+    solved = _lag_solve(lags, T, model, progress)
     X, model = solved.X, solved.model
     y = np.abs(X).sum(axis=1)
     first = (float(y @ model.apply_abs(y[:, None])[:, 0])
@@ -665,19 +665,21 @@ class _LagSolve:
     model: _TruncationModel | None
 
 
-def _lag_solve(lags: LagSequence, T: int, model: _TruncationModel | None = None) -> _LagSolve:
+def _lag_solve(lags: LagSequence, T: int, model: _TruncationModel | None = None,
+               progress=None) -> _LagSolve:
     """:class:`_LagSolve` of the lags: ``K_hat = k_from_moments(mu)``, ``G_hat =
-    toeplitz_blocks(a)``, one Cholesky factorisation and solve (``model``: the lags'
-    :func:`_truncation_model` when already formed)."""
+    toeplitz_blocks(a)``, one Cholesky factorisation (with ``progress`` when it is long) and
+    solve (``model``: the lags' :func:`_truncation_model` when already formed)."""
     K, G = k_from_moments(lags.mu, T), toeplitz_blocks(lags.a)
-    factor = cholesky_factor(K)
+    factor = cholesky_factor(K, progress)
     if model is None and lags.truncated:
         model = _truncation_model(lags, T)
     return _LagSolve(K=K, G=G, factor=factor, X=cholesky_solve(K, G, factor), model=model)
 
 
 def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float,
-                  solved: _LagSolve | None = None) -> tuple[MatrixSandwich, float]:
+                  solved: _LagSolve | None = None, progress=None
+                  ) -> tuple[MatrixSandwich, float]:
     """The certified sandwich of ``M_T`` from (possibly truncated) lags, and the widening
     ``sum B`` that the truncation adds to the bounds (the model bound's total, less its share
     due to the rounding of K alone, which the untruncated lags pay too; every reported bound
@@ -692,7 +694,7 @@ def _lag_sandwich(lags: LagSequence, T: int, lambda_lb: float,
     (by :func:`_predicted_widening`).  One observer: ``G_hat`` is lower triangular.
     """
     m = lags.mu.shape[1]
-    solved = _lag_solve(lags, T) if solved is None else solved
+    solved = _lag_solve(lags, T, progress=progress) if solved is None else solved
     K, G = solved.K, solved.G
     dK_rounding = gamma(T + 1) * float(K.sum(axis=1).max())
     dK, apply_abs, G_abs, E_abs_norm = dK_rounding, None, None, None

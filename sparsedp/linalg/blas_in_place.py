@@ -1,4 +1,5 @@
-"""BLAS ``dtrsm`` and ``dgemm`` on sub-blocks of row-major arrays, in place.
+"""BLAS ``dtrsm`` and ``dgemm`` on sub-blocks of row-major arrays, and LAPACK ``dpotrf``, in
+place.
 
 numpy and scipy's wrappers copy a sub-block that is not contiguous and return products as new
 arrays, so a blocked substitution written with them spends its time in copies and in
@@ -6,7 +7,9 @@ single-threaded subtractions of temporaries (two BLAS threads: about 15 GFLOP/s 
 the same steps in place, N = 7480, 2040 columns).  Here the routines of
 :mod:`scipy.linalg.cython_blas` (the BLAS scipy itself links, whose threads threadpoolctl
 limits) are called through their function pointers with leading dimensions, on the arrays'
-own memory.  A C-contiguous ``n x n`` array is, read column-major, its transpose with leading
+own memory (ctypes releases the GIL during the call, so another thread can report progress
+meanwhile: :func:`cholesky_in_place`).  A C-contiguous ``n x n`` array is, read column-major,
+its transpose with leading
 dimension n: the right-hand sides are row-major (one per row), the factor either
 (LAPACK's ``potrf`` through scipy returns it column-major).  Every index range is checked
 before the call, since BLAS reads and writes wherever the pointers and dimensions say.
@@ -18,7 +21,7 @@ import ctypes
 import functools
 
 import numpy as np
-from scipy.linalg import cython_blas
+from scipy.linalg import cython_blas, cython_lapack
 
 _CHAR, _VOID = ctypes.c_char_p, ctypes.c_void_p
 _INT, _DOUBLE = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double)
@@ -26,9 +29,10 @@ _INT, _DOUBLE = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double)
 
 @functools.cache
 def _routine(name: str, *argtypes):
-    """The routine ``name`` of scipy's cython BLAS as a ctypes function (Fortran calling
-    convention: every argument by reference)."""
-    capsule = cython_blas.__pyx_capi__[name]
+    """The routine ``name`` of scipy's cython BLAS or LAPACK as a ctypes function (Fortran
+    calling convention: every argument by reference)."""
+    module = cython_blas if name in cython_blas.__pyx_capi__ else cython_lapack
+    capsule = module.__pyx_capi__[name]
     get_name = ctypes.pythonapi.PyCapsule_GetName
     get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
     get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -148,6 +152,46 @@ def subtract_panel(L: np.ndarray, Yt: np.ndarray, top: int, bottom: int, count: 
     gemm(trans, b"N", _int(N - bottom), _int(count), _int(bottom - top), _double(-1.0),
          L.ctypes.data + 8 * offset, _int(N), Yt.ctypes.data + 8 * top, _int(N),
          _double(1.0), Yt.ctypes.data + 8 * bottom, _int(N))
+
+
+def cholesky_in_place(A: np.ndarray) -> int:
+    """LAPACK ``dpotrf`` on ``A``'s own memory: its lower triangle becomes the Cholesky factor
+    ``L`` (``A = L L^T``; the strict upper triangle is left as it was), the same routine and
+    result as ``scipy.linalg.lapack.dpotrf(A, lower=1, clean=0)``, without the copy and
+    without holding the GIL.  Returns LAPACK's ``info`` (``k > 0``: the leading minor of
+    order k is not positive definite).
+
+    Parameters
+    ----------
+    A : numpy.ndarray
+        ``n x n``, F-contiguous, writeable float64 (its lower triangle is read).
+
+    Returns
+    -------
+    int
+        ``info``: 0 on success.
+
+    Raises
+    ------
+    ValueError
+        If ``A`` is not a square F-contiguous writeable float64 array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.asfortranarray([[4.0, 2.0], [2.0, 5.0]])
+    >>> cholesky_in_place(A), np.tril(A)
+    (0, array([[2., 0.],
+           [1., 2.]]))
+    """
+    if (A.dtype != np.float64 or A.ndim != 2 or A.shape[0] != A.shape[1]
+            or not A.flags.f_contiguous or not A.flags.writeable):
+        raise ValueError("A must be a square, F-contiguous, writeable float64 array")
+    potrf = _routine("dpotrf", _CHAR, _INT, _VOID, _INT, _INT)
+    info = ctypes.c_int(0)
+    n = A.shape[0]
+    potrf(b"L", _int(n), A.ctypes.data, _int(max(n, 1)), ctypes.byref(info))
+    return int(info.value)
 
 
 def _column_major(L: np.ndarray) -> bool:

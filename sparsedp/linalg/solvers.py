@@ -48,7 +48,10 @@ condition number 152 -> 6.1; n = 3000, T = 50: 122 PCG iterations -> 17.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,7 +59,11 @@ import scipy.linalg
 import scipy.linalg.lapack
 import scipy.sparse as sp
 
+from sparsedp.linalg.blas_in_place import cholesky_in_place
 from sparsedp.progress import progress_bar
+
+CHOLESKY_PROGRESS_ORDER = 6000  # factorisations of this order or more show progress (7e10 flops)
+PROGRESS_TICK = 0.5  # seconds between two updates of an estimated progress bar
 
 
 class _RankOneInTime:
@@ -245,13 +252,66 @@ def _a_orthonormal(D: np.ndarray, AD: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return D @ S, AD @ S
 
 
-def cholesky_factor(K: np.ndarray) -> np.ndarray:
+def cholesky_factor(K: np.ndarray, progress=None) -> np.ndarray:
     """The lower Cholesky factor of a symmetric positive definite ``K`` (LAPACK ``potrf``,
-    the upper triangle left as it was: only :func:`cholesky_solve` reads it)."""
-    factor, info = scipy.linalg.lapack.dpotrf(K, lower=1, clean=0)
+    the upper triangle left as it was: only :func:`cholesky_solve` reads it).
+
+    ``progress`` (:mod:`sparsedp.progress`): from order ``CHOLESKY_PROGRESS_ORDER`` on (about
+    7e10 flops: seconds to minutes), a bar over its ``N^3 / 3`` flops while ``potrf`` runs in
+    another thread (:func:`~sparsedp.linalg.blas_in_place.cholesky_in_place`, the same
+    routine and result without the GIL); LAPACK reports nothing until it returns, so the bar
+    advances at the rate of a dense product timed just before (an estimate: it stops at 99 %
+    until the factor is done).
+    """
+    n = K.shape[0]
+    bar = None
+    if n >= CHOLESKY_PROGRESS_ORDER:
+        bar = progress_bar(progress, total=max(round(n**3 / 3e9), 1), unit="Gflop",
+                           desc=f"Cholesky factorisation ({n:,} x {n:,}, estimated)")
+    if bar is None:
+        factor, info = scipy.linalg.lapack.dpotrf(K, lower=1, clean=0)
+    else:
+        factor = np.array(K, dtype=np.float64, order="F")
+        try:
+            info = _with_estimated_progress(cholesky_in_place, factor, bar,
+                                            rate=_dense_product_rate())
+        finally:
+            bar.close()
     if info != 0:
         raise np.linalg.LinAlgError(f"K is not positive definite (potrf info {info})")
     return factor
+
+
+def _dense_product_rate() -> float:
+    """Flops per second of a 768 x 768 x 768 dense product, the faster of two timed now."""
+    a = np.ones((768, 768))
+    seconds = []
+    for _ in range(2):
+        start = time.perf_counter()
+        a @ a
+        seconds.append(time.perf_counter() - start)
+    return 2.0 * 768**3 / max(min(seconds), 1e-6)
+
+
+def _with_estimated_progress(routine: Callable, argument, bar, rate: float):
+    """``routine(argument)`` in a worker thread (it must release the GIL); meanwhile ``bar``
+    (whole Gflop) advances by ``rate`` flops a second, up to 99 % of its total, and is filled
+    when the routine returns."""
+    shown = 0
+    with ThreadPoolExecutor(1) as pool:
+        job = pool.submit(routine, argument)
+        start = time.perf_counter()
+        while True:
+            try:
+                result = job.result(timeout=PROGRESS_TICK)
+                break
+            except FutureTimeout:
+                estimate = int(min(0.99 * bar.total, (time.perf_counter() - start) * rate / 1e9))
+                if estimate > shown:
+                    bar.update(estimate - shown)
+                    shown = estimate
+    bar.update(bar.total - shown)
+    return result
 
 
 def cholesky_solve(K: np.ndarray, G: np.ndarray, factor: np.ndarray | None = None
