@@ -105,10 +105,10 @@ def test_the_audit_is_reproducible_and_independent_of_the_thread_count():
 
 
 def test_the_default_batch_shrinks_with_the_graph_and_the_budget_not_the_threads():
-    assert plan_batches(None, 2 * 1000 + 5, 5, 2) == (DEFAULT_BATCH, 2)
-    per_run = 2 * 100_000 + 10  # gossip on 10^5 nodes: refused before (24 GiB at 8192 runs)
+    assert plan_batches(None, 4 * 1000 + 5, 5, 2) == (DEFAULT_BATCH, 2)
+    per_run = 4 * 100_000 + 10  # gossip on 10^5 nodes: refused before (24 GiB at 8192 runs)
     batch, threads = plan_batches(None, per_run, 10, 2)
-    assert batch == BATCH_FLOATS // per_run and 1000 < batch < DEFAULT_BATCH
+    assert batch == BATCH_FLOATS // per_run and 500 < batch < DEFAULT_BATCH
     with resources.memory_limit("100M"):  # 8192 runs of 4005 numbers: 262 MB
         batch, threads = plan_batches(None, 4005, 5, 4)
         assert batch == (100 * 2**20 - 16 * 25) // (8 * 4005) and threads == 1
@@ -118,12 +118,26 @@ def test_the_default_batch_shrinks_with_the_graph_and_the_budget_not_the_threads
 
 
 def test_an_audit_under_a_small_budget_runs_with_the_batch_that_fits():
+    """The batch then depends on the budget (seeds are spawned per batch): the result says
+    which batch it used, and an explicit batch of that size reproduces it, whatever the
+    threads.  One batch's simulation stays within the budget (traced)."""
+    import tracemalloc
+
+    from sparsedp.audit.simulate import simulate, threat
+
     W = sparsedp.gossip_matrix(nx.cycle_graph(2000), scheme="metropolis")
     with resources.memory_limit("20M"):  # a fixed 8192-run batch needs 262 MB: refused before
         fitted = audit_gossip(W, 3, [0], 2, trials=4000, seed=1, threads=1)
-    explicit = audit_gossip(W, 3, [0], 2, trials=4000, seed=1, threads=2,
-                            batch=(20 * 2**20 - 16 * 4) // (8 * (2 * 2000 + 2)))
+    expected = (20 * 2**20 - 16 * 4) // (8 * (4 * 2000 + 2))
+    assert fitted.batch == expected < 1000  # every phase runs several batches
+    explicit = audit_gossip(W, 3, [0], 2, trials=4000, seed=1, threads=2, batch=expected)
     assert fitted.to_dict() == explicit.to_dict() and fitted.passed
+    tracemalloc.start()
+    simulate([W], 2, threat([W], "secure-summation", 3, [0], False), 1.0, expected,
+             np.random.default_rng(0))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak <= 8 * expected * (4 * 2000 + 2)
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -270,6 +284,8 @@ def test_ppac_runs_simulated_in_batches_are_the_same_protocol(monkeypatch):
                                              seed=3)
     assert data.shape[0] == u.size == 2000 and np.array_equal(data, again)
     assert np.array_equal(u, u_again) and np.unique(u).size == 2000
+    with pytest.raises(ParameterError, match="runs must be an integer >= 1"):
+        protocol.simulated_data(layout, W, attacker, victim, horizon, runs=0)
     result = audit_ppac(layout, W, attacker, victim, horizon, noise_std=1.5, trials=20_000,
                         seed=4, confidence=0.999)
     assert result.passed, result.verdict

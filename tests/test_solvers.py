@@ -238,3 +238,28 @@ def test_a_long_cholesky_shows_progress_and_gives_lapacks_own_factor(monkeypatch
         solvers.cholesky_factor(K, progress="always")
     with pytest.raises(ValueError, match="F-contiguous"):
         cholesky_in_place(np.ascontiguousarray(K))
+
+
+def test_the_estimated_bar_advances_while_the_routine_runs_and_stops_short_of_the_end(
+        monkeypatch):
+    """The bar moves at the given rate while the worker runs, never past 99 % of its total
+    before the routine returns, and is filled when it does."""
+    import time
+
+    from sparsedp.linalg import solvers
+
+    class Bar:
+        total, n, updates = 100, 0, []
+
+        def update(self, step):
+            self.n += step
+            self.updates.append(self.n)
+
+    monkeypatch.setattr(solvers, "PROGRESS_TICK", 0.01)
+    bar = Bar()
+    result = solvers._with_estimated_progress(lambda x: time.sleep(x) or "done", 0.3, bar,
+                                              rate=1e11)  # 100 Gflop/s: 30 Gflop at 0.3 s
+    assert result == "done" and bar.updates[-1] == 100
+    before_end = bar.updates[:-1]
+    assert len(before_end) >= 3 and before_end == sorted(before_end)
+    assert 5 <= before_end[-1] <= 99

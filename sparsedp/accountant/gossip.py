@@ -663,7 +663,7 @@ def lag_interval(lags: LagSequence, T: int, target: int, model, lambda_lb: float
     p = model.power_offset
     if p:
         lags = lags.shifted(p, T)
-    sandwich, _ = _lag_sandwich(lags, T, lambda_lb)
+    sandwich, _ = _lag_sandwich(lags, T, lambda_lb, progress=False)  # inside training loops
     bounds, signs = evaluate_bounds(sandwich, _resolve_exact(exact, T, gradients), backend)
     if gradients == "vector":
         bounds = for_vector_gradients(bounds, sandwich, backend)

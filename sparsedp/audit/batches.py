@@ -63,9 +63,12 @@ def plan_batches(batch: int | None, floats_per_run: int, features: int,
     ``features x features``: ``8 batch floats_per_run threads + 16 features^2`` bytes.
 
     ``batch=None``: ``DEFAULT_BATCH`` runs, or fewer on large graphs so that one batch holds at
-    most ``BATCH_FLOATS`` numbers (2 GiB; gossip on n = 10^5 nodes: about 1,300 runs), and
-    fewer still if the memory budget holds less.  It depends on the problem's size only
-    wherever 2 GiB are free, so an audit gives the same result on such machines.
+    most ``BATCH_FLOATS`` numbers (2 GiB; the simulators hold about ``3.5 n`` numbers a run,
+    counted as ``4 n``: gossip on n = 10^5 nodes runs about 670 at a time), and fewer still
+    if the memory budget (not the free memory) holds less than that.  So the batch, and with
+    it the result (seeds are spawned per batch), depends on the problem's size only wherever
+    the budget holds ``8 BATCH_FLOATS + 16 features^2`` bytes, and otherwise on the budget;
+    the audits report the batch they used.
     ``threads`` (default: the CPUs available) is lowered to the number of batches that fit
     the budget together; the result does not depend on it.  Refuses
     (:class:`~sparsedp.errors.ResourceLimitError`) when one batch of the given size (or of

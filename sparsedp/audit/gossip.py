@@ -31,9 +31,10 @@ check at most half of it: it uses the lower end of a two-sided interval).  The f
 under the shifted hypothesis are the noise-only runs plus the noiseless run (the protocol is
 linear; the simulator computes both with the same message-passing code).  Batches of runs
 have their own seeds spawned from ``seed`` (``numpy.random.SeedSequence``), so a result
-depends on ``seed``, ``trials`` and ``batch`` only, not on the thread count or the machine
-(``batch=None``: 8192 runs, fewer on graphs of more than about 16,000 nodes,
-:func:`~sparsedp.audit.batches.plan_batches`).
+depends on ``seed``, ``trials`` and ``batch`` only, not on the thread count (``batch=None``:
+8192 runs, fewer on graphs of more than about 8,000 nodes, and fewer still when the memory
+budget holds less than one such batch, :func:`~sparsedp.audit.batches.plan_batches`; the
+batch used is in the result).
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ class AuditResult(GaussianVerdict):
     delta: float
     trials: int
     seed: int
+    batch: int
     confidence: float
     engine_lower: float
     engine_upper: float
@@ -151,7 +153,7 @@ def audit_gossip(W, target: int, observers=None, T: int = defaults.AUDIT_ROUNDS,
         raise ParameterError(f"the engine's result has {len(engine.signs)} signs for T = {T} "
                              "rounds: pass the result of the audited instance")
     n = Ws[0].shape[0]
-    batch, threads = plan_batches(batch, 2 * n + features, features, threads)
+    batch, threads = plan_batches(batch, 4 * n + features, features, threads)
     responses = data_responses(Ws, T, attacker, target)
     claimed_shift = responses @ np.asarray(engine.signs, dtype=float)
     choose, train = trials // 4, trials // 4
@@ -185,7 +187,8 @@ def audit_gossip(W, target: int, observers=None, T: int = defaults.AUDIT_ROUNDS,
     return AuditResult(
         view=attacker.view, noise_removed=attacker.noise_removed, target=int(target),
         observers=tuple(attacker.observers.tolist()), T=int(T), sigma=float(sigma),
-        delta=float(delta), trials=int(trials), seed=int(seed), confidence=float(confidence),
+        delta=float(delta), trials=int(trials), seed=int(seed), batch=int(batch),
+        confidence=float(confidence),
         signs=tuple(int(c) for c in engine.signs), strongest_signs=tuple(int(c) for c in signs),
         strongest_estimate=value, strongest_low=low, strongest_high=high,
         features=features,

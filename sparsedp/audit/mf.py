@@ -82,6 +82,7 @@ class MFAuditResult(GaussianVerdict):
     delta: float
     trials: int
     seed: int
+    batch: int
     confidence: float
     engine_lower: float
     engine_upper: float
@@ -146,7 +147,7 @@ def audit_mf(W, target: int, attackers, T: int = defaults.AUDIT_ROUNDS, *,
         raise ParameterError(f"the attackers record {features} numbers per run (more than "
                              f"{MAX_FEATURES}): audit a smaller T or fewer attackers")
     n = W.shape[0]
-    batch, threads = plan_batches(batch, 3 * n + features, features, threads)
+    batch, threads = plan_batches(batch, 4 * n + features, features, threads)
     if engine is None:
         engine = mf_sensitivity(W, target, list(view.attackers), T, algorithm=algo,
                                 trust_model=trust_model, participation_scheme=scheme,
@@ -182,6 +183,7 @@ def audit_mf(W, target: int, attackers, T: int = defaults.AUDIT_ROUNDS, *,
         algorithm=algo.name, K=algo.K, trust=trust_model, participation=scheme.name,
         target=int(target), attackers=tuple(int(a) for a in view.attackers), T=int(T),
         sigma=float(sigma), delta=float(delta), trials=int(trials), seed=int(seed),
+        batch=int(batch),
         confidence=float(confidence), steps=tuple(int(s) for s in steps),
         signs=tuple(int(c) for c in signs), features=features,
         **verdict_fields(engine.lower, engine.upper, sigma, delta, estimate, bounds))

@@ -135,7 +135,8 @@ def solve(
         and not system.time_varying
         and gram.gram_fits(system.n, m, T)
     ):
-        sandwich, lambda_lb, assembly, dK_rounding = _gram_sandwich(system, target, keep, lambda_lb)
+        sandwich, lambda_lb, assembly, dK_rounding = _gram_sandwich(
+            system, target, keep, lambda_lb, progress)
         info.update(
             solver="dense Cholesky of K_T assembled from the Gram of the lags (W^T)^l S^T",
             lambda_min_lower_bound=lambda_lb,
@@ -370,7 +371,8 @@ def _toeplitz_gram(c: np.ndarray) -> np.ndarray:
 
 
 def _gram_sandwich(
-    system: GossipSystem, target: int, keep: np.ndarray, lambda_lb: float | None
+    system: GossipSystem, target: int, keep: np.ndarray, lambda_lb: float | None,
+    progress=None
 ) -> tuple[MatrixSandwich, float, gram.GramSystem, float]:
     """Certified sandwich from the Gram-assembled reduced ``K``, ``G`` (kept rows; one W).
 
@@ -400,7 +402,8 @@ def _gram_sandwich(
     K_norm = query_memo("gram K frobenius", system.W, key, lambda: frobenius(K))
     G_error = assembly.G_relative_error * G  # G >= 0
     if lambda_lb is not None and lambda_lb > 2 * dK:
-        factor = query_memo("gram cholesky", system.W, key, lambda: cholesky_factor(K))
+        factor = query_memo("gram cholesky", system.W, key,
+                            lambda: cholesky_factor(K, progress))
         sandwich, _ = _dense_sandwich(
             K, G, lambda_lb, lambda_lb - dK, dK, dK, np.zeros_like, G_error, factor, K_norm
         )

@@ -476,6 +476,8 @@ def simulated_data(layout: PPACLayout, W: Any, attacker: Any, victim: Any, horiz
     ``bar`` (a progress bar, or ``None``) advances by the runs of each batch.
     """
     j = layout.graph.index_of(victim, "victim")
+    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
+        raise ParameterError(f"runs must be an integer >= 1, got {runs!r}")
     batch = simulation_batch(layout, runs)
     sizes = [min(batch, runs - first) for first in range(0, runs, batch)]
     seeds = [seed] if len(sizes) == 1 else np.random.SeedSequence(seed).spawn(len(sizes))
@@ -484,7 +486,8 @@ def simulated_data(layout: PPACLayout, W: Any, attacker: Any, victim: Any, horiz
         prep = prepare(layout, None, realisations=size, value_std=value_std,
                        noise_std=noise_std, seed=part_seed)
         features.append(attacker_view(W, prep, attacker, horizon).features().T)
-        values.append(prep.values[j])
+        values.append(prep.values[j].copy())
+        del prep  # before the next batch is drawn: one preparation alive at a time
         if bar is not None:
             bar.update(size)
     return np.vstack(features), np.concatenate(values)
