@@ -63,6 +63,7 @@ from sparsedp import defaults, resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.linalg.exact_rank import IntegerEchelon
 from sparsedp.linalg.kernels import is_symmetric, spmm
+from sparsedp.linalg.solvers import dense_product_rate
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.plain import plain
 from sparsedp.ppac.protocol import PPACLayout, check_consensus_matrix, simulated_data
@@ -268,15 +269,6 @@ def _qr_block_rows(k: int) -> int:
     """Rows of ``Y`` per Householder block: ``BLOCK_ROWS``, fewer for wide ``Y`` so that a
     block holds at most ``QR_BLOCK_ENTRIES`` entries, never fewer than ``k``."""
     return max(k, min(BLOCK_ROWS, QR_BLOCK_ENTRIES // max(k, 1)))
-
-
-def _gemm_rate() -> float:
-    """Floating-point operations per second of this machine's dense products now (one
-    384 x 384 x 384 product, timed; used for the time estimate only)."""
-    a = np.ones((384, 384))
-    start = time.perf_counter()
-    a @ a
-    return 2.0 * 384**3 / max(time.perf_counter() - start, 1e-6)
 
 
 def _attacker_deflation(layout: PPACLayout, i: int) -> np.ndarray:
@@ -733,7 +725,7 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any,
         "give a smaller horizon (the information stops growing by the last informative round, "
         "at most n - 1)")
     flops = leakage_flops(*sizes, edges=g.num_edges, symmetric=is_symmetric(Wc))
-    estimate = flops / _gemm_rate()
+    estimate = flops / dense_product_rate()
     mode = progress_mode(progress)
     bar = progress_bar("always" if mode == "auto" and estimate > ESTIMATE_SECONDS else mode,
                        total=round(flops / 1e9, 1), unit="Gflop",
