@@ -291,7 +291,10 @@ def test_ctrl_c_while_the_command_is_still_loading_is_one_line(delay):
     state = _signal_state(proc.pid)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130 and stderr.strip() == "sparsedp: interrupted", state
+    # the message carries what the process printed: a run of 2026-11-28 under load exited 1
+    # here once (1 of 14 runs that day, not reproduced since) and showed only the signal state
+    assert proc.returncode == 130 and stderr.strip() == "sparsedp: interrupted", (
+        f"exit {proc.returncode}; {state}; stderr: {stderr[-3000:]}")
 
 
 C5 = "0 1\n1 2\n2 3\n3 4\n4 0\n"
