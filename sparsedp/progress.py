@@ -14,19 +14,24 @@
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from tqdm import tqdm
 
 from sparsedp.errors import ParameterError
 
-__all__ = ["MODES", "progress_bar", "progress_mode"]
+__all__ = ["MODES", "progress_bar", "progress_mode", "run_with_estimated_progress"]
 
 MODES = ("auto", "always", "never")
 TERMINAL_DELAY = 2.0
 LOG_INTERVAL = 30.0
 ALWAYS_LOG_INTERVAL = 5.0
 CURSOR_UP = "\x1b[A"
+ESTIMATE_TICK = 0.5  # seconds between two updates of an estimated progress bar
 
 
 def progress_mode(progress: Any) -> str:
@@ -71,3 +76,25 @@ def progress_bar(progress: Any, *, total: float | None, desc: str, unit: str) ->
     return tqdm(total=total, desc=desc, unit=unit, leave=False, file=_Lines(stream),
                 ascii=True, mininterval=interval, maxinterval=interval,
                 delay=interval if mode == "auto" else 0.0, dynamic_ncols=False, ncols=80)
+
+
+def run_with_estimated_progress(routine: Callable, argument, bar: tqdm, rate: float):
+    """``routine(argument)`` in a worker thread (it must release the GIL: a LAPACK call that
+    reports nothing until it returns); meanwhile ``bar`` (in whole Gflop) advances by ``rate``
+    flops a second (an estimate, e.g. :func:`sparsedp.resources.dense_product_rate`), up to
+    99 % of its total, and is filled when the routine returns.  Returns its result."""
+    shown = 0
+    with ThreadPoolExecutor(1) as pool:
+        job = pool.submit(routine, argument)
+        start = time.perf_counter()
+        while True:
+            try:
+                result = job.result(timeout=ESTIMATE_TICK)
+                break
+            except FutureTimeout:
+                estimate = int(min(0.99 * bar.total, (time.perf_counter() - start) * rate / 1e9))
+                if estimate > shown:
+                    bar.update(estimate - shown)
+                    shown = estimate
+    bar.update(bar.total - shown)
+    return result

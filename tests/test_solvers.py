@@ -211,6 +211,7 @@ def test_a_long_cholesky_shows_progress_and_gives_lapacks_own_factor(monkeypatch
     is not positive definite is refused with LAPACK's info, and the bar reaches its total."""
     import scipy.linalg.lapack
 
+    import sparsedp.progress
     from sparsedp.linalg import solvers
     from sparsedp.linalg.blas_in_place import cholesky_in_place
     from sparsedp.progress import progress_bar
@@ -219,7 +220,7 @@ def test_a_long_cholesky_shows_progress_and_gives_lapacks_own_factor(monkeypatch
     A = rng.standard_normal((400, 400))
     K = A @ A.T / 400 + 0.1 * np.eye(400)
     monkeypatch.setattr(solvers, "CHOLESKY_PROGRESS_ORDER", 300)
-    monkeypatch.setattr(solvers, "PROGRESS_TICK", 1e-4)
+    monkeypatch.setattr(sparsedp.progress, "ESTIMATE_TICK", 1e-4)
     bars = []
 
     def recorded(*args, **kwargs):
@@ -246,7 +247,8 @@ def test_the_estimated_bar_advances_while_the_routine_runs_and_stops_short_of_th
     before the routine returns, and is filled when it does."""
     import time
 
-    from sparsedp.linalg import solvers
+    import sparsedp.progress
+    from sparsedp.progress import run_with_estimated_progress
 
     class Bar:
         total, n, updates = 100, 0, []
@@ -255,10 +257,10 @@ def test_the_estimated_bar_advances_while_the_routine_runs_and_stops_short_of_th
             self.n += step
             self.updates.append(self.n)
 
-    monkeypatch.setattr(solvers, "PROGRESS_TICK", 0.01)
+    monkeypatch.setattr(sparsedp.progress, "ESTIMATE_TICK", 0.01)
     bar = Bar()
-    result = solvers._with_estimated_progress(lambda x: time.sleep(x) or "done", 0.3, bar,
-                                              rate=1e11)  # 100 Gflop/s: 30 Gflop at 0.3 s
+    result = run_with_estimated_progress(lambda x: time.sleep(x) or "done", 0.3, bar,
+                                         rate=1e11)  # 100 Gflop/s: 30 Gflop at 0.3 s
     assert result == "done" and bar.updates[-1] == 100
     before_end = bar.updates[:-1]
     assert len(before_end) >= 3 and before_end == sorted(before_end)

@@ -48,10 +48,7 @@ condition number 152 -> 6.1; n = 3000, T = 50: 122 PCG iterations -> 17.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,10 +57,10 @@ import scipy.linalg.lapack
 import scipy.sparse as sp
 
 from sparsedp.linalg.blas_in_place import cholesky_in_place
-from sparsedp.progress import progress_bar
+from sparsedp.progress import progress_bar, run_with_estimated_progress
+from sparsedp.resources import dense_product_rate
 
 CHOLESKY_PROGRESS_ORDER = 6000  # factorisations of this order or more show progress (7e10 flops)
-PROGRESS_TICK = 0.5  # seconds between two updates of an estimated progress bar
 
 
 class _RankOneInTime:
@@ -273,46 +270,13 @@ def cholesky_factor(K: np.ndarray, progress=None) -> np.ndarray:
     else:
         factor = np.array(K, dtype=np.float64, order="F")
         try:
-            info = _with_estimated_progress(cholesky_in_place, factor, bar,
-                                            rate=dense_product_rate())
+            info = run_with_estimated_progress(cholesky_in_place, factor, bar,
+                                               rate=dense_product_rate())
         finally:
             bar.close()
     if info != 0:
         raise np.linalg.LinAlgError(f"K is not positive definite (potrf info {info})")
     return factor
-
-
-def dense_product_rate() -> float:
-    """Flops per second of a 768 x 768 x 768 dense product, the faster of two timed now (for
-    time estimates and estimated progress only)."""
-    a = np.ones((768, 768))
-    seconds = []
-    for _ in range(2):
-        start = time.perf_counter()
-        a @ a
-        seconds.append(time.perf_counter() - start)
-    return 2.0 * 768**3 / max(min(seconds), 1e-6)
-
-
-def _with_estimated_progress(routine: Callable, argument, bar, rate: float):
-    """``routine(argument)`` in a worker thread (it must release the GIL); meanwhile ``bar``
-    (whole Gflop) advances by ``rate`` flops a second, up to 99 % of its total, and is filled
-    when the routine returns."""
-    shown = 0
-    with ThreadPoolExecutor(1) as pool:
-        job = pool.submit(routine, argument)
-        start = time.perf_counter()
-        while True:
-            try:
-                result = job.result(timeout=PROGRESS_TICK)
-                break
-            except FutureTimeout:
-                estimate = int(min(0.99 * bar.total, (time.perf_counter() - start) * rate / 1e9))
-                if estimate > shown:
-                    bar.update(estimate - shown)
-                    shown = estimate
-    bar.update(bar.total - shown)
-    return result
 
 
 def cholesky_solve(K: np.ndarray, G: np.ndarray, factor: np.ndarray | None = None

@@ -63,7 +63,6 @@ from sparsedp import defaults, resources, validation
 from sparsedp.errors import ParameterError
 from sparsedp.linalg.exact_rank import IntegerEchelon
 from sparsedp.linalg.kernels import is_symmetric, spmm
-from sparsedp.linalg.solvers import dense_product_rate
 from sparsedp.linalg.threads import limit_blas_threads
 from sparsedp.plain import plain
 from sparsedp.ppac.protocol import PPACLayout, check_consensus_matrix, simulated_data
@@ -725,7 +724,7 @@ def leakage(layout: PPACLayout, W: Any, attacker: Any,
         "give a smaller horizon (the information stops growing by the last informative round, "
         "at most n - 1)")
     flops = leakage_flops(*sizes, edges=g.num_edges, symmetric=is_symmetric(Wc))
-    estimate = flops / dense_product_rate()
+    estimate = flops / resources.dense_product_rate()
     mode = progress_mode(progress)
     bar = progress_bar("always" if mode == "auto" and estimate > ESTIMATE_SECONDS else mode,
                        total=round(flops / 1e9, 1), unit="Gflop",
