@@ -5,7 +5,9 @@
 * ``"auto"`` (or ``None``, the default): a tqdm bar on stderr when stderr is a terminal and
   the work lasts more than :data:`TERMINAL_DELAY` seconds; when stderr is not a terminal (a
   batch job, a log file) one plain line every :data:`LOG_INTERVAL` seconds, so a long run
-  shows that it is alive and how far it is, while short runs print nothing;
+  shows that it is alive and how far it is, while short runs print nothing.  The interval
+  runs across the stages of one job (:class:`_LogClock`): a job of many stages that are
+  each shorter than the interval still prints a line every interval;
 * ``"always"`` (or ``True``): the bar at once on a terminal, else one line every
   :data:`ALWAYS_LOG_INTERVAL` seconds from the start;
 * ``"never"`` (or ``False``): nothing.
@@ -47,6 +49,61 @@ def progress_mode(progress: Any) -> str:
                          f"got {progress!r}")
 
 
+class _LogClock:
+    """When a log (stderr off a terminal, mode auto) last showed that the job is alive.
+
+    A job is a run of bars with no idle gap longer than :data:`LOG_INTERVAL` between one
+    bar's last update or end and the next one's start (a notebook's separate calls are
+    separate jobs).
+    A new bar waits ``LOG_INTERVAL - (now - quiet_since)``: what is left of the interval
+    since the log's last line, or since the job began."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.quiet_since = -float("inf")
+        self.last_activity = -float("inf")
+
+    def delay(self) -> float:
+        """The delay of a bar that starts now."""
+        now = self.clock()
+        if now - self.last_activity > LOG_INTERVAL:
+            self.quiet_since = now  # a new job
+        self.last_activity = now
+        return max(0.0, LOG_INTERVAL - (now - self.quiet_since))
+
+    def active(self) -> None:
+        """A bar of the job advanced or ended."""
+        self.last_activity = self.clock()
+
+    def printed(self) -> None:
+        """The log showed a line."""
+        self.quiet_since = self.last_activity = self.clock()
+
+
+_LOG_CLOCK = _LogClock()
+
+
+class _LogBar(tqdm):
+    """A bar off a terminal in mode auto: a line every :data:`LOG_INTERVAL` seconds, the
+    first one after :meth:`_LogClock.delay`; its updates and its end count as the job's
+    activity."""
+
+    def __init__(self, **kwargs) -> None:
+        delay = _LOG_CLOCK.delay()
+        super().__init__(mininterval=LOG_INTERVAL, maxinterval=LOG_INTERVAL, delay=delay,
+                         **kwargs)
+        if delay > 0:  # tqdm prints once mininterval has passed since its last line (here
+            self.last_print_t -= LOG_INTERVAL - delay  # its start): due after delay instead
+
+    def update(self, n: float | None = 1) -> bool | None:
+        _LOG_CLOCK.active()
+        return super().update(n)
+
+    def close(self) -> None:
+        super().close()
+        _LOG_CLOCK.active()
+
+
 class _Lines:
     """A file for tqdm that turns its carriage-return redraws into whole lines (for logs), and
     drops the cursor-up codes with which it places a second bar below an open one."""
@@ -58,6 +115,7 @@ class _Lines:
         line = text.replace("\r", "").replace(CURSOR_UP, "").strip()
         if line:
             self.stream.write(line + "\n")
+            _LOG_CLOCK.printed()
 
     def flush(self) -> None:
         self.stream.flush()
@@ -72,10 +130,12 @@ def progress_bar(progress: Any, *, total: float | None, desc: str, unit: str) ->
     if stream is not None and stream.isatty():
         return tqdm(total=total, desc=desc, unit=unit, leave=False, file=stream,
                     delay=TERMINAL_DELAY if mode == "auto" else 0.0)
-    interval = LOG_INTERVAL if mode == "auto" else ALWAYS_LOG_INTERVAL
+    if mode == "auto":
+        return _LogBar(total=total, desc=desc, unit=unit, leave=False, file=_Lines(stream),
+                       ascii=True, dynamic_ncols=False, ncols=80)
     return tqdm(total=total, desc=desc, unit=unit, leave=False, file=_Lines(stream),
-                ascii=True, mininterval=interval, maxinterval=interval,
-                delay=interval if mode == "auto" else 0.0, dynamic_ncols=False, ncols=80)
+                ascii=True, mininterval=ALWAYS_LOG_INTERVAL, maxinterval=ALWAYS_LOG_INTERVAL,
+                delay=0.0, dynamic_ncols=False, ncols=80)
 
 
 def run_with_estimated_progress(routine: Callable, argument, bar: tqdm, rate: float):

@@ -26,6 +26,15 @@ def single_threaded_blas():
         yield
 
 
+
+@pytest.fixture(autouse=True)
+def a_new_progress_job(monkeypatch):
+    """Each test starts a new job for the progress log (sparsedp.progress._LogClock): the
+    session's tests follow one another without idle gaps, and would otherwise be one job
+    whose log lines land, every 30 s, in whichever test's stderr is open then."""
+    import sparsedp.progress
+    monkeypatch.setattr(sparsedp.progress, "_LOG_CLOCK", sparsedp.progress._LogClock())
+
 def bench_module(name: str):
     """``bench/<name>.py`` imported as the scripts import each other (bench/ on the path),
     registered in ``sys.modules`` under ``bench_<name>`` (its dataclasses need that)."""

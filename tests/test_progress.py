@@ -4,9 +4,11 @@ import io
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
+import sparsedp.progress as progress_module
 from sparsedp.errors import ParameterError
 from sparsedp.progress import _Lines, progress_bar, progress_mode
 
@@ -38,6 +40,55 @@ def test_redraws_become_whole_lines():
     lines.write("\n\rCholesky factorisation:   2%\x1b[A")  # a second bar, placed below
     assert out.getvalue() == ("sparse products:  10%\nsparse products:  20%\n"
                               "Cholesky factorisation:   2%\n")
+
+
+def _stage(log, desc, seconds):
+    """A stage of ``seconds`` with an update every 20 ms; the lines the log got meanwhile."""
+    before = len(log.getvalue().splitlines())
+    bar = progress_bar("auto", total=None, desc=desc, unit="it")
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        bar.update()
+        time.sleep(0.02)
+    bar.close()
+    return log.getvalue().splitlines()[before:]
+
+
+def test_a_log_shows_a_job_of_short_stages_every_interval(monkeypatch):
+    """Off a terminal in mode auto, the interval runs across the stages of a job: stages that
+    are each shorter than it still give a line once the interval has passed since the job
+    began (before, each stage had its own interval and such a job printed nothing), then
+    not before another interval.  After an idle gap longer than the interval a new job
+    begins, silent again."""
+    monkeypatch.setattr(progress_module, "LOG_INTERVAL", 1.0)  # conftest: a new clock
+    log = io.StringIO()
+    log.isatty = lambda: False
+    monkeypatch.setattr(sys, "stderr", log)
+    assert _stage(log, "first", 0.6) == []
+    second = _stage(log, "second", 0.6)  # the interval ends 0.4 s into it
+    assert len(second) == 1 and second[0].startswith("second")
+    assert _stage(log, "third", 0.5) == []  # 0.2-0.5 s after the line
+    time.sleep(1.3)  # idle: the next call is a new job
+    assert _stage(log, "fourth", 0.6) == []
+
+
+def test_a_bar_that_advances_keeps_the_job_going():
+    """A job lasts while its bars advance: a stage of 40 s whose bar printed nothing yet
+    (its updates are the activity) is followed by a stage due at once, not by a new job;
+    after 55 s without any bar a new job waits the whole interval again."""
+    now = [0.0]
+    clock = progress_module._LogClock(clock=lambda: now[0])
+    interval = progress_module.LOG_INTERVAL
+    assert clock.delay() == interval  # the job begins
+    for now[0] in (10.0, 20.0, 28.0):  # the first stage's updates
+        clock.active()
+    now[0] = 40.0  # next stage: 12 s after the last update, 40 s into a silent job
+    assert clock.delay() == 0.0
+    clock.printed()
+    now[0] = 55.0
+    assert clock.delay() == interval - 15.0
+    now[0] = 120.0  # idle since 55 s
+    assert clock.delay() == interval
 
 
 @pytest.mark.slow  # the installed command in subprocesses
