@@ -61,6 +61,53 @@ def test_the_protocol_run_literally_matches_the_engine(graph, view, observers, n
     assert 0 <= result.epsilon_lower <= result.epsilon_upper
 
 
+def _whole_graph_run(Ws, T, attacker, noise):
+    """The protocol on every node (the simulator before its light cone): the reference."""
+    n, trials = noise.shape[1], noise.shape[2]
+    rec, known, per = attacker.recorded, attacker.known_noise, attacker.features
+    out = np.zeros((T * per, trials))
+    theta = np.zeros((n, trials))
+    for t in range(T):
+        message = theta + noise[t]
+        out[t * per + rec.size:(t + 1) * per] = noise[t][known]
+        theta = Ws[t if len(Ws) > 1 else 0] @ message
+        out[t * per:t * per + rec.size] = (theta if attacker.after_round else message)[rec]
+    return out
+
+
+@pytest.mark.parametrize("view, observers, noise_removed", VIEWS)
+@pytest.mark.parametrize("varying", [False, True])
+def test_the_light_cone_records_what_the_whole_graph_run_records(view, observers,
+                                                                 noise_removed, varying):
+    """The simulator runs round t on the nodes within T - 1 - t hops of the records only
+    (sparsedp.audit.simulate.light_cone): with the same noise its records equal those of a
+    run on every node, for every view, with one W or one per round; on a ring of 40 the
+    first round holds far fewer than 40 nodes."""
+    from sparsedp.audit.simulate import _run, data_responses, light_cone, threat
+
+    n, T = 40, 6
+    if varying:
+        rng = np.random.default_rng(3)
+        Ws = [sparsedp.gossip_matrix(nx.connected_watts_strogatz_graph(n, 2, 0.1,
+                                                                      seed=int(s)),
+                                     scheme="metropolis") for s in rng.integers(1 << 30, size=T)]
+    else:
+        Ws = [sparsedp.gossip_matrix(nx.cycle_graph(n), scheme="metropolis")]
+    target = 5
+    attacker = threat(Ws, view, target, observers, noise_removed)
+    cone = light_cone(Ws, T, attacker)
+    noise = np.random.default_rng(1).standard_normal((T, n, 7))
+    simulated = _run(cone, T, attacker, lambda t, nodes: noise[t][nodes], None, 7)
+    np.testing.assert_allclose(simulated, _whole_graph_run(Ws, T, attacker, noise),
+                               rtol=1e-13, atol=1e-15)
+    data = np.zeros((T, n, T))
+    data[np.arange(T), target, np.arange(T)] = 1.0
+    np.testing.assert_allclose(data_responses(Ws, T, attacker, target),
+                               _whole_graph_run(Ws, T, attacker, data), rtol=1e-13, atol=1e-15)
+    if not varying and view != "local-dp":
+        assert cone.nodes[0].size < n and cone.size < n
+
+
 def test_time_varying_gossip_is_audited_round_by_round():
     rng = np.random.default_rng(0)
     graphs = [nx.connected_watts_strogatz_graph(10, 4, 0.5, seed=int(s))
@@ -123,21 +170,25 @@ def test_an_audit_under_a_small_budget_runs_with_the_batch_that_fits():
     threads.  One batch's simulation stays within the budget (traced)."""
     import tracemalloc
 
-    from sparsedp.audit.simulate import simulate, threat
+    from sparsedp.audit.simulate import light_cone, simulate, threat
 
-    W = sparsedp.gossip_matrix(nx.cycle_graph(2000), scheme="metropolis")
-    with resources.memory_limit("20M"):  # a fixed 8192-run batch needs 262 MB: refused before
-        fitted = audit_gossip(W, 3, [0], 2, trials=4000, seed=1, threads=1)
-    expected = (20 * 2**20 - 16 * 4) // (8 * (4 * 2000 + 2))
+    # 3-regular: 11 rounds reach almost every node, so a run holds most of the graph
+    W = sparsedp.gossip_matrix(nx.random_regular_graph(3, 2000, seed=1), scheme="metropolis")
+    T = 12
+    attacker = threat([W], "secure-summation", 3, [0], False)
+    size = light_cone([W], T, attacker).size
+    assert size > 1800
+    with resources.memory_limit("20M"):  # a fixed 8192-run batch needs 525 MB: refused before
+        fitted = audit_gossip(W, 3, [0], T, trials=4000, seed=1, threads=1)
+    expected = (20 * 2**20 - 16 * T**2) // (8 * (4 * size + T))
     assert fitted.batch == expected < 1000  # every phase runs several batches
-    explicit = audit_gossip(W, 3, [0], 2, trials=4000, seed=1, threads=2, batch=expected)
+    explicit = audit_gossip(W, 3, [0], T, trials=4000, seed=1, threads=2, batch=expected)
     assert fitted.to_dict() == explicit.to_dict() and fitted.passed
     tracemalloc.start()
-    simulate([W], 2, threat([W], "secure-summation", 3, [0], False), 1.0, expected,
-             np.random.default_rng(0))
+    simulate([W], T, attacker, 1.0, expected, np.random.default_rng(0))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert peak <= 8 * expected * (4 * 2000 + 2)
+    assert peak <= 8 * expected * (4 * size + T)
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -64,7 +64,8 @@ def plan_batches(batch: int | None, floats_per_run: int, features: int,
 
     ``batch=None``: ``DEFAULT_BATCH`` runs, or fewer on large graphs so that one batch holds at
     most ``BATCH_FLOATS`` numbers (2 GiB; the simulators hold about ``3.5 n`` numbers a run,
-    counted as ``4 n``: gossip on n = 10^5 nodes runs about 670 at a time), and fewer still
+    counted as ``4 n``, with ``n`` the nodes a round simulates, for gossip its light cone:
+    gossip on the 10^5-node power-law file runs about 670 at a time), and fewer still
     if the memory budget (not the free memory) holds less than that.  So the batch, and with
     it the result (seeds are spawned per batch), depends on the problem's size only wherever
     the budget holds ``8 BATCH_FLOATS + 16 features^2`` bytes, and otherwise on the budget;

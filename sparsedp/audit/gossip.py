@@ -57,7 +57,7 @@ from sparsedp.audit.batches import (
     verdict_fields,
 )
 from sparsedp.audit.search import strongest_attack
-from sparsedp.audit.simulate import data_responses, simulate, threat
+from sparsedp.audit.simulate import data_responses, light_cone, simulate, threat
 from sparsedp.audit.statistics import lower_bounds, mahalanobis, shift_gram, thresholds
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.inputs import gossip_sequence
@@ -152,8 +152,8 @@ def audit_gossip(W, target: int, observers=None, T: int = defaults.AUDIT_ROUNDS,
     if len(engine.signs) != T:
         raise ParameterError(f"the engine's result has {len(engine.signs)} signs for T = {T} "
                              "rounds: pass the result of the audited instance")
-    n = Ws[0].shape[0]
-    batch, threads = plan_batches(batch, 4 * n + features, features, threads)
+    cone = light_cone(Ws, T, attacker)  # the nodes a run simulates (simulate's docstring)
+    batch, threads = plan_batches(batch, 4 * cone.size + features, features, threads)
     responses = data_responses(Ws, T, attacker, target)
     claimed_shift = responses @ np.asarray(engine.signs, dtype=float)
     choose, train = trials // 4, trials // 4
@@ -162,7 +162,7 @@ def audit_gossip(W, target: int, observers=None, T: int = defaults.AUDIT_ROUNDS,
     bar = progress_bar(progress, total=trials, desc="audit", unit="run")
 
     def moment(rng, size):
-        return second_moment(simulate(Ws, T, attacker, sigma, size, rng))
+        return second_moment(simulate(Ws, T, attacker, sigma, size, rng, cone))
 
     try:
         with ThreadPoolExecutor(threads) as pool:
@@ -177,7 +177,7 @@ def audit_gossip(W, target: int, observers=None, T: int = defaults.AUDIT_ROUNDS,
             shift_score = float(strongest.weights @ shift)
             counts = run_batches(
                 pool, test, batch, seeds[2], bar,
-                lambda rng, size: error_counts(simulate(Ws, T, attacker, sigma, size, rng),
+                lambda rng, size: error_counts(simulate(Ws, T, attacker, sigma, size, rng, cone),
                                                strongest.weights, taus, shift_score))
     finally:
         if bar is not None:
