@@ -80,10 +80,10 @@ def _whole_graph_run(Ws, T, attacker, noise):
 def test_the_light_cone_records_what_the_whole_graph_run_records(view, observers,
                                                                  noise_removed, varying):
     """The simulator runs round t on the nodes within T - 1 - t hops of the records only
-    (sparsedp.audit.simulate.light_cone): with the same noise its records equal those of a
+    (sparsedp.audit.cone): with the same noise its records equal those of a
     run on every node, for every view, with one W or one per round; on a ring of 40 the
     first round holds far fewer than 40 nodes."""
-    from sparsedp.audit.simulate import _run, data_responses, light_cone, threat
+    from sparsedp.audit.simulate import _run, data_responses, threat, threat_cone
 
     n, T = 40, 6
     if varying:
@@ -95,7 +95,7 @@ def test_the_light_cone_records_what_the_whole_graph_run_records(view, observers
         Ws = [sparsedp.gossip_matrix(nx.cycle_graph(n), scheme="metropolis")]
     target = 5
     attacker = threat(Ws, view, target, observers, noise_removed)
-    cone = light_cone(Ws, T, attacker)
+    cone = threat_cone(Ws, T, attacker)
     noise = np.random.default_rng(1).standard_normal((T, n, 7))
     simulated = _run(cone, T, attacker, lambda t, nodes: noise[t][nodes], None, 7)
     np.testing.assert_allclose(simulated, _whole_graph_run(Ws, T, attacker, noise),
@@ -170,13 +170,13 @@ def test_an_audit_under_a_small_budget_runs_with_the_batch_that_fits():
     threads.  One batch's simulation stays within the budget (traced)."""
     import tracemalloc
 
-    from sparsedp.audit.simulate import light_cone, simulate, threat
+    from sparsedp.audit.simulate import simulate, threat, threat_cone
 
     # 3-regular: 11 rounds reach almost every node, so a run holds most of the graph
     W = sparsedp.gossip_matrix(nx.random_regular_graph(3, 2000, seed=1), scheme="metropolis")
     T = 12
     attacker = threat([W], "secure-summation", 3, [0], False)
-    size = light_cone([W], T, attacker).size
+    size = threat_cone([W], T, attacker).size
     assert size > 1800
     with resources.memory_limit("20M"):  # a fixed 8192-run batch needs 525 MB: refused before
         fitted = audit_gossip(W, 3, [0], T, trials=4000, seed=1, threads=1)

@@ -62,6 +62,51 @@ def _exact_view_sensitivity(W, target, attackers, T, K, trust, scheme):
     return best
 
 
+def _whole_graph_records(W, T, K, view, target, noise, gradients):
+    """The SGD protocol on every node (the simulator before its light cone): the reference.
+    ``noise``: ``(T, n, runs)``; ``gradients``: ``(T, runs)``."""
+    n, runs = noise.shape[1], noise.shape[2]
+    per_step = view.features(1, K)
+    out = np.zeros((T * per_step, runs))
+    x = np.zeros((n, runs))
+    for t in range(T):
+        update = noise[t].copy()
+        update[target] += gradients[t]
+        if view.own_noise:
+            start = t * per_step + K * view.senders.size
+            out[start:start + view.attackers.size] = noise[t][view.attackers]
+        x = x - update
+        for k in range(K):
+            row = t * per_step + k * view.senders.size
+            out[row:row + view.senders.size] = x[view.senders]
+            x = W @ x
+    return out
+
+
+@pytest.mark.parametrize("K", [1, 2])
+@pytest.mark.parametrize("trust", ["pndp", "pndp-eq12"])
+def test_the_light_cone_records_what_the_whole_graph_run_records(K, trust):
+    """The SGD simulator runs round r on the nodes within T K - 1 - r hops of the records
+    only (sparsedp.audit.cone): with the same noise and gradients its records equal those of
+    a run on every node; on a ring of 40 its first round holds far fewer nodes."""
+    import scipy.sparse as sp
+
+    from sparsedp.audit.simulate_sgd import _run, attackers_cone
+
+    n, T, target = 40, 4, 5
+    W = sp.csr_matrix(sparsedp.gossip_matrix(nx.cycle_graph(n), scheme="metropolis"))
+    view = attackers_view(W, [0, 1], trust, target)
+    cone = attackers_cone(W, T, K, view)
+    rng = np.random.default_rng(2)
+    noise, gradients = rng.standard_normal((T, n, 3)), rng.standard_normal((T, 3))
+    simulated = (_run(cone, T, K, view, lambda t, nodes: noise[t][nodes], 0, None, 3)
+                 + _run(cone, T, K, view, None, target, gradients, 3))
+    np.testing.assert_allclose(
+        simulated, _whole_graph_records(W, T, K, view, target, noise, gradients),
+        rtol=1e-13, atol=1e-15)
+    assert cone.nodes[0].size < n
+
+
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_the_simulators_exact_gaussian_view_is_the_engines_value(case):
     """The literal simulator's view, with its covariance by linearity (no sampling), has the

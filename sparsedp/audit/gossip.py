@@ -57,7 +57,7 @@ from sparsedp.audit.batches import (
     verdict_fields,
 )
 from sparsedp.audit.search import strongest_attack
-from sparsedp.audit.simulate import data_responses, light_cone, simulate, threat
+from sparsedp.audit.simulate import data_responses, simulate, threat, threat_cone
 from sparsedp.audit.statistics import lower_bounds, mahalanobis, shift_gram, thresholds
 from sparsedp.errors import ParameterError
 from sparsedp.gossip.inputs import gossip_sequence
@@ -152,7 +152,7 @@ def audit_gossip(W, target: int, observers=None, T: int = defaults.AUDIT_ROUNDS,
     if len(engine.signs) != T:
         raise ParameterError(f"the engine's result has {len(engine.signs)} signs for T = {T} "
                              "rounds: pass the result of the audited instance")
-    cone = light_cone(Ws, T, attacker)  # the nodes a run simulates (simulate's docstring)
+    cone = threat_cone(Ws, T, attacker)  # the nodes a run simulates (sparsedp.audit.cone)
     batch, threads = plan_batches(batch, 4 * cone.size + features, features, threads)
     responses = data_responses(Ws, T, attacker, target)
     claimed_shift = responses @ np.asarray(engine.signs, dtype=float)

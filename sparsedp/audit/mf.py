@@ -52,7 +52,12 @@ from sparsedp.audit.batches import (
     verdict_fields,
 )
 from sparsedp.audit.search import strongest_attack
-from sparsedp.audit.simulate_sgd import attackers_view, gradient_responses, simulate
+from sparsedp.audit.simulate_sgd import (
+    attackers_cone,
+    attackers_view,
+    gradient_responses,
+    simulate,
+)
 from sparsedp.audit.statistics import lower_bounds, mahalanobis, shift_gram, thresholds
 from sparsedp.errors import ParameterError
 from sparsedp.linalg.stochastic import check_gossip_matrix
@@ -146,8 +151,8 @@ def audit_mf(W, target: int, attackers, T: int = defaults.AUDIT_ROUNDS, *,
     if features > MAX_FEATURES:
         raise ParameterError(f"the attackers record {features} numbers per run (more than "
                              f"{MAX_FEATURES}): audit a smaller T or fewer attackers")
-    n = W.shape[0]
-    batch, threads = plan_batches(batch, 4 * n + features, features, threads)
+    cone = attackers_cone(W, T, algo.K, view)  # the nodes a run simulates (audit.cone)
+    batch, threads = plan_batches(batch, 4 * cone.size + features, features, threads)
     if engine is None:
         engine = mf_sensitivity(W, target, list(view.attackers), T, algorithm=algo,
                                 trust_model=trust_model, participation_scheme=scheme,
@@ -155,7 +160,7 @@ def audit_mf(W, target: int, attackers, T: int = defaults.AUDIT_ROUNDS, *,
     responses = gradient_responses(W, T, algo.K, view, target)
 
     def moment(rng, size):
-        return second_moment(simulate(W, T, algo.K, view, sigma, size, rng))
+        return second_moment(simulate(W, T, algo.K, view, sigma, size, rng, cone))
 
     choose, train = trials // 4, trials // 4
     test = trials - choose - train
@@ -173,8 +178,9 @@ def audit_mf(W, target: int, attackers, T: int = defaults.AUDIT_ROUNDS, *,
             shift_score = float(estimate.weights @ shift)
             counts = run_batches(
                 pool, test, batch, seeds[2], bar,
-                lambda rng, size: error_counts(simulate(W, T, algo.K, view, sigma, size, rng),
-                                               estimate.weights, taus, shift_score))
+                lambda rng, size: error_counts(
+                    simulate(W, T, algo.K, view, sigma, size, rng, cone),
+                    estimate.weights, taus, shift_score))
     finally:
         if bar is not None:
             bar.close()

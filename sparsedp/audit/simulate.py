@@ -29,13 +29,9 @@ data only (superposition of the same message-passing code); :func:`simulate` ret
 noise-only features of many trials and :func:`data_responses` the data-only ones (one run
 per round in which the target holds data).
 
-Only the attacker's records are kept, so only the messages that can reach them are computed
-(:class:`LightCone`): a message of round ``t`` reaches a record through at most ``T - 1 - t``
-more rounds, so round ``t`` runs on the nodes within that many hops of the recorded ones
-(exactly: the nonzero pattern of the ``W_t`` that follow).  Every recorded number is the same
-sum of the same terms as in a run on the whole graph; the other nodes' noise, which cannot
-reach them, is not drawn.  On a geometric graph of 10^5 nodes this is a few thousand nodes in
-every round; on small-world graphs the first rounds still span the graph.
+Only the messages that can reach the attacker's records are computed: round ``t`` runs on
+the nodes within ``T - 1 - t`` hops of the recorded ones (:mod:`sparsedp.audit.cone`), with
+the same records as a run on the whole graph.
 """
 
 from __future__ import annotations
@@ -45,10 +41,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from sparsedp.audit.cone import LightCone, light_cone
 from sparsedp.errors import ParameterError
 
-__all__ = ["THREATS", "LightCone", "Threat", "data_responses", "light_cone", "simulate",
-           "threat"]
+__all__ = ["THREATS", "Threat", "data_responses", "simulate", "threat", "threat_cone"]
 
 THREATS = ("secure-summation", "secure-summation-v1", "neighbourhood", "adaptive-v1",
            "target-v1", "local-dp")
@@ -108,58 +104,15 @@ def threat(Ws: list[sp.csr_matrix], view: str, target: int, observers, noise_rem
     return Threat(view, observers.astype(np.int64), recorded, view in _AFTER_ROUND, known)
 
 
-@dataclass(frozen=True)
-class LightCone:
-    """The nodes on which a run must be simulated for ``threat_``'s records.
-
-    Backwards from the last round: ``theta_{t+1}`` is needed on ``reached[t]`` (the recorded
-    nodes when the view records states after the round, and ``nodes[t + 1]``), so the
-    messages ``s_t`` are needed on ``nodes[t]``: the nonzero columns of
-    ``W_t[reached[t], :]``, plus the recorded nodes (messages) and the nodes whose noise is
-    recorded.  ``products[t] = W_t[reached[t], nodes[t]]`` (``None`` when no state after
-    round ``t`` is needed); ``carried[t]``: the positions of ``nodes[t + 1]`` in
-    ``reached[t]``; ``recorded[t]`` / ``known[t]``: the positions of the recorded nodes
-    (in ``reached[t]`` after the round, else in ``nodes[t]``) and of the known noise (in
-    ``nodes[t]``)."""
-
-    nodes: tuple[np.ndarray, ...]
-    products: tuple[sp.csr_matrix | None, ...]
-    carried: tuple[np.ndarray, ...]
-    recorded: tuple[np.ndarray, ...]
-    known: tuple[np.ndarray, ...]
-
-    @property
-    def size(self) -> int:
-        """The most nodes a round holds (messages, or states after it)."""
-        return max(max(len(nodes) for nodes in self.nodes),
-                   max((p.shape[0] for p in self.products if p is not None), default=0))
-
-
-def light_cone(Ws: list[sp.csr_matrix], T: int, threat_: Threat) -> LightCone:
-    """The :class:`LightCone` of ``threat_`` over ``T`` rounds of ``Ws``."""
-    rec, known = threat_.recorded, threat_.known_noise
-    empty = np.empty(0, dtype=np.int64)
-    nodes: list = [empty] * T
-    products: list = [None] * T
-    carried: list = [empty] * T
-    recorded: list = [empty] * T
-    known_at: list = [empty] * T
-    needed_next = empty  # nodes[t + 1]
-    for t in reversed(range(T)):
-        W = Ws[t if len(Ws) > 1 else 0]
-        reached = np.union1d(rec, needed_next) if threat_.after_round else needed_next
-        here = np.union1d(known, empty if threat_.after_round else rec)
-        if reached.size:
-            rows = W[reached]
-            here = np.union1d(here, rows.indices)
-            products[t] = sp.csr_matrix(rows[:, here])
-            carried[t] = np.searchsorted(reached, needed_next)
-        nodes[t] = here.astype(np.int64)
-        recorded[t] = np.searchsorted(reached if threat_.after_round else here, rec)
-        known_at[t] = np.searchsorted(here, known)
-        needed_next = nodes[t]
-    return LightCone(tuple(nodes), tuple(products), tuple(carried), tuple(recorded),
-                     tuple(known_at))
+def threat_cone(Ws: list[sp.csr_matrix], T: int, threat_: Threat) -> LightCone:
+    """The :class:`~sparsedp.audit.cone.LightCone` of ``threat_``'s records over ``T``
+    rounds of ``Ws``: each round records messages before the product or states after it,
+    and the known noise."""
+    rec, empty = threat_.recorded, np.empty(0, dtype=np.int64)
+    return light_cone([Ws[t if len(Ws) > 1 else 0] for t in range(T)],
+                      [empty if threat_.after_round else rec] * T,
+                      [rec if threat_.after_round else empty] * T,
+                      [threat_.known_noise] * T)
 
 
 def _run(cone: LightCone, T: int, threat_: Threat, draw, data: np.ndarray | None,
@@ -180,31 +133,26 @@ def _run(cone: LightCone, T: int, threat_: Threat, draw, data: np.ndarray | None
         if draw is not None:
             noise = draw(t, nodes)
             message = message + noise
-            if cone.known[t].size:
-                out[t * per_round + rec_size:(t + 1) * per_round] = noise[cone.known[t]]
-        if not threat_.after_round:
-            out[t * per_round:t * per_round + rec_size] = message[cone.recorded[t]]
-        if cone.products[t] is not None:
-            # node i receives W[i, k] s_k from each k and sums them
-            after = cone.products[t] @ message
-            if threat_.after_round:
-                out[t * per_round:t * per_round + rec_size] = after[cone.recorded[t]]
-            # all of it when it is nodes[t + 1] (views recording messages): no copy
-            theta = after if cone.carried[t].size == len(after) else after[cone.carried[t]]
+            out[t * per_round + rec_size:(t + 1) * per_round] = noise[cone.drawn[t]]
+        # node i receives W[i, k] s_k from each k and sums them
+        after, theta = cone.advance(t, message)
+        recorded = (after[cone.after[t]] if threat_.after_round
+                    else message[cone.before[t]])
+        out[t * per_round:t * per_round + rec_size] = recorded
     return out
 
 
 def simulate(Ws: list[sp.csr_matrix], T: int, threat_: Threat, sigma: float, trials: int,
              rng: np.random.Generator, cone: LightCone | None = None) -> np.ndarray:
     """Features ``(T * features, trials)`` of ``trials`` independent noise-only runs
-    (``cone``: ``light_cone(Ws, T, threat_)``, computed when not given).
+    (``cone``: ``threat_cone(Ws, T, threat_)``, computed when not given).
 
     The noise is drawn in single precision (twice as fast; a normal variate to 2^-24
     relative, far below the statistical resolution of any audit) and the protocol run in
     double precision."""
     sigma32 = np.float32(sigma)
     if cone is None:
-        cone = light_cone(Ws, T, threat_)
+        cone = threat_cone(Ws, T, threat_)
     return _run(cone, T, threat_,
                 lambda t, nodes: sigma32 * rng.standard_normal((nodes.size, trials),
                                                                dtype=np.float32),
@@ -219,4 +167,4 @@ def data_responses(Ws: list[sp.csr_matrix], T: int, threat_: Threat, target: int
     n = Ws[0].shape[0]
     data = np.zeros((T, n, T))
     data[np.arange(T), target, np.arange(T)] = 1.0
-    return _run(light_cone(Ws, T, threat_), T, threat_, None, data, T)
+    return _run(threat_cone(Ws, T, threat_), T, threat_, None, data, T)

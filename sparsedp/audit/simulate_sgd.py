@@ -30,6 +30,8 @@ What the attacker set records (:data:`TRUST`):
 
 The protocol is linear: a run with gradients is a noise-only run plus a run with the
 gradients only, computed by the same code (:func:`simulate`, :func:`gradient_responses`).
+Only the messages that can reach the records are computed (:mod:`sparsedp.audit.cone`), with
+the same records as a run on the whole graph.
 """
 
 from __future__ import annotations
@@ -40,10 +42,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from sparsedp import validation
+from sparsedp.audit.cone import LightCone, light_cone
 from sparsedp.errors import ParameterError
 
-__all__ = ["TRUST", "Attackers", "attackers_view", "gradient_responses", "noise_responses",
-           "simulate"]
+__all__ = ["TRUST", "Attackers", "attackers_cone", "attackers_view", "gradient_responses",
+           "noise_responses", "simulate"]
 
 TRUST = ("pndp", "pndp-eq12")
 
@@ -86,42 +89,59 @@ def attackers_view(W: sp.csr_matrix, attackers, trust: str, target: int) -> Atta
     return Attackers(trust, chosen, received, trust == "pndp")
 
 
-def _run(W: sp.csr_matrix, T: int, K: int, view: Attackers, draw, target: int,
+def attackers_cone(W: sp.csr_matrix, T: int, K: int, view: Attackers) -> LightCone:
+    """The :class:`~sparsedp.audit.cone.LightCone` of ``view``'s records over ``T`` steps of
+    ``K`` gossip rounds: each round records the senders' messages before the product, and
+    each step's first round the attackers' noise (``pndp``)."""
+    empty = np.empty(0, dtype=np.int64)
+    noise = view.attackers if view.own_noise else empty
+    return light_cone([W] * (T * K), [view.senders] * (T * K), [empty] * (T * K),
+                      [noise if r % K == 0 else empty for r in range(T * K)])
+
+
+def _run(cone: LightCone, T: int, K: int, view: Attackers, draw, target: int,
          gradients: np.ndarray | None, runs: int) -> np.ndarray:
     """Records ``(features, runs)`` of ``runs`` runs: per step, the K rounds' received
-    messages, then the attackers' noise.  ``draw(t)``: the step's noise ``(n, runs)`` (None:
-    no noise); ``gradients``: ``(T, runs)``, the target's gradient per step and run (None:
-    none)."""
-    n = W.shape[0]
+    messages, then the attackers' noise.  ``draw(t, nodes)``: the step's noise on ``nodes``
+    (``(len(nodes), runs)``; None: no noise); ``gradients``: ``(T, runs)``, the target's
+    gradient per step and run (None: none).  Round ``r = t K + k`` runs on
+    ``cone.nodes[r]`` (:mod:`sparsedp.audit.cone`)."""
     per_step = view.features(1, K)
     out = np.zeros((T * per_step, runs))
-    x = np.zeros((n, runs))
+    x = np.zeros((cone.nodes[0].size, runs))
     for t in range(T):
-        update = np.zeros((n, runs))
+        first = t * K
+        nodes = cone.nodes[first]
+        update = np.zeros((nodes.size, runs))
         if gradients is not None:
-            update[target] = gradients[t]
+            at = np.searchsorted(nodes, target)
+            if at < nodes.size and nodes[at] == target:  # else it reaches no record
+                update[at] = gradients[t]
         if draw is not None:
-            noise = draw(t)
+            noise = draw(t, nodes)
             update += noise
             if view.own_noise:
                 start = t * per_step + K * view.senders.size
-                out[start:start + view.attackers.size] = noise[view.attackers]
+                out[start:start + view.attackers.size] = noise[cone.drawn[first]]
         x = x - update  # line 5: x_u <- x_u - eta (g_t^u + z_t^u), eta = 1
         for k in range(K):
             row = t * per_step + k * view.senders.size
-            out[row:row + view.senders.size] = x[view.senders]  # lines 6-7: sent, received
-            x = W @ x  # line 8: x_u <- sum_v W[u, v] x_v
+            out[row:row + view.senders.size] = x[cone.before[first + k]]  # lines 6-7
+            _, x = cone.advance(first + k, x)  # line 8: x_u <- sum_v W[u, v] x_v
     return out
 
 
 def simulate(W: sp.csr_matrix, T: int, K: int, view: Attackers, sigma: float, runs: int,
-             rng: np.random.Generator) -> np.ndarray:
+             rng: np.random.Generator, cone: LightCone | None = None) -> np.ndarray:
     """Records ``(features, runs)`` of ``runs`` independent runs with noise only (noise drawn
-    in single precision, the protocol run in double)."""
-    n = W.shape[0]
+    in single precision, the protocol run in double; ``cone``: ``attackers_cone(W, T, K,
+    view)``, computed when not given)."""
     sigma32 = np.float32(sigma)
-    return _run(W, T, K, view,
-                lambda t: sigma32 * rng.standard_normal((n, runs), dtype=np.float32),
+    if cone is None:
+        cone = attackers_cone(W, T, K, view)
+    return _run(cone, T, K, view,
+                lambda t, nodes: sigma32 * rng.standard_normal((nodes.size, runs),
+                                                               dtype=np.float32),
                 0, None, runs)
 
 
@@ -130,7 +150,7 @@ def gradient_responses(W: sp.csr_matrix, T: int, K: int, view: Attackers, target
     """``(features, T)``: column ``t`` holds the records of a noiseless run in which only the
     target has a gradient, 1 at step ``t``; the mean shift of gradients ``c`` is
     ``responses @ c``."""
-    return _run(W, T, K, view, None, target, np.eye(T), T)
+    return _run(attackers_cone(W, T, K, view), T, K, view, None, target, np.eye(T), T)
 
 
 def noise_responses(W: sp.csr_matrix, T: int, K: int, view: Attackers) -> np.ndarray:
@@ -140,4 +160,5 @@ def noise_responses(W: sp.csr_matrix, T: int, K: int, view: Attackers) -> np.nda
     (small ``n T`` only: one column per noise variable)."""
     n = W.shape[0]
     unit = np.eye(n * T)
-    return _run(W, T, K, view, lambda t: unit[t * n:(t + 1) * n], 0, None, n * T)
+    return _run(attackers_cone(W, T, K, view), T, K, view,
+                lambda t, nodes: unit[t * n + nodes], 0, None, n * T)
