@@ -75,6 +75,7 @@ from sparsedp.reprs import short_repr
 
 __all__ = [
     "AUTO_MAX_FLOPS",
+    "SPARSE_AUTO_FACTOR",
     "AUTO_MAX_N",
     "MARGIN",
     "EnvelopeCost",
@@ -90,7 +91,13 @@ __all__ = [
     "second_eigenvalue_bound",
 ]
 
-AUTO_MAX_FLOPS = 5e10  # callers certify unasked when the envelope estimate is at most this
+AUTO_MAX_FLOPS = 5e10  # callers certify unasked when the plan's flops are at most this
+# ... times this for a sparse plan, whose flops are the RCM envelope's, an upper bound on its
+# fill: a 10^5-node geometric graph's envelope counted 6.6e7 entries (5.1e10 flops) where
+# SuperLU's factors held 1.8e7, and the certificate cost about the Lanczos estimate again
+# (6.4 s over 6.1 s; at 1.5 10^5 nodes, 1.1e11 envelope flops, 13 s over 17.7 s); the limit
+# then covers 2D geometric graphs up to AUTO_MAX_N
+SPARSE_AUTO_FACTOR = 3.0
 AUTO_MAX_N = 150_000  # ... and n at most this (a 2D geometric envelope's flops grow like n^2)
 MARGIN = 0.05  # callers test a shift this fraction of the estimated gap beyond the estimate
 ROUND_UP = 1e-6  # relative allowance for rounding in the bound's own nonnegative sums
@@ -172,17 +179,19 @@ def factorisation_plan(A: sp.spmatrix, budget: float) -> Plan:
 def automatic_plan(A: sp.spmatrix, budget: float, hint: str = "") -> Plan | str:
     """The :func:`factorisation_plan` of a certificate nobody asked for, or why it is not
     attempted: more than ``AUTO_MAX_N`` rows (not even the envelope is computed), or a plan
-    above ``AUTO_MAX_FLOPS`` or the memory ``budget`` (bytes).  ``hint``: how the caller's
-    user can ask for it anyway (appended to the reason)."""
+    above ``AUTO_MAX_FLOPS`` (``SPARSE_AUTO_FACTOR`` times that for a sparse plan, whose
+    envelope count overstates the work) or the memory ``budget`` (bytes).  ``hint``: how the
+    caller's user can ask for it anyway (appended to the reason)."""
     n = A.shape[0]
     tail = f"; {hint}" if hint else ""
     if n > AUTO_MAX_N:
         return f"n = {n} is above the automatic certificate's {AUTO_MAX_N} nodes{tail}"
     plan = factorisation_plan(A, budget)
-    if plan.flops > AUTO_MAX_FLOPS or plan.bytes > budget:
+    limit = AUTO_MAX_FLOPS * (SPARSE_AUTO_FACTOR if plan.method == "sparse" else 1.0)
+    if plan.flops > limit or plan.bytes > budget:
         return (f"the certificate's factorisation was skipped ({plan.method}: about "
                 f"{plan.flops:.1e} flops, {plan.bytes / 2**30:.2g} GiB; the automatic limit is "
-                f"{AUTO_MAX_FLOPS:.0e} flops within the memory budget{tail})")
+                f"{limit:.1e} flops within the memory budget{tail})")
     return plan
 
 

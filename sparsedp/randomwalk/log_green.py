@@ -177,10 +177,12 @@ def spectral_interval(W: Any, lanczos_steps: int = 60, certify: bool | str = "au
     the upper end; more negative pivots or a breakdown move ``mu`` towards 1
     (``_CERTIFY_TRIES`` times, then ``GossipMatrixError``: the estimate was wrong).
 
-    ``certify``: ``"auto"`` runs the certificate when its reverse Cuthill-McKee envelope
-    estimate is at most ``inertia.AUTO_MAX_FLOPS`` and fits the memory budget, up to
-    ``inertia.AUTO_MAX_N`` nodes (:func:`sparsedp.linalg.inertia.auto_skip_reason`; about
-    2 s: geometric graphs to 10^5 nodes, expanders and heavy-tailed graphs to about 5000,
+    ``certify``: ``"auto"`` runs the certificate when its plan needs at most
+    ``inertia.AUTO_MAX_FLOPS`` (``inertia.SPARSE_AUTO_FACTOR`` times that for the sparse
+    route's reverse Cuthill-McKee envelope) and fits the memory budget, up to
+    ``inertia.AUTO_MAX_N`` nodes (:func:`sparsedp.linalg.inertia.auto_skip_reason`: about
+    the Lanczos estimate's time again on geometric graphs, to 1.5 10^5 nodes; expanders and
+    heavy-tailed graphs to about 5000 nodes,
     where the factors fill in; at 10^4 nodes they take about 13-18 s); ``True`` always
     (``ResourceLimitError`` when the envelope does not fit ``max_memory``); ``False`` never.
     Without a certificate the upper end is the estimate and the interval says so
