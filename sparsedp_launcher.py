@@ -16,10 +16,13 @@ interrupt.
 import os
 import signal
 import sys
+import threading
 from typing import NoReturn
 
 
 def _interrupted() -> NoReturn:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: no traceback either
     sys.stderr.write("sparsedp: interrupted\n")
     sys.stderr.flush()
     os._exit(130)
@@ -32,21 +35,22 @@ def main() -> int:
         received.append(signum)
         raise KeyboardInterrupt
 
-    loading = signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    if loading:
-        signal.signal(signal.SIGINT, record_and_raise)
-    try:
-        from sparsedp.cli.main import main as run
-    except BaseException:
-        if received:
-            _interrupted()
-        raise
-    finally:
+    try:  # one boundary for the import, the handler's restore and the run
+        loading = (threading.current_thread() is threading.main_thread()
+                   and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
         if loading:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-    if received:  # the signal arrived after the last import statement had run
-        _interrupted()
-    try:
+            signal.signal(signal.SIGINT, record_and_raise)
+        try:
+            from sparsedp.cli.main import main as run
+        except BaseException:
+            if received:
+                _interrupted()
+            raise
+        finally:
+            if loading:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+        if received:  # the signal arrived after the last import statement had run
+            _interrupted()
         return run()
     except KeyboardInterrupt:  # before or after the command's own error boundary
         _interrupted()

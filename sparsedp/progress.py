@@ -90,8 +90,10 @@ class _LogBar(tqdm):
 
     def __init__(self, **kwargs) -> None:
         delay = _LOG_CLOCK.delay()
+        # smoothing=0: the rate is the runs over the bar's age (tqdm's moving average would
+        # take the first interval from the shifted last_print_t below, up to 30x too long)
         super().__init__(mininterval=LOG_INTERVAL, maxinterval=LOG_INTERVAL, delay=delay,
-                         **kwargs)
+                         smoothing=0, **kwargs)
         if delay > 0:  # tqdm prints once mininterval has passed since its last line (here
             self.last_print_t -= LOG_INTERVAL - delay  # its start): due after delay instead
 

@@ -1,6 +1,7 @@
 """Progress modes (sparsedp.progress): auto / always / never, whole lines off a terminal."""
 
 import io
+import re
 import shutil
 import subprocess
 import sys
@@ -59,17 +60,20 @@ def test_a_log_shows_a_job_of_short_stages_every_interval(monkeypatch):
     are each shorter than it still give a line once the interval has passed since the job
     began (before, each stage had its own interval and such a job printed nothing), then
     not before another interval.  After an idle gap longer than the interval a new job
-    begins, silent again."""
-    monkeypatch.setattr(progress_module, "LOG_INTERVAL", 1.0)  # conftest: a new clock
+    begins, silent again.  The line's rate is the stage's own (updates over its age), not
+    the updates over the interval."""
+    monkeypatch.setattr(progress_module, "LOG_INTERVAL", 2.0)  # conftest: a new clock
     log = io.StringIO()
     log.isatty = lambda: False
     monkeypatch.setattr(sys, "stderr", log)
-    assert _stage(log, "first", 0.6) == []
-    second = _stage(log, "second", 0.6)  # the interval ends 0.4 s into it
+    assert _stage(log, "first", 1.2) == []
+    second = _stage(log, "second", 1.2)  # the interval ends 0.8 s into it
     assert len(second) == 1 and second[0].startswith("second")
-    assert _stage(log, "third", 0.5) == []  # 0.2-0.5 s after the line
-    time.sleep(1.3)  # idle: the next call is a new job
-    assert _stage(log, "fourth", 0.6) == []
+    done, rate = re.search(r"(\d+)it \[[^,]*, ([\d.]+)it/s", second[0]).groups()
+    assert float(rate) >= int(done) / 1.25  # its age is at most 1.2 s (not 2 s and more)
+    assert _stage(log, "third", 0.9) == []  # 0.4-1.3 s after the line
+    time.sleep(2.6)  # idle: the next call is a new job
+    assert _stage(log, "fourth", 1.2) == []
 
 
 def test_a_bar_that_advances_keeps_the_job_going():

@@ -10,10 +10,12 @@ round's input (``drawn[r]``).  Backwards from the last round, ``W_r y_r`` is nee
     nodes[r] = before[r] | drawn[r] | {k : W_r[i, k] != 0 for some i in reached[r]},
 
 the nodes within ``R - 1 - r`` hops of the records (exactly: through the nonzero patterns of
-the ``W`` that follow).  A run on these nodes computes every record as the same sum of the
-same terms as a run on the whole graph, and inputs outside them, which cannot reach a
-record, need not be drawn.  On a geometric graph that is a few thousand nodes a round at
-``n = 10^5``; on small-world graphs the first rounds still span the graph.
+the ``W`` that follow); a round that needs more than half the graph runs on all of it, with
+``W`` itself rather than a copy of most of it.  A run on these nodes computes every record
+as the same sum of the same terms as a run on the whole graph, and inputs outside them,
+which cannot reach a record, need not be drawn.  On a geometric graph that is a few
+thousand nodes a round at ``n = 10^5``; on small-world graphs the first rounds still span
+the graph.
 """
 
 from __future__ import annotations
@@ -62,26 +64,39 @@ class LightCone:
 
 def light_cone(products: Sequence[sp.csr_matrix], before: Sequence[np.ndarray],
                after: Sequence[np.ndarray], drawn: Sequence[np.ndarray]) -> LightCone:
-    """The :class:`LightCone` of rounds with matrices ``products[r]`` (CSR) and records
+    """The :class:`LightCone` of rounds with matrices ``products[r]`` (sparse, taken as CSR
+    once per distinct matrix) and records
     ``before[r]``, ``after[r]``, ``drawn[r]`` (sorted node indices; module docstring)."""
     rounds = len(products)
     empty = np.empty(0, dtype=np.int64)
     nodes: list = [empty] * rounds
     subs: list = [None] * rounds
     carried: list = [empty] * rounds
+    reached_at: list = [empty] * rounds
+    as_csr: dict = {}  # one CSR form per distinct matrix (a list may repeat one W)
     needed_next = empty  # nodes[r + 1]
     for r in reversed(range(rounds)):
+        if id(products[r]) not in as_csr:  # CSR: a row slice's indices are column indices
+            as_csr[id(products[r])] = sp.csr_matrix(products[r])
+        W = as_csr[id(products[r])]
+        n = W.shape[0]
         reached = np.union1d(after[r], needed_next).astype(np.int64)
-        here = np.union1d(before[r], drawn[r])
+        in_round = np.zeros(n, dtype=bool)
+        in_round[before[r]] = in_round[drawn[r]] = True
         if reached.size:
-            rows = products[r][reached]
-            here = np.union1d(here, rows.indices)
-            subs[r] = sp.csr_matrix(rows[:, here])
+            if 2 * reached.size > n:  # most of the graph: all of it, W itself (no copy)
+                reached = np.arange(n)
+            rows = W if reached.size == n else W[reached]
+            in_round[rows.indices] = True
+        here = np.flatnonzero(in_round)
+        if reached.size:
+            if 2 * here.size > n:
+                here = np.arange(n)
+            subs[r] = rows if here.size == n else sp.csr_matrix(rows[:, here])
             carried[r] = np.searchsorted(reached, needed_next)
         nodes[r] = here.astype(np.int64)
+        reached_at[r] = reached
         needed_next = nodes[r]
-    reached_at = [np.union1d(after[r], nodes[r + 1] if r + 1 < rounds else empty)
-                  for r in range(rounds)]
     return LightCone(
         tuple(nodes), tuple(subs), tuple(carried),
         tuple(np.searchsorted(nodes[r], before[r]) for r in range(rounds)),

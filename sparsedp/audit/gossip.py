@@ -154,7 +154,7 @@ def audit_gossip(W, target: int, observers=None, T: int = defaults.AUDIT_ROUNDS,
                              "rounds: pass the result of the audited instance")
     cone = threat_cone(Ws, T, attacker)  # the nodes a run simulates (sparsedp.audit.cone)
     batch, threads = plan_batches(batch, 4 * cone.size + features, features, threads)
-    responses = data_responses(Ws, T, attacker, target)
+    responses = data_responses(Ws, T, attacker, target, cone)
     claimed_shift = responses @ np.asarray(engine.signs, dtype=float)
     choose, train = trials // 4, trials // 4
     test = trials - choose - train

@@ -157,7 +157,7 @@ def audit_mf(W, target: int, attackers, T: int = defaults.AUDIT_ROUNDS, *,
         engine = mf_sensitivity(W, target, list(view.attackers), T, algorithm=algo,
                                 trust_model=trust_model, participation_scheme=scheme,
                                 gradients="scalar", exact="auto")
-    responses = gradient_responses(W, T, algo.K, view, target)
+    responses = gradient_responses(W, T, algo.K, view, target, cone)
 
     def moment(rng, size):
         return second_moment(simulate(W, T, algo.K, view, sigma, size, rng, cone))

@@ -134,6 +134,8 @@ def _run(cone: LightCone, T: int, threat_: Threat, draw, data: np.ndarray | None
             noise = draw(t, nodes)
             message = message + noise
             out[t * per_round + rec_size:(t + 1) * per_round] = noise[cone.drawn[t]]
+            del noise
+        theta = None  # freed before the product: a round holds message, product and copy
         # node i receives W[i, k] s_k from each k and sums them
         after, theta = cone.advance(t, message)
         recorded = (after[cone.after[t]] if threat_.after_round
@@ -159,12 +161,13 @@ def simulate(Ws: list[sp.csr_matrix], T: int, threat_: Threat, sigma: float, tri
                 None, trials)
 
 
-def data_responses(Ws: list[sp.csr_matrix], T: int, threat_: Threat, target: int
-                   ) -> np.ndarray:
+def data_responses(Ws: list[sp.csr_matrix], T: int, threat_: Threat, target: int,
+                   cone: LightCone | None = None) -> np.ndarray:
     """``(T * features, T)``: column ``t`` holds the features of a run without noise in which
     only ``target`` holds data, 1 in round ``t``; the mean shift of contributions ``c`` is
-    ``data_responses(...) @ c`` (linearity)."""
+    ``data_responses(...) @ c`` (linearity).  ``cone`` as in :func:`simulate`."""
     n = Ws[0].shape[0]
     data = np.zeros((T, n, T))
     data[np.arange(T), target, np.arange(T)] = 1.0
-    return _run(threat_cone(Ws, T, threat_), T, threat_, None, data, T)
+    return _run(threat_cone(Ws, T, threat_) if cone is None else cone, T, threat_, None,
+                data, T)

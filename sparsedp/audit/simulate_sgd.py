@@ -145,12 +145,14 @@ def simulate(W: sp.csr_matrix, T: int, K: int, view: Attackers, sigma: float, ru
                 0, None, runs)
 
 
-def gradient_responses(W: sp.csr_matrix, T: int, K: int, view: Attackers, target: int
-                       ) -> np.ndarray:
+def gradient_responses(W: sp.csr_matrix, T: int, K: int, view: Attackers, target: int,
+                       cone: LightCone | None = None) -> np.ndarray:
     """``(features, T)``: column ``t`` holds the records of a noiseless run in which only the
     target has a gradient, 1 at step ``t``; the mean shift of gradients ``c`` is
-    ``responses @ c``."""
-    return _run(attackers_cone(W, T, K, view), T, K, view, None, target, np.eye(T), T)
+    ``responses @ c``.  ``cone`` as in :func:`simulate`."""
+    if cone is None:
+        cone = attackers_cone(W, T, K, view)
+    return _run(cone, T, K, view, None, target, np.eye(T), T)
 
 
 def noise_responses(W: sp.csr_matrix, T: int, K: int, view: Attackers) -> np.ndarray:
