@@ -361,6 +361,59 @@ def test_ppac_runs_simulated_in_batches_are_the_same_protocol(monkeypatch):
     assert result.passed, result.verdict
 
 
+def _labelled_prepare(values, noises):
+    """``prepare`` with its sources looked up by label instead of drawn: ``values[k]`` and
+    ``noises[k, l]`` (rows of runs) for the node labelled ``k`` and the fragment it sends to
+    ``l``; Algorithm 1's designated fragment and v(0) as in the paper (lines 1-8)."""
+    from sparsedp.ppac import protocol
+
+    def prepare(layout, _values, *, realisations, seed, **_):
+        ids = layout.graph.node_ids
+        u = values[ids][:, :realisations]
+        fragments = noises[ids[layout.src], ids[layout.dst]][:, :realisations].copy()
+        for k in range(layout.n):  # Gamma_{k m_k} = u_k - sum of k's other fragments
+            own = np.flatnonzero(layout.src == k)
+            designated = layout.designated_edge[k]
+            fragments[designated] = u[k] - fragments[own[own != designated]].sum(axis=0)
+        v0 = np.zeros((layout.n, realisations))
+        np.add.at(v0, layout.dst, fragments)
+        return protocol.Preparation(layout, u, fragments, v0, (1, realisations))
+    return prepare
+
+
+@pytest.mark.parametrize("victim", [31, 33, 45])  # the attacker 30's neighbour, 3 and 15 away
+def test_ppac_simulated_on_what_reaches_the_attacker_is_the_same_protocol(victim,
+                                                                            monkeypatch):
+    """On a ring of 80 with two chords, horizon 3, only the nodes whose values and fragments
+    can reach the attacker's data are simulated (protocol._reach, far less than half the
+    graph): fed the same sources (by label), the data equal those of the run on the whole
+    graph (forced by per-node standard deviations), and so does the victim's value wherever
+    it can reach the data; the audit matches the leakage, 0 for the far victim."""
+    from sparsedp.audit.ppac import audit_ppac
+    from sparsedp.graphs.graph import as_graph
+    from sparsedp.ppac import laplacian_consensus_matrix, ppac_layout, protocol, random_designated
+
+    G = nx.cycle_graph(80)
+    G.add_edges_from([(28, 36), (50, 70)])
+    g = as_graph(G)
+    layout = ppac_layout(g, random_designated(g, seed=2))
+    W = laplacian_consensus_matrix(g)
+    reach = protocol._reach(layout, protocol.check_consensus_matrix(W, 80), 30, 3)
+    assert reach is not None and reach.nodes.size < 30
+    result = audit_ppac(layout, W, 30, victim, 3, trials=20_000, seed=victim,
+                        confidence=0.999)
+    assert result.passed, result.verdict
+    rng = np.random.default_rng(victim)
+    monkeypatch.setattr(protocol, "prepare", _labelled_prepare(
+        rng.standard_normal((80, 50)), rng.standard_normal((80, 80, 50))))
+    cone, u_cone = protocol.simulated_data(layout, W, 30, victim, 3, runs=50)
+    whole, u_whole = protocol.simulated_data(layout, W, 30, victim, 3, runs=50,
+                                             value_std=np.ones(80))
+    np.testing.assert_allclose(cone, whole, rtol=1e-12, atol=1e-12)
+    if victim in g.node_ids[reach.nodes]:
+        assert np.array_equal(u_cone, u_whole)
+
+
 def test_a_wrong_ppac_leakage_is_caught():
     """The leakage for another noise level (2 instead of 1.5) is not what the protocol leaks."""
     from sparsedp.audit.ppac import audit_ppac

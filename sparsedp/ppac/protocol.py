@@ -450,17 +450,66 @@ def attacker_view(W: Any, prep: Preparation, attacker: Any, horizon: int) -> Att
     i = layout.graph.index_of(attacker, "attacker")
     if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 0:
         raise ParameterError(f"horizon must be an integer >= 0, got {horizon!r}")
-    M = check_consensus_matrix(W, layout.n)
+    return _collect_view(check_consensus_matrix(W, layout.n), prep, i, int(horizon))
+
+
+def _collect_view(M: sp.csr_matrix, prep: Preparation, i: int, horizon: int) -> AttackerView:
+    """:func:`attacker_view` of the node at position ``i``, ``M`` already checked."""
+    layout = prep.layout
     A = layout.graph.adjacency
     lo, hi = A.indptr[i], A.indptr[i + 1]
     nbrs = A.indices[lo:hi].astype(np.int64)
     # Gamma_{l i}: the edge (l, i) sits in row l at the position of i.
     into = np.array([A.indptr[nb] + np.searchsorted(A.indices[A.indptr[nb]:A.indptr[nb + 1]], i)
                      for nb in nbrs], dtype=np.int64)
-    messages = np.stack([v for _, v in consensus_rounds(M, prep.v0, int(horizon), nbrs)])
+    messages = np.stack([v for _, v in consensus_rounds(M, prep.v0, horizon, nbrs)])
     g = layout.graph
     return AttackerView(g.id_of(i), g.ids_of(nbrs), prep.values[i].copy(),
                         prep.fragments[lo:hi].copy(), prep.fragments[into].copy(), messages)
+
+
+@dataclass(frozen=True)
+class _Reach:
+    """The part of the protocol that can reach an attacker's data: ``nodes`` (sorted
+    positions) with the fragments' senders into the consensus' light cone and their
+    neighbours, the graph, designated neighbours and consensus rows restricted to them
+    (exact on the senders and on the cone), and the attacker's position there."""
+
+    nodes: np.ndarray
+    layout: PPACLayout
+    M: sp.csr_matrix
+    attacker: int
+
+
+def _reach(layout: PPACLayout, M: sp.csr_matrix, i: int, horizon: int) -> _Reach | None:
+    """The attacker's data ``D_i(t)`` holds ``v_l(tau)`` for its neighbours ``l``: ``v(tau)``
+    is needed on ``S_tau = N(i) | {k : M[l, k] != 0, l in S_(tau+1)}`` (``S_t = N(i)``),
+    ``v(0)`` on ``S_0`` needs the fragments sent into it, hence the values and every
+    fragment of their senders ``K = S_0 | N(S_0)`` (a designated fragment is the value minus
+    the sender's other fragments), and the attacker's own fragments are among them.  The
+    run is then exact on ``K`` and its neighbours.  ``None`` when that is more than half
+    the graph (simulate all of it)."""
+    A, n = layout.graph.adjacency, layout.n
+    nbrs = A.indices[A.indptr[i]:A.indptr[i + 1]]
+    needed = np.zeros(n, dtype=bool)
+    needed[nbrs] = True
+    for _ in range(horizon):
+        needed[M[np.flatnonzero(needed)].indices] = True
+    needed[A[np.flatnonzero(needed)].indices] = True  # the senders K
+    needed[A[np.flatnonzero(needed)].indices] = True  # ... and their neighbours
+    nodes = np.flatnonzero(needed)
+    if 2 * nodes.size > n:
+        return None
+    adjacency = A[nodes][:, nodes].tocsr()
+    adjacency.sort_indices()
+    graph = Graph(adjacency, layout.graph.node_ids[nodes])
+    position = np.full(n, -1, dtype=np.int64)
+    position[nodes] = np.arange(nodes.size)
+    designated = position[layout.designated_index[nodes]]
+    outside = np.flatnonzero(designated < 0)  # not a sender: any neighbour will do
+    designated[outside] = adjacency.indices[adjacency.indptr[outside]]
+    return _Reach(nodes, PPACLayout(graph, designated), M[nodes][:, nodes].tocsr(),
+                  int(position[i]))
 
 
 def simulated_data(layout: PPACLayout, W: Any, attacker: Any, victim: Any, horizon: int, *,
@@ -474,19 +523,48 @@ def simulated_data(layout: PPACLayout, W: Any, attacker: Any, victim: Any, horiz
     up to about 10^4 nodes; with the seed itself for one batch, else with seeds spawned from
     it), so memory stays near ``8 SIMULATION_BATCH_FLOATS`` bytes whatever the graph's size;
     ``bar`` (a progress bar, or ``None``) advances by the runs of each batch.
+
+    With scalar standard deviations, when what can reach the attacker's data
+    (:func:`_reach`: the consensus' light cone, the senders of its fragments and their
+    neighbours) is at most half the graph, only that part is simulated: the same joint
+    distribution of the data and the victim's value (drawn on its own when it cannot reach
+    the data), from other draws.
     """
     j = layout.graph.index_of(victim, "victim")
+    i = layout.graph.index_of(attacker, "attacker")
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
         raise ParameterError(f"runs must be an integer >= 1, got {runs!r}")
-    batch = simulation_batch(layout, runs)
+    if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 0:
+        raise ParameterError(f"horizon must be an integer >= 0, got {horizon!r}")
+    M = check_consensus_matrix(W, layout.n)
+    reach = None
+    if np.ndim(value_std) == 0 and np.ndim(noise_std) == 0:
+        reach = _reach(layout, M, i, int(horizon))
+    part = layout if reach is None else reach.layout
+    batch = simulation_batch(part, runs)
     sizes = [min(batch, runs - first) for first in range(0, runs, batch)]
     seeds = [seed] if len(sizes) == 1 else np.random.SeedSequence(seed).spawn(len(sizes))
     features, values = [], []
     for size, part_seed in zip(sizes, seeds, strict=True):
-        prep = prepare(layout, None, realisations=size, value_std=value_std,
-                       noise_std=noise_std, seed=part_seed)
-        features.append(attacker_view(W, prep, attacker, horizon).features().T)
-        values.append(prep.values[j].copy())
+        if reach is None:
+            prep = prepare(layout, None, realisations=size, value_std=value_std,
+                           noise_std=noise_std, seed=part_seed)
+            features.append(_collect_view(M, prep, i, int(horizon)).features().T)
+            values.append(prep.values[j].copy())
+        else:
+            sequence = (part_seed if isinstance(part_seed, np.random.SeedSequence)
+                        else np.random.SeedSequence(part_seed))
+            protocol, victim_alone = sequence.spawn(2)
+            prep = prepare(reach.layout, None, realisations=size, value_std=value_std,
+                           noise_std=noise_std, seed=protocol)
+            features.append(_collect_view(reach.M, prep, reach.attacker,
+                                          int(horizon)).features().T)
+            at = np.searchsorted(reach.nodes, j)
+            if at < reach.nodes.size and reach.nodes[at] == j:
+                values.append(prep.values[at].copy())
+            else:  # beyond what reaches the data: independent of it
+                values.append(float(value_std) * np.random.default_rng(
+                    victim_alone).standard_normal(size))
         del prep  # before the next batch is drawn: one preparation alive at a time
         if bar is not None:
             bar.update(size)
