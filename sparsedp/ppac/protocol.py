@@ -327,7 +327,8 @@ class Preparation:
 def prepare(layout: PPACLayout, values: Any = None, *, realisations: int = 1,
             value_mean: float = 0.0, value_std: Any = defaults.PPAC_VALUE_STD,
             noise_mean: float = 0.0, noise_std: Any = defaults.PPAC_NOISE_STD,
-            seed: int | None = None) -> Preparation:
+            seed: int | np.random.SeedSequence | np.random.Generator | None = None
+            ) -> Preparation:
     """Run the preparation phase (Algorithm 1, lines 1-8) for many realisations at once.
 
     ``values``: ``(n,)`` scalars or ``(n, d)`` vectors in node order (or a dict
@@ -494,7 +495,12 @@ def _reach(layout: PPACLayout, M: sp.csr_matrix, i: int, horizon: int) -> _Reach
     needed = np.zeros(n, dtype=bool)
     needed[nbrs] = True
     for _ in range(horizon):
+        before = np.count_nonzero(needed)
         needed[M[np.flatnonzero(needed)].indices] = True
+        if 2 * np.count_nonzero(needed) > n:
+            return None
+        if np.count_nonzero(needed) == before:  # the cone has stopped growing
+            break
     needed[A[np.flatnonzero(needed)].indices] = True  # the senders K
     needed[A[np.flatnonzero(needed)].indices] = True  # ... and their neighbours
     nodes = np.flatnonzero(needed)
@@ -543,7 +549,11 @@ def simulated_data(layout: PPACLayout, W: Any, attacker: Any, victim: Any, horiz
     part = layout if reach is None else reach.layout
     batch = simulation_batch(part, runs)
     sizes = [min(batch, runs - first) for first in range(0, runs, batch)]
-    seeds = [seed] if len(sizes) == 1 else np.random.SeedSequence(seed).spawn(len(sizes))
+    if len(sizes) == 1:
+        seeds = [seed]
+    else:
+        root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        seeds = root.spawn(len(sizes))
     features, values = [], []
     for size, part_seed in zip(sizes, seeds, strict=True):
         if reach is None:
@@ -552,19 +562,16 @@ def simulated_data(layout: PPACLayout, W: Any, attacker: Any, victim: Any, horiz
             features.append(_collect_view(M, prep, i, int(horizon)).features().T)
             values.append(prep.values[j].copy())
         else:
-            sequence = (part_seed if isinstance(part_seed, np.random.SeedSequence)
-                        else np.random.SeedSequence(part_seed))
-            protocol, victim_alone = sequence.spawn(2)
+            rng = np.random.default_rng(part_seed)  # the protocol's draws, then the victim's
             prep = prepare(reach.layout, None, realisations=size, value_std=value_std,
-                           noise_std=noise_std, seed=protocol)
+                           noise_std=noise_std, seed=rng)
             features.append(_collect_view(reach.M, prep, reach.attacker,
                                           int(horizon)).features().T)
             at = np.searchsorted(reach.nodes, j)
             if at < reach.nodes.size and reach.nodes[at] == j:
                 values.append(prep.values[at].copy())
             else:  # beyond what reaches the data: independent of it
-                values.append(float(value_std) * np.random.default_rng(
-                    victim_alone).standard_normal(size))
+                values.append(float(value_std) * rng.standard_normal(size))
         del prep  # before the next batch is drawn: one preparation alive at a time
         if bar is not None:
             bar.update(size)
