@@ -132,12 +132,12 @@ def progress_bar(progress: Any, *, total: float | None, desc: str, unit: str) ->
     if stream is not None and stream.isatty():
         return tqdm(total=total, desc=desc, unit=unit, leave=False, file=stream,
                     delay=TERMINAL_DELAY if mode == "auto" else 0.0)
+    log = dict(total=total, desc=desc, unit=unit, leave=False, file=_Lines(stream),
+               ascii=True, dynamic_ncols=False, ncols=80)
     if mode == "auto":
-        return _LogBar(total=total, desc=desc, unit=unit, leave=False, file=_Lines(stream),
-                       ascii=True, dynamic_ncols=False, ncols=80)
-    return tqdm(total=total, desc=desc, unit=unit, leave=False, file=_Lines(stream),
-                ascii=True, mininterval=ALWAYS_LOG_INTERVAL, maxinterval=ALWAYS_LOG_INTERVAL,
-                delay=0.0, dynamic_ncols=False, ncols=80)
+        return _LogBar(**log)
+    return tqdm(mininterval=ALWAYS_LOG_INTERVAL, maxinterval=ALWAYS_LOG_INTERVAL, delay=0.0,
+                **log)
 
 
 def run_with_estimated_progress(routine: Callable, argument, bar: tqdm, rate: float):

@@ -169,5 +169,6 @@ def data_responses(Ws: list[sp.csr_matrix], T: int, threat_: Threat, target: int
     n = Ws[0].shape[0]
     data = np.zeros((T, n, T))
     data[np.arange(T), target, np.arange(T)] = 1.0
-    return _run(threat_cone(Ws, T, threat_) if cone is None else cone, T, threat_, None,
-                data, T)
+    if cone is None:
+        cone = threat_cone(Ws, T, threat_)
+    return _run(cone, T, threat_, None, data, T)

@@ -449,9 +449,14 @@ def attacker_view(W: Any, prep: Preparation, attacker: Any, horizon: int) -> Att
     """Collect the data ``D_i(horizon)`` of node ``attacker`` (a label) from a simulated run."""
     layout = prep.layout
     i = layout.graph.index_of(attacker, "attacker")
+    return _collect_view(check_consensus_matrix(W, layout.n), prep, i, _horizon(horizon))
+
+
+def _horizon(horizon: Any) -> int:
+    """``horizon`` as an int >= 0, else ParameterError."""
     if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 0:
         raise ParameterError(f"horizon must be an integer >= 0, got {horizon!r}")
-    return _collect_view(check_consensus_matrix(W, layout.n), prep, i, int(horizon))
+    return int(horizon)
 
 
 def _collect_view(M: sp.csr_matrix, prep: Preparation, i: int, horizon: int) -> AttackerView:
@@ -471,10 +476,10 @@ def _collect_view(M: sp.csr_matrix, prep: Preparation, i: int, horizon: int) -> 
 
 @dataclass(frozen=True)
 class _Reach:
-    """The part of the protocol that can reach an attacker's data: ``nodes`` (sorted
-    positions) with the fragments' senders into the consensus' light cone and their
-    neighbours, the graph, designated neighbours and consensus rows restricted to them
-    (exact on the senders and on the cone), and the attacker's position there."""
+    """The part of the protocol a simulation runs: ``nodes`` (sorted positions; all of them,
+    or what can reach an attacker's data, :func:`_reach`), the graph, designated neighbours
+    and consensus rows restricted to them (exact on the senders and on the cone), and the
+    attacker's position there."""
 
     nodes: np.ndarray
     layout: PPACLayout
@@ -494,12 +499,13 @@ def _reach(layout: PPACLayout, M: sp.csr_matrix, i: int, horizon: int) -> _Reach
     nbrs = A.indices[A.indptr[i]:A.indptr[i + 1]]
     needed = np.zeros(n, dtype=bool)
     needed[nbrs] = True
+    count = np.count_nonzero(needed)
     for _ in range(horizon):
-        before = np.count_nonzero(needed)
         needed[M[np.flatnonzero(needed)].indices] = True
-        if 2 * np.count_nonzero(needed) > n:
+        previous, count = count, np.count_nonzero(needed)
+        if 2 * count > n:
             return None
-        if np.count_nonzero(needed) == before:  # the cone has stopped growing
+        if count == previous:  # the cone has stopped growing
             break
     needed[A[np.flatnonzero(needed)].indices] = True  # the senders K
     needed[A[np.flatnonzero(needed)].indices] = True  # ... and their neighbours
@@ -540,14 +546,16 @@ def simulated_data(layout: PPACLayout, W: Any, attacker: Any, victim: Any, horiz
     i = layout.graph.index_of(attacker, "attacker")
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
         raise ParameterError(f"runs must be an integer >= 1, got {runs!r}")
-    if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 0:
-        raise ParameterError(f"horizon must be an integer >= 0, got {horizon!r}")
+    horizon = _horizon(horizon)
     M = check_consensus_matrix(W, layout.n)
-    reach = None
+    part = None
     if np.ndim(value_std) == 0 and np.ndim(noise_std) == 0:
-        reach = _reach(layout, M, i, int(horizon))
-    part = layout if reach is None else reach.layout
-    batch = simulation_batch(part, runs)
+        part = _reach(layout, M, i, horizon)
+    if part is None:
+        part = _Reach(np.arange(layout.n), layout, M, i)
+    at = int(np.searchsorted(part.nodes, j))
+    victim_at = at if at < part.nodes.size and part.nodes[at] == j else None
+    batch = simulation_batch(part.layout, runs)
     sizes = [min(batch, runs - first) for first in range(0, runs, batch)]
     if len(sizes) == 1:
         seeds = [seed]
@@ -556,22 +564,14 @@ def simulated_data(layout: PPACLayout, W: Any, attacker: Any, victim: Any, horiz
         seeds = root.spawn(len(sizes))
     features, values = [], []
     for size, part_seed in zip(sizes, seeds, strict=True):
-        if reach is None:
-            prep = prepare(layout, None, realisations=size, value_std=value_std,
-                           noise_std=noise_std, seed=part_seed)
-            features.append(_collect_view(M, prep, i, int(horizon)).features().T)
-            values.append(prep.values[j].copy())
-        else:
-            rng = np.random.default_rng(part_seed)  # the protocol's draws, then the victim's
-            prep = prepare(reach.layout, None, realisations=size, value_std=value_std,
-                           noise_std=noise_std, seed=rng)
-            features.append(_collect_view(reach.M, prep, reach.attacker,
-                                          int(horizon)).features().T)
-            at = np.searchsorted(reach.nodes, j)
-            if at < reach.nodes.size and reach.nodes[at] == j:
-                values.append(prep.values[at].copy())
-            else:  # beyond what reaches the data: independent of it
-                values.append(float(value_std) * rng.standard_normal(size))
+        rng = np.random.default_rng(part_seed)  # the protocol's draws, then the victim's
+        prep = prepare(part.layout, None, realisations=size, value_std=value_std,
+                       noise_std=noise_std, seed=rng)
+        features.append(_collect_view(part.M, prep, part.attacker, horizon).features().T)
+        if victim_at is not None:
+            values.append(prep.values[victim_at].copy())
+        else:  # beyond what reaches the data: independent of it
+            values.append(float(value_std) * rng.standard_normal(size))
         del prep  # before the next batch is drawn: one preparation alive at a time
         if bar is not None:
             bar.update(size)
