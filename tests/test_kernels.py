@@ -344,6 +344,37 @@ def test_mlp_clipped_mean_backends_agree(clip):
         kernels.mlp_clipped_mean(theta, X, y, 0.0, h)
 
 
+def _at_offset(a: np.ndarray, offset: int) -> np.ndarray:
+    """A copy of ``a`` starting ``offset`` float64s into a fresh buffer (contiguous, so the
+    dispatchers pass it on without a copy)."""
+    buffer = np.empty(a.size + offset)
+    out = buffer[offset:].reshape(a.shape)
+    out[:] = a
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_mlp_kernels_do_not_depend_on_where_the_rows_lie(backend):
+    """Bit for bit the same gradient and loss for a row wherever it and its batch lie in memory
+    (four offsets, with other allocations in between): simulate_runs relies on it, its runs
+    being rows at other offsets of a wider array.  A sum in a loop that also stored made the
+    numba gradient depend on the addresses in about one shape in ten."""
+    rng = np.random.default_rng(11)
+    keep = []  # other allocations, so the buffers land at other places of the heap
+    for _ in range(60):
+        h, d, B = (int(v) for v in rng.integers(1, [20, 8, 9]))
+        theta = 3 * rng.standard_normal((1, d * h + 2 * h + 1))
+        X, y = rng.standard_normal((1, B, d)), rng.standard_normal((1, B))
+        grads, losses = [], []
+        for offset in (0, 1, 2, 3, 0, 1, 2, 3):
+            keep.append(np.empty(int(rng.integers(1, 60))))
+            row, batch = _at_offset(theta, offset), _at_offset(X, offset)
+            grads.append(kernels.mlp_clipped_mean(row, batch, y, 1.0, h, backend=backend))
+            losses.append(kernels.mlp_mean_losses(row, batch[0], y[0], h, backend=backend))
+        assert all(np.array_equal(grads[0], g) for g in grads), (h, d, B)
+        assert all(np.array_equal(losses[0], v) for v in losses), (h, d, B)
+
+
 def test_propagate_fused_leaves_a_fortran_ordered_block_unchanged():
     """The serial propagation works on a copy of X also when X.T is already contiguous."""
     W = _random_csr(30, 6, 0)

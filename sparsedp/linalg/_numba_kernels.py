@@ -658,7 +658,14 @@ def mlp_clipped_mean(theta, X, y, clip, h):
     Per example: ``a = x W1 + b1``, ``r = 2 (relu(a) . w2 + b2 - y)``, ``da = r w2 1[a > 0]``,
     ``||g||^2 = (||x||^2 + 1) ||da||^2 + r^2 (||relu(a)||^2 + 1)``, weight
     ``w = min(1, clip / ||g||) / B``; ``dW1 += w x da^T``, ``db1 += w da``,
-    ``dw2 += w r relu(a)``, ``db2 += w r`` (sums reassociated)."""
+    ``dw2 += w r relu(a)``, ``db2 += w r`` (sums reassociated).
+
+    Every sum runs in a loop that stores nothing.  A loop that both stores and sums gets a
+    runtime aliasing check from LLVM, which picks the vectorised (reassociated) sum or the
+    sequential one by how close the arrays lie in memory: the result then depended on the
+    addresses of theta's row and the scratch arrays (a row's gradient differed in the last
+    bits with the row's 16-byte alignment), so :func:`sparsedp.learning.simulate_runs` was
+    not equal to each run alone bit for bit on every machine."""
     R, B, d = X.shape
     out = np.zeros((R, theta.shape[1]))
     a = np.empty(h)
@@ -682,12 +689,14 @@ def mlp_clipped_mean(theta, X, y, clip, h):
             hh = 0.0
             for j in range(h):
                 hid[j] = max(a[j], 0.0)
+            for j in range(h):  # sums in loops that store nothing (docstring)
                 p += hid[j] * w2[j]
                 hh += hid[j] * hid[j]
             r = 2.0 * (p - y[m, e])
             dd = 0.0
             for j in range(h):
                 da[j] = r * w2[j] if a[j] > 0.0 else 0.0
+            for j in range(h):
                 dd += da[j] * da[j]
             w = 1.0 / B
             if clip > 0.0:
