@@ -36,7 +36,10 @@ over ``n R`` models, one sparse product ``W @ (n x R P)`` per step.  They share 
 32 steps at a time (``L[t:t+32, :t+32] Z[:t+32]`` for a lower-triangular L, all of Z
 otherwise), never all T rows.
 Every run's numbers are those of the same run alone, bit for bit (every operation is
-row-wise or column-wise; test).  :func:`simulate` is one run.
+row-wise or column-wise, and the numba gradient and loss kernels do not depend on where a row
+lies in memory; tests).  With the numpy fallback (``SPARSEDP_DISABLE_NUMBA``) they agree to
+rounding only: some OpenBLAS kernels round a small product by its operands' alignment.
+:func:`simulate` is one run.
 """
 
 from __future__ import annotations
@@ -225,8 +228,9 @@ def simulate_runs(W, data: NodeData, model: Model, T: int, runs: Sequence[RunSpe
     Every run shares ``W``, ``data``, ``model``, ``lr``, ``clip``, the seed (the same
     initialisation and the same draw Z) and the schedule; each has its own correlation and
     privacy target (:class:`RunSpec`).  Returns one :class:`SimulationResult` per run, in order,
-    each equal bit for bit to :func:`simulate` of that run alone.  Parameters and errors as
-    :func:`simulate` (an accountant with a budget stops every run at the same step).
+    each equal bit for bit to :func:`simulate` of that run alone (module docstring).
+    Parameters and errors as :func:`simulate` (an accountant with a budget stops every run at
+    the same step).
 
     Examples
     --------
