@@ -65,11 +65,16 @@ import os
 
 import numpy as np
 
-from sparsedp.linalg.threads import PARALLEL_MIN_WORK, numba_threads_for
+from sparsedp.linalg.threads import PARALLEL_MIN_WORK, kernel_thread_cap, numba_threads_for
 
 BACKENDS = ("auto", "numba", "numpy")
 _STAGNATION = 1e-15
 FUSED_MAX_WIDTH = 8  # wider blocks: plain product, then chunked BLAS Gram products
+# row chunks of the fused kernels' Gram sums, whatever the thread count (its load-dependent
+# choice, sparsedp.linalg.threads, made a query's bounds differ in the last bits busy or
+# quiet); the wider blocks' BLAS Grams use kernel_thread_cap() chunks, a setting of the
+# process (b^2 doubles a chunk), not the load
+FUSED_CHUNKS = 64
 GRAM_PARALLEL_MIN_COLUMNS = 128  # columns below which "auto" gram_abs_sums uses numpy (BLAS)
 
 
@@ -541,14 +546,10 @@ def _product_parts(W):
     return W.indptr, W.indices.view(unsigned), W.data
 
 
-def numba_threads() -> int:
-    import numba
-
-    return numba.get_num_threads()
-
-
 def _chunks(n: int) -> int:
-    return max(1, min(n, 8 * numba_threads()))
+    """Row chunks of the fused kernels' partial Gram sums: a fixed count, so the sums (added
+    chunk by chunk) are the same bit for bit on one thread or many, busy machine or quiet."""
+    return max(1, min(n, FUSED_CHUNKS))
 
 
 def _sparse_backend(W, X: np.ndarray, backend: str) -> str:
@@ -588,7 +589,7 @@ def spmm_fused(
         Y = spmm(W, X, backend=backend)
         with numba_threads_for(X.shape[0] * X.shape[1] ** 2):
             cross, gram, centred = _numba_module().block_grams(
-                X, Y, float(shift), numba_threads()
+                X, Y, float(shift), max(1, min(X.shape[0], kernel_thread_cap()))
             )
         return Y, cross, gram, centred
     Y = np.empty_like(X)
