@@ -16,6 +16,11 @@ one-minute load average above the core count), one thread below ``BUSY_PARALLEL_
 where a region lasts long enough (about 50 ms on one core) for a lost time slice to cost
 little.  ``SPARSEDP_THREADS`` caps the count (``1``: never parallel; default: numba's own
 thread count, ``NUMBA_NUM_THREADS``, all cores).
+
+The thread count changes no result: row-parallel kernels sum each row alone, and the Gram
+sums of :func:`sparsedp.linalg.kernels.spmm_fused` run over row chunks whose count follows
+the work's size (``FUSED_CHUNKS``) or :func:`kernel_thread_cap`, never the load, so a query
+gives the same bounds bit for bit on a busy machine and on a quiet one (tests/test_threads.py).
 """
 
 from __future__ import annotations
