@@ -660,12 +660,10 @@ def mlp_clipped_mean(theta, X, y, clip, h):
     ``w = min(1, clip / ||g||) / B``; ``dW1 += w x da^T``, ``db1 += w da``,
     ``dw2 += w r relu(a)``, ``db2 += w r`` (sums reassociated).
 
-    Every sum runs in a loop that stores nothing.  A loop that both stores and sums gets a
+    Every sum runs in a loop that stores nothing: a loop that both stores and sums gets a
     runtime aliasing check from LLVM, which picks the vectorised (reassociated) sum or the
-    sequential one by how close the arrays lie in memory: the result then depended on the
-    addresses of theta's row and the scratch arrays (a row's gradient differed in the last
-    bits with the row's 16-byte alignment), so :func:`sparsedp.learning.simulate_runs` was
-    not equal to each run alone bit for bit on every machine."""
+    sequential one by where the arrays lie in memory, and a row's gradient would depend on its
+    address (:func:`sparsedp.learning.simulate_runs` relies on it not doing so)."""
     R, B, d = X.shape
     out = np.zeros((R, theta.shape[1]))
     a = np.empty(h)

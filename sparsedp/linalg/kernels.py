@@ -70,11 +70,7 @@ from sparsedp.linalg.threads import PARALLEL_MIN_WORK, kernel_thread_cap, numba_
 BACKENDS = ("auto", "numba", "numpy")
 _STAGNATION = 1e-15
 FUSED_MAX_WIDTH = 8  # wider blocks: plain product, then chunked BLAS Gram products
-# row chunks of the fused kernels' Gram sums, whatever the thread count (its load-dependent
-# choice, sparsedp.linalg.threads, made a query's bounds differ in the last bits busy or
-# quiet); the wider blocks' BLAS Grams use kernel_thread_cap() chunks, a setting of the
-# process (b^2 doubles a chunk), not the load
-FUSED_CHUNKS = 64
+FUSED_CHUNKS = 64  # row chunks of the fused kernels' Gram sums, whatever the thread count
 GRAM_PARALLEL_MIN_COLUMNS = 128  # columns below which "auto" gram_abs_sums uses numpy (BLAS)
 
 
@@ -546,10 +542,11 @@ def _product_parts(W):
     return W.indptr, W.indices.view(unsigned), W.data
 
 
-def _chunks(n: int) -> int:
-    """Row chunks of the fused kernels' partial Gram sums: a fixed count, so the sums (added
-    chunk by chunk) are the same bit for bit on one thread or many, busy machine or quiet."""
-    return max(1, min(n, FUSED_CHUNKS))
+def _chunks(n: int, count: int) -> int:
+    """Row chunks of a kernel's partial Gram sums: ``count`` (at most n), never the thread
+    count, which follows the machine's load (:mod:`sparsedp.linalg.threads`), so the sums
+    (added chunk by chunk) are the same bit for bit busy or quiet."""
+    return max(1, min(n, count))
 
 
 def _sparse_backend(W, X: np.ndarray, backend: str) -> str:
@@ -587,9 +584,9 @@ def spmm_fused(
         return Y, X.T @ Y, Y.T @ Y, ((Y - shift) ** 2).sum(axis=0)
     if X.shape[1] > FUSED_MAX_WIDTH:
         Y = spmm(W, X, backend=backend)
-        with numba_threads_for(X.shape[0] * X.shape[1] ** 2):
-            cross, gram, centred = _numba_module().block_grams(
-                X, Y, float(shift), max(1, min(X.shape[0], kernel_thread_cap()))
+        with numba_threads_for(X.shape[0] * X.shape[1] ** 2):  # b^2 doubles a chunk:
+            cross, gram, centred = _numba_module().block_grams(  # one per possible thread
+                X, Y, float(shift), _chunks(X.shape[0], kernel_thread_cap())
             )
         return Y, cross, gram, centred
     Y = np.empty_like(X)
@@ -599,7 +596,7 @@ def spmm_fused(
     )
     with numba_threads_for(W.nnz * X.shape[1]):
         cross, gram, centred = fused(*_product_parts(W), X, Y, float(shift),
-                                     _chunks(X.shape[0]))
+                                     _chunks(X.shape[0], FUSED_CHUNKS))
     return Y, cross, gram, centred
 
 

@@ -17,10 +17,11 @@ where a region lasts long enough (about 50 ms on one core) for a lost time slice
 little.  ``SPARSEDP_THREADS`` caps the count (``1``: never parallel; default: numba's own
 thread count, ``NUMBA_NUM_THREADS``, all cores).
 
-The thread count changes no result: row-parallel kernels sum each row alone, and the Gram
-sums of :func:`sparsedp.linalg.kernels.spmm_fused` run over row chunks whose count follows
-the work's size (``FUSED_CHUNKS``) or :func:`kernel_thread_cap`, never the load, so a query
-gives the same bounds bit for bit on a busy machine and on a quiet one (tests/test_threads.py).
+The load changes no result: row-parallel kernels sum each row alone, and the Gram sums of
+:func:`sparsedp.linalg.kernels.spmm_fused` run over a fixed number of row chunks
+(``FUSED_CHUNKS``, or :func:`kernel_thread_cap` for wide blocks), not over the threads
+:func:`kernel_threads` chooses, so a query gives the same bounds bit for bit on a busy
+machine and on a quiet one (tests/test_threads.py).
 """
 
 from __future__ import annotations
